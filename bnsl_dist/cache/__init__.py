@@ -1,0 +1,5 @@
+"""Score caches: candidate parent sets per variable, their exploration and `.jkl` files."""
+
+from bnsl_dist.cache.parent_sets import ParentSetCache, bitset, n_words
+
+__all__ = ["ParentSetCache", "bitset", "n_words"]

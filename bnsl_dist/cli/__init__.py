@@ -1,0 +1,26 @@
+"""The `bnsl-dist` command line. Each command parses, loads config and calls one library
+function; errors are one line on stderr with exit code 2."""
+
+from __future__ import annotations
+
+import click
+
+from bnsl_dist import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="bnsl-dist")
+def main() -> None:
+    """Bayesian-network structure learning over categorical data, on Dask."""
+
+
+def _register() -> None:
+    from bnsl_dist.cli.score import score_cmd
+
+    main.add_command(score_cmd)
+    # Further commands register below as they land (one module each).
+
+
+_register()
+
+__all__ = ["main"]

@@ -1,0 +1,359 @@
+"""Readers and writers for categorical data files.
+
+Formats (compressed with gzip when the name ends in ``.gz``):
+
+* headerless integer tables (``.data``/``.csv``, comma or white-space separated);
+* CSV with a header row of names, integer or string states (strings map to codes in
+  sorted order; the mapping is kept in :attr:`CategoricalData.states`);
+* GOBNILP/BLIP ``.dat``: white-space separated, line 1 names, line 2 arities;
+* Parquet (integer or string/categorical columns).
+
+Missing values (``?``, empty, ``NA``) are accepted only with ``missing="mask"``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from bnsl_dist.data.dataset import MAX_STATES, CategoricalData, Dataset
+from bnsl_dist.exceptions import DataError
+
+__all__ = ["read_data", "read_dataset", "write_csv", "MISSING_TOKENS"]
+
+#: Tokens read as a missing value (only where the caller asks for a missing mask).
+MISSING_TOKENS = frozenset({"?", "", "NA"})
+_INT_RE = re.compile(r"^-?\d+$")
+
+MissingPolicy = Literal["error", "mask"]
+LabelPolicy = Literal["auto", "never", "always"]
+
+
+@dataclass
+class _Raw:
+    path: str
+    names: list[str] | None
+    declared: NDArray[np.int64] | None
+    cols: list[NDArray]  # int64 codes, or str labels
+    is_label: list[bool]
+    missing: NDArray[np.bool_] | None
+    first_data_line: int  # 1-based line number of the first data row
+
+
+def _read_text(path: Path) -> str:
+    try:
+        if path.name.endswith(".gz"):
+            with gzip.open(path, "rt", encoding="utf-8", newline="") as fh:
+                return fh.read()
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError("no such file", path=str(path)) from None
+    except (OSError, UnicodeDecodeError, EOFError) as exc:
+        raise DataError(f"cannot read: {exc}", path=str(path)) from None
+
+
+def _base_suffix(path: Path) -> str:
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    return os.path.splitext(name)[1]
+
+
+def _split(line: str, delim: str | None) -> list[str]:
+    return [t.strip() for t in (line.split(delim) if delim else line.split())]
+
+
+def _is_int(tok: str) -> bool:
+    return bool(_INT_RE.match(tok))
+
+
+def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: MissingPolicy) -> _Raw:
+    text = _read_text(path)
+    spath = str(path)
+    lines = text.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        raise DataError("empty file", path=spath)
+    dat = _base_suffix(path) == ".dat"
+    delim: str | None = "," if "," in lines[0] else None
+    names: list[str] | None = None
+    declared = None
+    start = 0  # index of first data line
+    if dat:
+        names = _split(lines[0], delim)
+        if len(lines) < 2:
+            raise DataError("a .dat file needs a names line and an arities line", path=spath)
+        ar_tok = _split(lines[1], delim)
+        if len(ar_tok) != len(names) or not all(_is_int(t) for t in ar_tok):
+            raise DataError(f"line 2 must hold {len(names)} integer arities", path=spath, line=2)
+        declared = np.array([int(t) for t in ar_tok], dtype=np.int64)
+        start = 2
+    else:
+        first = _split(lines[0], delim)
+        if header is None:
+            header = any(not _is_int(t) and t not in MISSING_TOKENS for t in first)
+        if header:
+            names = first
+            start = 1
+    if names is not None and len(set(names)) != len(names):
+        dup = next(s for s in names if names.count(s) > 1)
+        raise DataError(f"duplicate variable name {dup!r}", path=spath, line=1)
+    body = lines[start:]
+    if not body:
+        raise DataError("no data rows", path=spath)
+    width = len(names) if names is not None else len(_split(body[0], delim))
+    if labels == "auto":
+        allow_labels = names is not None and not dat
+    else:
+        allow_labels = labels == "always"
+
+    # Fast path: a clean integer table.
+    if not allow_labels or labels == "auto":
+        try:
+            sep = delim if delim else r"\s+"
+            df = pd.read_csv(io.StringIO("\n".join(body)), header=None, sep=sep, dtype=np.int64,
+                             engine="c", na_filter=False)
+            if df.shape[1] == width:
+                arr = df.to_numpy()
+                if arr.size and arr.min() >= 0:
+                    return _Raw(spath, names, declared, [arr[:, j] for j in range(width)],
+                                [False] * width, None, start + 1)
+        except (ValueError, pd.errors.ParserError, OverflowError):
+            pass
+
+    # Slow path: find the exact problem, or build label columns / missing masks.
+    rows: list[list[str]] = []
+    for i, line in enumerate(body):
+        toks = _split(line, delim)
+        if len(toks) != width:
+            raise DataError(f"expected {width} fields, found {len(toks)}", path=spath,
+                            line=start + i + 1)
+        rows.append(toks)
+    tok = np.array(rows, dtype=str)
+    miss = np.isin(tok, list(MISSING_TOKENS))
+    if miss.any() and missing != "mask":
+        r, c = np.argwhere(miss)[0]
+        raise DataError(f"missing value {tok[r, c]!r} where none are allowed "
+                        "(pass missing='mask' to accept them)", path=spath,
+                        line=start + int(r) + 1, column=_colname(names, int(c)))
+    cols: list[NDArray] = []
+    is_label: list[bool] = []
+    for j in range(width):
+        col = tok[:, j]
+        present = ~miss[:, j]
+        vals = col[present]
+        ints = np.array([_is_int(t) for t in vals], dtype=bool) if vals.size else np.ones(0, bool)
+        if labels == "always" or (allow_labels and not ints.all()):
+            cols.append(np.where(present, col, ""))
+            is_label.append(True)
+            continue
+        if not ints.all():
+            r = int(np.nonzero(present)[0][np.argmin(ints)])
+            raise DataError(f"non-integer code {col[r]!r}", path=spath, line=start + r + 1,
+                            column=_colname(names, j))
+        out = np.zeros(col.shape[0], dtype=np.int64)
+        try:
+            out[present] = vals.astype(np.int64)
+        except OverflowError:
+            raise DataError("code out of range", path=spath, column=_colname(names, j)) from None
+        if out.min() < 0:
+            r = int(np.argmin(out))
+            raise DataError(f"negative code {out[r]}", path=spath, line=start + r + 1,
+                            column=_colname(names, j))
+        cols.append(out)
+        is_label.append(False)
+    return _Raw(spath, names, declared, cols, is_label, miss if miss.any() else None, start + 1)
+
+
+def _colname(names: list[str] | None, j: int) -> str | int:
+    return j + 1 if names is None else f"{j + 1} ({names[j]})"
+
+
+def _parse_parquet(path: Path, missing: MissingPolicy) -> _Raw:
+    spath = str(path)
+    try:
+        df = pd.read_parquet(path)
+    except FileNotFoundError:
+        raise DataError("no such file", path=spath) from None
+    except Exception as exc:  # pyarrow raises many types
+        raise DataError(f"cannot read Parquet: {exc}", path=spath) from None
+    if df.shape[0] == 0 or df.shape[1] == 0:
+        raise DataError("empty file", path=spath)
+    names = [str(c) for c in df.columns]
+    miss = df.isna().to_numpy()
+    if miss.any() and missing != "mask":
+        r, c = np.argwhere(miss)[0]
+        raise DataError("missing value where none are allowed", path=spath, line=int(r) + 1,
+                        column=_colname(names, int(c)))
+    cols, is_label = [], []
+    for j, name in enumerate(df.columns):
+        s = df[name]
+        if pd.api.types.is_integer_dtype(s.dtype) or (
+            pd.api.types.is_float_dtype(s.dtype)
+            and bool((s.dropna() == s.dropna().round()).all())
+        ):
+            v = s.fillna(0).to_numpy().astype(np.int64)
+            if v.min() < 0:
+                r = int(np.argmin(v))
+                raise DataError(f"negative code {v[r]}", path=spath, line=r + 1,
+                                column=_colname(names, j))
+            cols.append(v)
+            is_label.append(False)
+        elif pd.api.types.is_float_dtype(s.dtype):
+            raise DataError("non-integer code", path=spath, column=_colname(names, j))
+        else:
+            cols.append(s.astype("string").fillna("").to_numpy(dtype=str))
+            is_label.append(True)
+    return _Raw(spath, names, None, cols, is_label, miss if miss.any() else None, 1)
+
+
+def _parse(path: str | os.PathLike[str], header: bool | None, labels: LabelPolicy,
+           missing: MissingPolicy) -> _Raw:
+    p = Path(path)
+    if _base_suffix(p) in (".parquet", ".pq"):
+        return _parse_parquet(p, missing)
+    return _parse_text(p, header, labels, missing)
+
+
+def _label_order(labels: NDArray) -> list[str]:
+    """Sorted unique labels; numerically when all are integers."""
+    uniq = sorted(set(labels.tolist()) - {""} if labels.size else set())
+    if uniq and all(_is_int(u) for u in uniq):
+        uniq.sort(key=int)
+    return uniq
+
+
+def _combine(raws: Sequence[_Raw], arities: Sequence[int] | None,
+             names: Sequence[str] | None) -> list[CategoricalData]:
+    """Turn parsed tables into CategoricalData sharing arities and state mappings."""
+    ref = raws[0]
+    width = len(ref.cols)
+    for r in raws[1:]:
+        if len(r.cols) != width:
+            raise DataError(f"{len(r.cols)} columns, but {ref.path} has {width}", path=r.path)
+        if r.names is not None and ref.names is not None and r.names != ref.names:
+            raise DataError(f"column names differ from those of {ref.path}", path=r.path, line=1)
+    final_names = list(names) if names is not None else (
+        ref.names if ref.names is not None else [f"X{i}" for i in range(width)])
+    if len(final_names) != width:
+        raise DataError(f"{len(final_names)} names given for {width} columns", path=ref.path)
+    states: list[tuple[str, ...] | None] = []
+    codes = [np.zeros((len(r.cols[0]), width), dtype=np.int64) for r in raws]
+    arity = np.zeros(width, dtype=np.int64)
+    for j in range(width):
+        if any(r.is_label[j] for r in raws):
+            allv = np.concatenate([r.cols[j].astype(str) for r in raws])
+            order = _label_order(allv)
+            lut = {s: i for i, s in enumerate(order)}
+            for k, r in enumerate(raws):
+                col = r.cols[j].astype(str)
+                codes[k][:, j] = np.array([lut.get(t, 0) for t in col], dtype=np.int64)
+            states.append(tuple(order))
+            arity[j] = max(len(order), 1)
+        else:
+            for k, r in enumerate(raws):
+                codes[k][:, j] = r.cols[j]
+            arity[j] = max(int(max(c[:, j].max() for c in codes)) + 1, 1)
+            states.append(None)
+    declared = next((r.declared for r in raws if r.declared is not None), None)
+    if arities is not None:
+        declared = np.asarray(arities, dtype=np.int64)
+    if declared is not None:
+        if declared.shape != (width,):
+            raise DataError(f"{declared.shape[0]} arities for {width} columns", path=ref.path)
+        for j in range(width):
+            if arity[j] > declared[j]:
+                k = next(k for k, c in enumerate(codes) if c[:, j].max() >= declared[j])
+                row = int(np.argmax(codes[k][:, j] >= declared[j]))
+                raise DataError(f"code {codes[k][row, j]} not below the declared arity "
+                                f"{declared[j]}", path=raws[k].path,
+                                line=raws[k].first_data_line + row, column=_colname(final_names, j))
+        arity = declared
+    if arity.max() > MAX_STATES:
+        j = int(np.argmax(arity))
+        raise DataError(f"{arity[j]} states exceed the maximum of {MAX_STATES}", path=ref.path,
+                        column=_colname(final_names, j))
+    st = tuple(states) if any(s is not None for s in states) else None
+    return [CategoricalData.from_array(c, arities=arity, names=final_names, states=st,
+                                       missing=r.missing, source=r.path)
+            for c, r in zip(codes, raws, strict=True)]
+
+
+def read_data(path: str | os.PathLike[str], *, missing: MissingPolicy = "error",
+              header: bool | None = None, labels: LabelPolicy = "auto",
+              arities: Sequence[int] | None = None,
+              names: Sequence[str] | None = None) -> CategoricalData:
+    """Read one data file.
+
+    Parameters
+    ----------
+    path : path-like
+        ``.csv``, ``.data``, ``.dat``, ``.txt`` (optionally ``.gz``) or ``.parquet``.
+    missing : {"error", "mask"}
+        Whether missing values are an error (default) or recorded in a mask.
+    header : bool, optional
+        Whether line 1 holds names; by default detected (a non-integer token).
+    labels : {"auto", "never", "always"}
+        Whether tokens may be state labels: "auto" allows them in files with a header,
+        "always" maps every column's values to codes in sorted order.
+    arities, names : sequence, optional
+        Declared arities and names (otherwise taken from the file / max code + 1).
+
+    Raises
+    ------
+    DataError
+        With the file, line and column of the first problem.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "d.csv")
+    >>> _ = open(p, "w").write("0,1\\n1,1\\n")
+    >>> read_data(p).arities.tolist()
+    [2, 2]
+    """
+    return _combine([_parse(path, header, labels, missing)], arities, names)[0]
+
+
+def read_dataset(name: str, paths: Mapping[str, str | os.PathLike[str]], *,
+                 missing: MissingPolicy = "error", header: bool | None = None,
+                 labels: LabelPolicy = "auto", arities: Sequence[int] | None = None,
+                 names: Sequence[str] | None = None) -> Dataset:
+    """Read the splits of a data set together, so that arities and labels agree."""
+    keys = list(paths)
+    raws = [_parse(paths[k], header, labels, missing) for k in keys]
+    datas = _combine(raws, arities, names)
+    return Dataset(name, dict(zip(keys, datas, strict=True)))
+
+
+def write_csv(data: CategoricalData, path: str | os.PathLike[str], *, header: bool = True,
+              labels: bool = True) -> None:
+    """Write data as CSV atomically (temp file, then rename); missing cells as ``?``."""
+    from bnsl_dist._io import atomic_write_text
+
+    cols = []
+    for j in range(data.n_vars):
+        col = data.codes[:, j].astype(np.int64)
+        if labels and data.states is not None and data.states[j] is not None:
+            lab = np.array(data.states[j], dtype=object)
+            vals = lab[col]
+        else:
+            vals = col.astype(str).astype(object)
+        if data.missing is not None:
+            vals = np.where(data.missing[:, j], "?", vals)
+        cols.append(vals)
+    df = pd.DataFrame(dict(zip(data.names, cols, strict=True)))
+    buf = io.StringIO()
+    df.to_csv(buf, index=False, header=header)
+    atomic_write_text(path, buf.getvalue())

@@ -1,0 +1,207 @@
+"""DAG: the structure every optimizer returns, with the project's JSON form.
+
+JSON everywhere in the project: ``{"nodes": [names], "parents": {name: [names]}}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from bnsl_dist.exceptions import NotADAGError
+
+__all__ = ["DAG", "topological_order", "find_cycle"]
+
+
+def find_cycle(parents: Sequence[Sequence[int]]) -> list[int] | None:
+    """A directed cycle (list of nodes, each a parent of the next) or None."""
+    n = len(parents)
+    color = np.zeros(n, dtype=np.int8)  # 0 new, 1 on stack, 2 done
+    for root in range(n):
+        if color[root]:
+            continue
+        stack: list[tuple[int, int]] = [(root, 0)]
+        path: list[int] = []
+        color[root] = 1
+        path.append(root)
+        while stack:
+            v, i = stack[-1]
+            ps = parents[v]
+            if i < len(ps):
+                stack[-1] = (v, i + 1)
+                p = int(ps[i])
+                if color[p] == 1:
+                    cyc = path[path.index(p):]
+                    return list(reversed(cyc))
+                if color[p] == 0:
+                    color[p] = 1
+                    path.append(p)
+                    stack.append((p, 0))
+            else:
+                color[v] = 2
+                path.pop()
+                stack.pop()
+    return None
+
+
+def topological_order(parents: Sequence[Sequence[int]]) -> list[int]:
+    """Parents before children (Kahn's algorithm, smallest index first among ties)."""
+    import heapq
+
+    n = len(parents)
+    indeg = np.array([len(p) for p in parents], dtype=np.int64)
+    children: list[list[int]] = [[] for _ in range(n)]
+    for v, ps in enumerate(parents):
+        for p in ps:
+            children[int(p)].append(v)
+    heap = [v for v in range(n) if indeg[v] == 0]
+    heapq.heapify(heap)
+    out: list[int] = []
+    while heap:
+        v = heapq.heappop(heap)
+        out.append(v)
+        for c in children[v]:
+            indeg[c] -= 1
+            if indeg[c] == 0:
+                heapq.heappush(heap, c)
+    if len(out) != n:
+        raise NotADAGError(f"the graph has a cycle through {find_cycle(parents)}")
+    return out
+
+
+@dataclass(frozen=True, eq=True)
+class DAG:
+    """A directed acyclic graph over ``n_vars`` named nodes, stored as parent sets.
+
+    Build with :meth:`from_parents` (validates); parent tuples are sorted ascending.
+    """
+
+    parents: tuple[tuple[int, ...], ...]
+    names: tuple[str, ...]
+
+    @classmethod
+    def from_parents(cls, parents: Sequence[Sequence[int]],
+                     names: Sequence[str] | None = None) -> DAG:
+        n = len(parents)
+        nm = tuple(f"X{i}" for i in range(n)) if names is None else tuple(str(s) for s in names)
+        if len(nm) != n:
+            raise NotADAGError(f"{len(nm)} names for {n} nodes")
+        ps: list[tuple[int, ...]] = []
+        for v, p in enumerate(parents):
+            t = tuple(sorted(int(x) for x in p))
+            if len(set(t)) != len(t):
+                raise NotADAGError(f"node {nm[v]!r} lists a parent twice")
+            for x in t:
+                if not 0 <= x < n:
+                    raise NotADAGError(f"node {nm[v]!r} has parent index {x} out of range")
+                if x == v:
+                    raise NotADAGError(f"node {nm[v]!r} is its own parent")
+            ps.append(t)
+        cyc = find_cycle(ps)
+        if cyc is not None:
+            raise NotADAGError("the graph has a cycle: " + " -> ".join(nm[c] for c in cyc))
+        return cls(tuple(ps), nm)
+
+    @classmethod
+    def empty(cls, n_vars: int, names: Sequence[str] | None = None) -> DAG:
+        return cls.from_parents([()] * n_vars, names)
+
+    @property
+    def n_vars(self) -> int:
+        return len(self.parents)
+
+    @property
+    def n_arcs(self) -> int:
+        return sum(len(p) for p in self.parents)
+
+    def arcs(self) -> list[tuple[int, int]]:
+        """(parent, child) pairs."""
+        return [(p, v) for v, ps in enumerate(self.parents) for p in ps]
+
+    def children(self) -> list[list[int]]:
+        out: list[list[int]] = [[] for _ in range(self.n_vars)]
+        for v, ps in enumerate(self.parents):
+            for p in ps:
+                out[p].append(v)
+        return out
+
+    def topological_order(self) -> list[int]:
+        return topological_order(self.parents)
+
+    def adjacency(self) -> NDArray[np.bool_]:
+        """a[i, j] = True when i -> j."""
+        a = np.zeros((self.n_vars, self.n_vars), dtype=bool)
+        for p, v in self.arcs():
+            a[p, v] = True
+        return a
+
+    def max_indegree(self) -> int:
+        return max((len(p) for p in self.parents), default=0)
+
+    # ------------------------------------------------------------------ JSON
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"nodes": list(self.names),
+                "parents": {self.names[v]: [self.names[p] for p in ps]
+                            for v, ps in enumerate(self.parents)}}
+
+    @classmethod
+    def from_json_dict(cls, obj: Mapping[str, Any], *, names: Sequence[str] | None = None,
+                       source: str = "DAG JSON") -> DAG:
+        """Parse the project's DAG JSON. With ``names``, nodes are matched to them."""
+        if not isinstance(obj, Mapping) or "parents" not in obj:
+            raise NotADAGError(f"{source}: expected an object with fields 'nodes' and 'parents'")
+        par = obj["parents"]
+        if not isinstance(par, Mapping):
+            raise NotADAGError(f"{source}: field 'parents' must map names to lists of names")
+        nodes = obj.get("nodes")
+        if nodes is None:
+            nodes = list(par)
+        if not isinstance(nodes, list) or not all(isinstance(x, str) for x in nodes):
+            raise NotADAGError(f"{source}: field 'nodes' must be a list of names")
+        target = list(nodes) if names is None else list(names)
+        idx = {s: i for i, s in enumerate(target)}
+        for s in nodes:
+            if s not in idx:
+                raise NotADAGError(f"{source}: field 'nodes' names unknown variable {s!r}")
+        plist: list[list[int]] = [[] for _ in target]
+        for child, ps in par.items():
+            if child not in idx:
+                raise NotADAGError(f"{source}: field 'parents' names unknown variable {child!r}")
+            if not isinstance(ps, list):
+                raise NotADAGError(f"{source}: field 'parents.{child}' must be a list")
+            for p in ps:
+                if p not in idx:
+                    raise NotADAGError(f"{source}: field 'parents.{child}' names unknown "
+                                       f"variable {p!r}")
+                plist[idx[child]].append(idx[p])
+        try:
+            return cls.from_parents(plist, target)
+        except NotADAGError as exc:
+            raise NotADAGError(f"{source}: {exc}") from None
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_json_dict(), indent=1)
+
+    @classmethod
+    def read_json(cls, path: str | os.PathLike[str], *,
+                  names: Sequence[str] | None = None) -> DAG:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                obj = json.load(fh)
+        except FileNotFoundError:
+            raise NotADAGError(f"{path}: no such file") from None
+        except json.JSONDecodeError as exc:
+            raise NotADAGError(f"{path}, line {exc.lineno}, column {exc.colno}: invalid JSON: "
+                               f"{exc.msg}") from None
+        return cls.from_json_dict(obj, names=names, source=str(path))
+
+    def write_json(self, path: str | os.PathLike[str]) -> None:
+        from bnsl_dist._io import atomic_write_text
+
+        atomic_write_text(path, self.to_json() + "\n")

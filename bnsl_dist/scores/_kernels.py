@@ -1,0 +1,150 @@
+"""Numba kernels for contingency counts and local scores (inputs validated by callers).
+
+Codes arrive as a 2-D Fortran-ordered uint8/uint16 array, so ``codes[:, j]`` is a
+contiguous column. A family (child, parents) is counted by building a mixed-radix
+configuration id per row (ALGORITHMS.md §1), then either a dense count table (when
+``q * r`` is small against N) or a sort of the row keys (otherwise). Ids are re-ranked
+when their radix would overflow, so any number of parents is handled.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+KIND_LL = 0
+KIND_BIC = 1
+KIND_BDEU = 2
+
+_RADIX_LIMIT = 1 << 40
+
+
+@nb.njit(cache=True, nogil=True)
+def _rerank(ids, tmp):  # IN/OUT ids (N,) int64; tmp (N,) int64 scratch. Returns #distinct.
+    n = ids.shape[0]
+    order = np.argsort(ids, kind="mergesort")
+    rank = -1
+    prev = -1
+    for t in range(n):
+        v = ids[order[t]]
+        if t == 0 or v != prev:
+            rank += 1
+            prev = v
+        tmp[order[t]] = rank
+    for t in range(n):
+        ids[t] = tmp[t]
+    return rank + 1
+
+
+@nb.njit(cache=True, nogil=True)
+def config_ids(codes, parents, arities, ids, tmp):
+    """Fill ``ids`` (OUT, int64 (N,)) with each row's parent configuration id.
+
+    Returns the radix (an upper bound on id + 1). Ids are the mixed-radix index of
+    ALGORITHMS.md §1 unless the radix exceeded 2^40, in which case they were re-ranked
+    (dense ranks, order preserved).
+    """
+    n = codes.shape[0]
+    for t in range(n):
+        ids[t] = 0
+    radix = 1
+    for m in range(parents.shape[0]):
+        p = parents[m]
+        rp = arities[p]
+        if radix * rp > _RADIX_LIMIT:
+            radix = _rerank(ids, tmp)
+        col = codes[:, p]
+        for t in range(n):
+            ids[t] += np.int64(col[t]) * radix
+        radix *= rp
+    return radix
+
+
+@nb.njit(cache=True, nogil=True, fastmath=False)
+def family_score(codes, arities, child, parents, kind, ess, qf, nlogn, ids, tmp, counts):
+    """Local score of ``child`` given ``parents``.
+
+    kind: KIND_LL (log-likelihood), KIND_BIC, KIND_BDEU. ``qf`` is the true number of
+    parent configurations as float (product of arities). ``nlogn[c] = c ln c``.
+    ``ids``, ``tmp``: int64 (N,) scratch; ``counts``: int64 scratch of any size >= 1.
+    Returns (score, log_likelihood).
+    """
+    n = codes.shape[0]
+    r = arities[child]
+    x = codes[:, child]
+    radix = config_ids(codes, parents, arities, ids, tmp)
+    size = radix * r
+    ll = 0.0
+    bd = 0.0
+    a_j = 0.0
+    a_jk = 0.0
+    lg_aj = 0.0
+    lg_ajk = 0.0
+    if kind == KIND_BDEU:
+        a_j = ess / qf
+        a_jk = ess / (qf * r)
+        lg_aj = math.lgamma(a_j)
+        lg_ajk = math.lgamma(a_jk)
+    if size <= counts.shape[0]:
+        for t in range(size):
+            counts[t] = 0
+        for t in range(n):
+            counts[ids[t] * r + x[t]] += 1
+        for j in range(radix):
+            nj = 0
+            base = j * r
+            for k in range(r):
+                c = counts[base + k]
+                if c > 0:
+                    nj += c
+                    ll += nlogn[c]
+                    if kind == KIND_BDEU:
+                        bd += math.lgamma(a_jk + c) - lg_ajk
+            if nj > 0:
+                ll -= nlogn[nj]
+                if kind == KIND_BDEU:
+                    bd += lg_aj - math.lgamma(a_j + nj)
+    else:
+        for t in range(n):
+            tmp[t] = ids[t] * r + x[t]
+        keys = np.sort(tmp)
+        t = 0
+        while t < n:
+            j = keys[t] // r
+            nj = 0
+            while t < n and keys[t] // r == j:
+                key = keys[t]
+                c = 0
+                while t < n and keys[t] == key:
+                    c += 1
+                    t += 1
+                nj += c
+                ll += nlogn[c]
+                if kind == KIND_BDEU:
+                    bd += math.lgamma(a_jk + c) - lg_ajk
+            ll -= nlogn[nj]
+            if kind == KIND_BDEU:
+                bd += lg_aj - math.lgamma(a_j + nj)
+    if kind == KIND_LL:
+        return ll, ll
+    if kind == KIND_BIC:
+        return ll - 0.5 * math.log(n) * (r - 1) * qf, ll
+    return bd, ll
+
+
+@nb.njit(cache=True, nogil=True)
+def marginal_counts(col, r, out):  # IN col (N,), OUT out (r,) int64
+    for k in range(r):
+        out[k] = 0
+    for t in range(col.shape[0]):
+        out[col[t]] += 1
+
+
+@nb.njit(cache=True, nogil=True)
+def nlogn_table(n_max):
+    out = np.zeros(n_max + 1, dtype=np.float64)
+    for c in range(2, n_max + 1):
+        out[c] = c * math.log(c)
+    return out

@@ -1,0 +1,35 @@
+"""Structure optimisation: the anytime Optimizer contract and every registered optimizer.
+
+Importing this package imports every optimizer module so the registry is complete.
+"""
+
+from bnsl_dist.search.base import (
+    DEFAULT_CHECKPOINTS,
+    AnytimeTrace,
+    Budget,
+    Incumbent,
+    Optimizer,
+    Stopwatch,
+    as_generator,
+    get_optimizer,
+    make_optimizer,
+    optimizer_names,
+    register,
+)
+
+# Optimizer modules register themselves on import; keep this list complete.
+# (modules are added here as they land)
+
+__all__ = [
+    "AnytimeTrace",
+    "Budget",
+    "DEFAULT_CHECKPOINTS",
+    "Incumbent",
+    "Optimizer",
+    "Stopwatch",
+    "as_generator",
+    "get_optimizer",
+    "make_optimizer",
+    "optimizer_names",
+    "register",
+]

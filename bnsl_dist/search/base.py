@@ -1,0 +1,228 @@
+"""The anytime optimizer contract: Budget, Incumbent, AnytimeTrace, the registry.
+
+An optimizer's ``run(cache, budget, rng)`` yields only strictly better incumbents, each
+with the seconds elapsed on its own clock; it stops when the budget ends or when it has
+proved optimality. Hyper-parameters are keyword-only ``__init__`` arguments stored
+unchanged; ``__init__`` does no work and no state carries over between runs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+
+from bnsl_dist.cache.parent_sets import ParentSetCache
+from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.graph.dag import DAG
+
+__all__ = [
+    "Budget",
+    "Stopwatch",
+    "Incumbent",
+    "AnytimeTrace",
+    "Optimizer",
+    "register",
+    "get_optimizer",
+    "optimizer_names",
+    "make_optimizer",
+    "as_generator",
+    "DEFAULT_CHECKPOINTS",
+]
+
+#: Checkpoint budgets (seconds) at which distributed runs report the best DAG.
+DEFAULT_CHECKPOINTS: tuple[float, ...] = (1.0, 10.0, 60.0, 600.0, 3600.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Seconds and/or iterations; whichever ends first stops the run.
+
+    An iteration is the optimizer's natural unit (one sampled order, one restart, one
+    node expansion batch...). Iteration budgets make runs reproducible.
+    """
+
+    seconds: float | None = None
+    max_iterations: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.seconds is None and self.max_iterations is None:
+            raise InvalidConfigError("a budget needs seconds or max_iterations")
+        if self.seconds is not None and not self.seconds > 0:
+            raise InvalidConfigError(f"budget seconds must be positive, got {self.seconds}")
+        if self.max_iterations is not None and self.max_iterations < 1:
+            raise InvalidConfigError(f"budget iterations must be >= 1, got {self.max_iterations}")
+
+    def stopwatch(self) -> Stopwatch:
+        return Stopwatch(self)
+
+
+class Stopwatch:
+    """Tracks a run's elapsed time and iterations against its budget."""
+
+    __slots__ = ("budget", "start", "iterations", "_deadline")
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        self.start = time.perf_counter()
+        self.iterations = 0
+        self._deadline = (self.start + budget.seconds) if budget.seconds is not None else None
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def remaining(self) -> float:
+        """Seconds left (inf when only iterations bound the run)."""
+        if self._deadline is None:
+            return float("inf")
+        return max(0.0, self._deadline - time.perf_counter())
+
+    def tick(self, n: int = 1) -> None:
+        self.iterations += n
+
+    def done(self) -> bool:
+        if self.budget.max_iterations is not None and self.iterations >= self.budget.max_iterations:
+            return True
+        return self._deadline is not None and time.perf_counter() >= self._deadline
+
+    def iterations_left(self) -> int | None:
+        if self.budget.max_iterations is None:
+            return None
+        return max(0, self.budget.max_iterations - self.iterations)
+
+
+@dataclass(frozen=True, slots=True)
+class Incumbent:
+    """A DAG found during a run, better than every earlier one of that run."""
+
+    elapsed: float
+    score: float
+    dag: DAG
+    iterations: int = 0
+    bound: float | None = None  # a proven upper bound on the optimum (exact solvers)
+    info: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def gap(self) -> float | None:
+        """Relative gap (bound - score) / |score|, when a bound is known."""
+        if self.bound is None:
+            return None
+        return (self.bound - self.score) / max(abs(self.score), 1e-12)
+
+
+@dataclass
+class AnytimeTrace:
+    """The incumbents of one run (or the merge of several), in time order."""
+
+    incumbents: list[Incumbent] = field(default_factory=list)
+    total_iterations: int = 0
+    total_seconds: float = 0.0
+
+    def append(self, inc: Incumbent) -> None:
+        self.incumbents.append(inc)
+
+    @property
+    def best(self) -> Incumbent | None:
+        return max(self.incumbents, key=lambda i: i.score, default=None)
+
+    def best_at(self, t: float) -> Incumbent | None:
+        """The best incumbent found within ``t`` seconds (None if none yet)."""
+        cands = [i for i in self.incumbents if i.elapsed <= t]
+        return max(cands, key=lambda i: i.score, default=None)
+
+    def best_at_iteration(self, it: int) -> Incumbent | None:
+        cands = [i for i in self.incumbents if i.iterations <= it]
+        return max(cands, key=lambda i: i.score, default=None)
+
+    @classmethod
+    def collect(cls, stream: Iterator[Incumbent], on_incumbent: Callable[[Incumbent], None]
+                | None = None) -> AnytimeTrace:
+        """Drain an optimizer's stream (doing nothing else while it runs)."""
+        tr = cls()
+        t0 = time.perf_counter()
+        for inc in stream:
+            tr.append(inc)
+            if on_incumbent is not None:
+                on_incumbent(inc)
+        tr.total_seconds = time.perf_counter() - t0
+        tr.total_iterations = max((i.iterations for i in tr.incumbents), default=0)
+        return tr
+
+
+@runtime_checkable
+class Optimizer(Protocol):
+    """Structure optimizer over a parent-set cache."""
+
+    name: ClassVar[str]
+    exact: ClassVar[bool]
+
+    def run(self, cache: ParentSetCache, budget: Budget,
+            rng: np.random.Generator) -> Iterator[Incumbent]: ...
+
+
+_REGISTRY: dict[str, type] = {}
+T = TypeVar("T", bound=type)
+
+
+def register(name: str) -> Callable[[T], T]:
+    """Class decorator adding an optimizer to the registry under ``name``."""
+
+    def deco(cls: T) -> T:
+        if name in _REGISTRY and _REGISTRY[name] is not cls:
+            raise ValueError(f"optimizer {name!r} registered twice")
+        cls.name = name  # type: ignore[attr-defined]
+        _REGISTRY[name] = cls
+        return cls
+
+    return deco
+
+
+def _load_all() -> None:
+    import bnsl_dist.search  # noqa: F401  (imports every optimizer module)
+
+
+def optimizer_names() -> list[str]:
+    _load_all()
+    return sorted(_REGISTRY)
+
+
+def get_optimizer(name: str) -> type:
+    _load_all()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise InvalidConfigError(f"unknown algorithm {name!r}; choose from "
+                                 f"{sorted(_REGISTRY)}") from None
+
+
+def make_optimizer(name: str, **params: Any) -> Any:
+    """Instantiate a registered optimizer; unknown parameters are a config error."""
+    cls = get_optimizer(name)
+    try:
+        return cls(**params)
+    except TypeError as exc:
+        raise InvalidConfigError(f"algorithm {name!r}: {exc}") from None
+
+
+def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
+    """Normalise a seed or generator."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    return np.random.default_rng(rng)
+
+
+def rescore(cache: ParentSetCache, dag: DAG) -> float:
+    """Sum of the DAG's cached local scores."""
+    return cache.score_dag(dag)
+
+
+def best_unconstrained(cache: ParentSetCache) -> float:
+    """Sum over variables of their best cached score: an upper bound on any DAG."""
+    return float(sum(cache.best_score(v) for v in range(cache.n_vars)))
+
+
+def chosen_score(cache: ParentSetCache, chosen: Sequence[int]) -> float:
+    return float(cache.scores[np.asarray(chosen, dtype=np.int64)].sum())
