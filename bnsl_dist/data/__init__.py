@@ -1,10 +1,13 @@
 """Categorical data: containers, readers, networks, sampling."""
 
 from bnsl_dist.data.dataset import MAX_STATES, CategoricalData, Dataset, code_dtype
+from bnsl_dist.data.network import BayesianNetwork, parent_config_index
 from bnsl_dist.data.io import MISSING_TOKENS, read_data, read_dataset, write_csv
 from bnsl_dist.data.registry import bundled_names, bundled_path, load_bundled_dataset, resolve_data
 
 __all__ = [
+    "BayesianNetwork",
+    "parent_config_index",
     "CategoricalData",
     "Dataset",
     "MAX_STATES",

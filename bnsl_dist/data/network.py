@@ -1,0 +1,91 @@
+"""BayesianNetwork: a DAG over categorical variables with one CPT per variable.
+
+CPT layout (the project's one convention): ``cpts[v]`` has shape ``(q_v, r_v)``; row
+``j`` is the distribution of ``v`` given parent configuration ``j``, where ``j`` is the
+mixed-radix index over ``dag.parents[v]`` (sorted ascending, as DAG stores them) with
+the *first* parent varying fastest: ``j = sum_m code(P_m) * prod_{l<m} r_{P_l}``
+(ALGORITHMS.md §1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from bnsl_dist.exceptions import DataError
+from bnsl_dist.graph.dag import DAG
+
+__all__ = ["BayesianNetwork", "parent_config_index"]
+
+
+def parent_config_index(codes: NDArray[np.integer], parents: Sequence[int],
+                        arities: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Row-wise mixed-radix configuration index of ``parents`` (first parent fastest)."""
+    j = np.zeros(codes.shape[0], dtype=np.int64)
+    radix = 1
+    for p in parents:
+        j += codes[:, p].astype(np.int64) * radix
+        radix *= int(arities[p])
+    return j
+
+
+@dataclass(frozen=True, eq=False)
+class BayesianNetwork:
+    """A discrete Bayesian network.
+
+    Parameters
+    ----------
+    dag : DAG
+        Structure; its names are the variable names.
+    states : tuple of tuple of str
+        State labels per variable (code k has label ``states[v][k]``).
+    cpts : tuple of ndarray
+        ``cpts[v]`` of shape ``(prod of parent arities, arity of v)``, rows sum to 1.
+    """
+
+    dag: DAG
+    states: tuple[tuple[str, ...], ...]
+    cpts: tuple[NDArray[np.float64], ...]
+
+    def __post_init__(self) -> None:
+        n = self.dag.n_vars
+        if len(self.states) != n or len(self.cpts) != n:
+            raise DataError(f"network needs {n} state lists and CPTs")
+        ar = self.arities
+        for v in range(n):
+            q = int(np.prod([ar[p] for p in self.dag.parents[v]], dtype=np.int64))
+            t = self.cpts[v]
+            if t.shape != (q, ar[v]):
+                raise DataError(f"CPT of {self.dag.names[v]!r} has shape {t.shape}, "
+                                f"expected {(q, int(ar[v]))}")
+            if not np.allclose(t.sum(axis=1), 1.0, atol=1e-6) or (t < 0).any():
+                raise DataError(f"CPT of {self.dag.names[v]!r}: rows must be distributions")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.dag.names
+
+    @property
+    def n_vars(self) -> int:
+        return self.dag.n_vars
+
+    @property
+    def arities(self) -> NDArray[np.int64]:
+        return np.array([len(s) for s in self.states], dtype=np.int64)
+
+    def n_parameters(self) -> int:
+        """Free parameters: sum of (r_v - 1) q_v."""
+        return int(sum((t.shape[1] - 1) * t.shape[0] for t in self.cpts))
+
+    def log_prob_rows(self, codes: NDArray[np.integer]) -> NDArray[np.float64]:
+        """ln P(row) of complete rows (N, n) of codes."""
+        out = np.zeros(codes.shape[0])
+        ar = self.arities
+        for v in range(self.n_vars):
+            j = parent_config_index(codes, self.dag.parents[v], ar)
+            with np.errstate(divide="ignore"):
+                out += np.log(self.cpts[v][j, codes[:, v].astype(np.int64)])
+        return out
