@@ -1,0 +1,7 @@
+"""Dask orchestration: the only package (with cli/) that imports dask/distributed.
+
+Submodules: cluster (clients), explore (per-variable cache build), anytime (per-seed
+search), sem (E-step batches), grid (experiment grids). Import them explicitly.
+"""
+
+__all__: list[str] = []
