@@ -2,5 +2,16 @@
 but exceptions and I/O helpers."""
 
 from bnsl_dist.graph.dag import DAG, find_cycle, topological_order
+from bnsl_dist.graph.ktree import KTree
+from bnsl_dist.graph.moral import moral_graph, undirected_edges
+from bnsl_dist.graph.treewidth import (
+    TreewidthCertificate,
+    certify,
+    elimination_width,
+    min_degree_order,
+    min_fill_order,
+)
 
-__all__ = ["DAG", "find_cycle", "topological_order"]
+__all__ = ["DAG", "find_cycle", "topological_order", "KTree", "moral_graph", "undirected_edges",
+           "TreewidthCertificate", "certify", "elimination_width", "min_degree_order",
+           "min_fill_order"]
