@@ -19,6 +19,7 @@ from bnsl_dist.search.base import (
 
 # Optimizer modules register themselves on import; keep this list complete.
 # (modules are added here as they land)
+import bnsl_dist.search.exact.dp  # noqa: F401,E402
 
 __all__ = [
     "AnytimeTrace",

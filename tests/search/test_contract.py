@@ -1,0 +1,154 @@
+"""The optimizer contract, checked on EVERY registered optimizer (present and future).
+
+Each test is parametrized over ``optimizer_names()``, so a newly registered optimizer is
+checked as soon as its module is imported by ``bnsl_dist/search/__init__.py``.
+
+Optimizers that need constructor parameters get them from ``PARAMS`` below: add one
+line ``"name": {...}`` for yours. ``EXACT_PARAMS`` overrides them for the brute-force
+test (e.g. a treewidth bound large enough not to bind on n <= 7, so that an exact
+bounded-treewidth solver must reach the unbounded optimum).
+
+What is checked (ARCHITECTURE.md "Contracts", STYLE.md §4):
+- the class has ``name`` and ``exact``, keyword-only hyper-parameters, and satisfies the
+  ``Optimizer`` protocol;
+- every incumbent is an acyclic DAG whose parent sets are all in the cache, whose
+  reported score equals a fresh rescore, and which strictly improves on the previous
+  one (elapsed and iterations never go back);
+- a 1 s budget holds within 5% (+ 0.25 s absolute slack), measured around the run
+  after a warm-up run (numba loading is not the optimizer's time);
+- the same seed and iteration budget give the same incumbents (fresh instance or the
+  same one reused: no state carries over);
+- exact optimizers (``cls.exact``) reach the brute-force optimum for n <= 7, and a
+  reported ``bound`` is never below the optimum.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+from bnsl_dist.search import Budget, Optimizer, get_optimizer, make_optimizer, optimizer_names
+from tests.naive import brute_force_best, naive_is_acyclic, random_cache
+
+#: Extra constructor parameters per registered name (add yours here).
+PARAMS: dict[str, dict[str, Any]] = {
+    "kg": {"k": 3},
+    "kg-ent": {"k": 3},
+    "kmax": {"k": 3},
+    "twilp": {"k": 3},
+}
+
+#: Overrides for the brute-force test (n <= 7): bounds that must not bind there.
+EXACT_PARAMS: dict[str, dict[str, Any]] = {
+    "twilp": {"k": 6},
+}
+
+NAMES = optimizer_names()
+ITERS = 25
+TIME_BUDGET = 1.0
+
+
+def _make(name: str, exact: bool = False) -> Any:
+    params = dict(PARAMS.get(name, {}))
+    if exact:
+        params.update(EXACT_PARAMS.get(name, {}))
+    return make_optimizer(name, **params)
+
+
+def _run(name: str, cache, budget: Budget, seed: int = 0, opt: Any = None) -> list:
+    opt = _make(name) if opt is None else opt
+    return list(opt.run(cache, budget, np.random.default_rng(seed)))
+
+
+@pytest.fixture(scope="module")
+def caches():
+    return [random_cache(12, 101, max_sets_per_var=10, max_indegree=3),
+            random_cache(9, 202, max_sets_per_var=6, max_indegree=2)]
+
+
+def test_registry_is_not_empty():
+    assert {"dp"} <= set(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_class_contract(name):
+    cls = get_optimizer(name)
+    assert cls.name == name
+    assert isinstance(cls.exact, bool)
+    sig = inspect.signature(cls.__init__)
+    for p in list(sig.parameters.values())[1:]:
+        assert p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD), f"{name}: {p.name} not keyword-only"
+    assert isinstance(_make(name), Optimizer)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", NAMES)
+def test_incumbents_are_valid_and_improving(name, caches):
+    for cache in caches:
+        incs = _run(name, cache, Budget(max_iterations=ITERS))
+        assert incs, f"{name} yielded no incumbent"
+        prev_score, prev_t, prev_it = -math.inf, 0.0, 0
+        for inc in incs:
+            parents = inc.dag.parents
+            assert len(parents) == cache.n_vars
+            assert naive_is_acyclic(parents)
+            for v, ps in enumerate(parents):
+                assert cache.has_set(v, ps), f"{name}: {v} <- {ps} is not a cached set"
+            rescored = sum(cache.score_of(v, ps) for v, ps in enumerate(parents))
+            assert inc.score == pytest.approx(rescored, rel=1e-9, abs=1e-9)
+            assert inc.score > prev_score
+            assert inc.elapsed >= prev_t
+            assert inc.iterations >= prev_it
+            if inc.bound is not None:
+                assert inc.bound >= inc.score - 1e-6
+            prev_score, prev_t, prev_it = inc.score, inc.elapsed, inc.iterations
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", NAMES)
+def test_time_budget_holds(name, caches):
+    cache = caches[0]
+    _run(name, cache, Budget(max_iterations=2))  # warm-up: load the numba kernels
+    opt = _make(name)
+    t0 = time.perf_counter()
+    incs = list(opt.run(cache, Budget(seconds=TIME_BUDGET), np.random.default_rng(1)))
+    wall = time.perf_counter() - t0
+    assert incs
+    assert wall <= 1.05 * TIME_BUDGET + 0.25, f"{name} ran {wall:.3f} s on a 1 s budget"
+    assert all(inc.elapsed <= wall + 1e-6 for inc in incs)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", NAMES)
+def test_same_seed_same_result(name, caches):
+    cache = caches[0]
+    budget = Budget(max_iterations=ITERS)
+    opt = _make(name)
+    runs = [_run(name, cache, budget, seed=7),
+            _run(name, cache, budget, seed=7, opt=opt),
+            _run(name, cache, budget, seed=7, opt=opt)]  # the same instance twice
+    sigs = [[(inc.score, inc.dag.parents, inc.iterations) for inc in r] for r in runs]
+    assert sigs[0] == sigs[1] == sigs[2]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", NAMES)
+def test_exact_optimizers_match_brute_force(name):
+    cls = get_optimizer(name)
+    if not cls.exact:
+        pytest.skip(f"{name} is a heuristic")
+    rng = np.random.default_rng(2024)
+    for n in (1, 3, 5, 6, 7, 7):
+        cache = random_cache(n, rng, max_sets_per_var=7, max_indegree=3)
+        opt_score, _ = brute_force_best(cache)
+        incs = list(_make(name, exact=True).run(cache, Budget(seconds=60),
+                                                np.random.default_rng(0)))
+        assert incs[-1].score == pytest.approx(opt_score, rel=1e-9, abs=1e-9)
+        for inc in incs:
+            if inc.bound is not None:
+                assert inc.bound >= opt_score - 1e-6
