@@ -144,7 +144,7 @@ def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: M
     miss = np.isin(tok, list(MISSING_TOKENS))
     if miss.any() and missing != "mask":
         r, c = np.argwhere(miss)[0]
-        raise DataError(f"missing value {tok[r, c]!r} where none are allowed "
+        raise DataError(f"missing value {str(tok[r, c])!r} where none are allowed "
                         "(pass missing='mask' to accept them)", path=spath,
                         line=start + int(r) + 1, column=_colname(names, int(c)))
     cols: list[NDArray] = []
@@ -160,7 +160,7 @@ def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: M
             continue
         if not ints.all():
             r = int(np.nonzero(present)[0][np.argmin(ints)])
-            raise DataError(f"non-integer code {col[r]!r}", path=spath, line=start + r + 1,
+            raise DataError(f"non-integer code {str(col[r])!r}", path=spath, line=start + r + 1,
                             column=_colname(names, j))
         out = np.zeros(col.shape[0], dtype=np.int64)
         try:

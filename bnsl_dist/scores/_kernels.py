@@ -87,11 +87,23 @@ def family_score(codes, arities, child, parents, kind, ess, qf, nlogn, ids, tmp,
         a_jk = ess / (qf * r)
         lg_aj = math.lgamma(a_j)
         lg_ajk = math.lgamma(a_jk)
-    if size <= counts.shape[0]:
-        for t in range(size):
+    if 4 * size <= counts.shape[0]:
+        # Dense: four interleaved histograms break the store-to-load dependency of
+        # consecutive rows hitting the same cell.
+        for t in range(4 * size):
             counts[t] = 0
         for t in range(n):
-            counts[ids[t] * r + x[t]] += 1
+            tmp[t] = ids[t] * r + x[t]
+        n4 = n - n % 4
+        for t in range(0, n4, 4):
+            counts[tmp[t]] += 1
+            counts[size + tmp[t + 1]] += 1
+            counts[2 * size + tmp[t + 2]] += 1
+            counts[3 * size + tmp[t + 3]] += 1
+        for t in range(n4, n):
+            counts[tmp[t]] += 1
+        for t in range(size):
+            counts[t] += counts[size + t] + counts[2 * size + t] + counts[3 * size + t]
         for j in range(radix):
             nj = 0
             base = j * r

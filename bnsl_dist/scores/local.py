@@ -76,7 +76,7 @@ class LocalScorer:
         self._nlogn = K.nlogn_table(self.n_samples)
         self._ids = np.empty(self.n_samples, dtype=np.int64)
         self._tmp = np.empty(self.n_samples, dtype=np.int64)
-        self._counts = np.empty(max(2 * self.n_samples, 1 << 12), dtype=np.int64)
+        self._counts = np.empty(max(8 * self.n_samples, 1 << 14), dtype=np.int64)
         self._log_n = math.log(self.n_samples)
 
     # ------------------------------------------------------------------ families

@@ -1,0 +1,149 @@
+"""Readers: formats, label mapping, split agreement, and every bad input named precisely."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bnsl_dist.data import CategoricalData, read_data, read_dataset, resolve_data, write_csv
+from bnsl_dist.exceptions import DataError
+
+
+def _write(tmp_path, name, text, gz=False):
+    p = tmp_path / name
+    if gz:
+        with gzip.open(p, "wt") as fh:
+            fh.write(text)
+    else:
+        p.write_text(text)
+    return p
+
+
+def test_headerless_binary_and_gz(tmp_path):
+    p = _write(tmp_path, "a.data.gz", "0,1,1\n1,0,1\n0,0,0\n", gz=True)
+    d = read_data(p)
+    assert d.codes.dtype == np.uint8 and d.codes.flags.f_contiguous
+    np.testing.assert_array_equal(d.codes, [[0, 1, 1], [1, 0, 1], [0, 0, 0]])
+    assert d.arities.tolist() == [2, 2, 2]
+    assert d.names == ("X0", "X1", "X2")
+
+
+def test_header_string_states_sorted_mapping(tmp_path):
+    p = _write(tmp_path, "s.csv", "smoke,lung\nyes,no\nno,no\nyes,yes\n")
+    d = read_data(p)
+    assert d.names == ("smoke", "lung")
+    assert d.states == (("no", "yes"), ("no", "yes"))
+    np.testing.assert_array_equal(d.codes, [[1, 0], [0, 0], [1, 1]])
+
+
+def test_gobnilp_dat_declares_arities():
+    d = resolve_data("child-5000")
+    assert d.n_samples == 5000 and d.n_vars == 20
+    assert d.arities.tolist()[:5] == [3, 2, 3, 2, 4]
+
+
+def test_real_twenty_split(shared_data):
+    d = read_data(shared_data / "twenty" / "nltcs" / "valid.csv.gz")
+    assert (d.n_samples, d.n_vars) == (2157, 16)
+    raw = pd.read_csv(shared_data / "twenty" / "nltcs" / "valid.csv.gz", header=None).to_numpy()
+    np.testing.assert_array_equal(d.codes, raw)
+
+
+def test_dataset_splits_share_arities(tmp_path):
+    a = _write(tmp_path, "train.csv", "0,1\n1,1\n")
+    b = _write(tmp_path, "test.csv", "2,0\n0,0\n")
+    ds = read_dataset("toy", {"train": a, "test": b})
+    assert ds["train"].arities.tolist() == [3, 2] == ds["test"].arities.tolist()
+    with pytest.raises(DataError, match="no split"):
+        ds["valid"]
+
+
+def test_dataset_label_union(tmp_path):
+    a = _write(tmp_path, "train.csv", "c\nred\nblue\n")
+    b = _write(tmp_path, "test.csv", "c\ngreen\n")
+    ds = read_dataset("toy", {"train": a, "test": b})
+    assert ds["train"].states == (("blue", "green", "red"),)
+    assert ds["test"].codes[0, 0] == 1
+
+
+def test_missing_values_mask(tmp_path):
+    p = _write(tmp_path, "m.csv", "a,b\n0,?\nNA,1\n1,\n")
+    with pytest.raises(DataError, match=r"line 2, column 2 \(b\).*missing"):
+        read_data(p)
+    d = read_data(p, missing="mask")
+    np.testing.assert_array_equal(d.missing, [[False, True], [True, False], [False, True]])
+    assert d.arities.tolist() == [2, 2]
+
+
+def test_parquet(tmp_path):
+    p = tmp_path / "d.parquet"
+    pd.DataFrame({"a": [0, 1, 2], "b": ["x", "y", "x"]}).to_parquet(p)
+    d = read_data(p)
+    assert d.arities.tolist() == [3, 2] and d.states[1] == ("x", "y")
+
+
+def test_write_csv_round_trip(tmp_path):
+    d = resolve_data("nltcs/test")
+    out = tmp_path / "o.csv.gz"
+    write_csv(d, out)
+    back = read_data(out)
+    np.testing.assert_array_equal(back.codes, d.codes)
+    assert back.names == d.names
+
+
+@pytest.mark.parametrize("text,match,line,col", [
+    ("0,1\n1,0,1\n", "expected 2 fields, found 3", 2, None),
+    ("0,1\n1\n", "expected 2 fields, found 1", 2, None),
+    ("0,1\n1,0.5\n", "non-integer code '0.5'", 2, 2),
+    ("0,1\n-1,0\n", "negative code -1", 2, 1),
+    ("0,1\n1,x\n", "non-integer code 'x'", 2, 2),
+])
+def test_bad_tables_name_line_and_column(tmp_path, text, match, line, col):
+    p = _write(tmp_path, "bad.csv", text)
+    with pytest.raises(DataError, match=match) as exc:
+        read_data(p)
+    assert exc.value.path == str(p)
+    assert exc.value.line == line
+    if col is not None:
+        assert str(exc.value.column).startswith(str(col))
+
+
+def test_empty_and_absent_files(tmp_path):
+    with pytest.raises(DataError, match="empty file"):
+        read_data(_write(tmp_path, "e.csv", "\n\n"))
+    with pytest.raises(DataError, match="no such file"):
+        read_data(tmp_path / "nope.csv")
+    with pytest.raises(DataError, match="no data rows"):
+        read_data(_write(tmp_path, "h.csv", "a,b\n"))
+
+
+def test_too_many_states():
+    with pytest.raises(DataError, match="exceed the maximum"):
+        CategoricalData.from_array(np.array([[0], [70000]]))
+    with pytest.raises(DataError, match="not below the arity"):
+        CategoricalData.from_array(np.array([[0], [3]]), arities=[2])
+
+
+def test_declared_arity_error_names_line(tmp_path):
+    p = _write(tmp_path, "d.dat", "a b\n2 2\n0 1\n1 2\n")
+    with pytest.raises(DataError, match="declared arity") as exc:
+        read_data(p)
+    assert exc.value.line == 4
+
+
+def test_duplicate_names(tmp_path):
+    with pytest.raises(DataError, match="duplicate variable name 'a'"):
+        read_data(_write(tmp_path, "d.csv", "a,a\n0,1\n"))
+
+
+def test_content_hash_and_views():
+    d = resolve_data("nltcs/test")
+    assert d.content_hash() == resolve_data("nltcs/test").content_hash()
+    sub = d.select([3, 1])
+    assert sub.names == ("X3", "X1")
+    np.testing.assert_array_equal(sub.codes[:, 0], d.codes[:, 3])
+    assert d.take_rows(np.arange(10)).n_samples == 10
+    assert sub.content_hash() != d.content_hash()

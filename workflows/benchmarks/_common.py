@@ -1,0 +1,37 @@
+"""Helpers shared by the benchmarks: output location, machine facts, JSON writing."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+OUT_DIR = Path(os.environ.get("BNSL_BENCH_OUT", Path(__file__).resolve().parent / "out"))
+SHARED_DATA = Path(os.environ.get("BNSL_SHARED_DATA",
+                                  Path(__file__).resolve().parents[3] / "shared" / "data"))
+
+
+def machine() -> dict[str, Any]:
+    import numba
+    import numpy
+
+    import bnsl_dist
+
+    return {"python": sys.version.split()[0], "platform": platform.platform(),
+            "cpu_count": os.cpu_count(), "numpy": numpy.__version__, "numba": numba.__version__,
+            "bnsl_dist": bnsl_dist.__version__,
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+def write_result(name: str, payload: dict[str, Any]) -> Path:
+    """Write ``out/<name>.json`` atomically and return its path."""
+    from bnsl_dist._io import atomic_write_text
+
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    path = OUT_DIR / f"{name}.json"
+    atomic_write_text(path, json.dumps({"machine": machine(), **payload}, indent=1) + "\n")
+    return path
