@@ -19,6 +19,14 @@ def _register() -> None:
 
     main.add_command(score_cmd)
     # Further commands register below as they land (one module each).
+    from bnsl_dist.cli.grid import grid_group
+    main.add_command(grid_group)
+    from bnsl_dist.cli.tables import tables_cmd
+    main.add_command(tables_cmd)
+    from bnsl_dist.cli.data import data_group
+    main.add_command(data_group)
+    from bnsl_dist.cli.impute import impute_cmd
+    main.add_command(impute_cmd)
 
 
 _register()
