@@ -1,0 +1,468 @@
+"""Read and write ``.jkl`` score caches (the GOBNILP / BLIP "Jaakkola" format).
+
+Format (ALGORITHMS.md §3)::
+
+    # comment lines start with '#'  (BLIP writes them; GOBNILP needs none)
+    <n>
+    <var> <m>                      # variable (index or name), number of sets
+    <score> <size> <p1> <p2> ...   # m lines, parents by index or name
+
+Reading accepts comments anywhere (a ``#`` starts a comment to the end of the line),
+blank lines, variables named by 0-based index or by name, and variables in any
+order. Writing uses indices, parents ascending, best set first, and scores printed
+with ``repr`` (the shortest text that round-trips a float64), so a file read back
+gives bit-identical scores. With ``comments=True`` a few ``#`` lines describe the
+cache and one ``# bnsl_dist: {json}`` line keeps the names, arities and metadata that
+the format itself cannot hold; with ``comments=False`` the file is plain GOBNILP input.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from bnsl_dist._io import atomic_writer
+from bnsl_dist.cache.parent_sets import ParentSetCache
+from bnsl_dist.exceptions import CacheFormatError
+
+__all__ = ["read_jkl", "write_jkl", "META_TAG"]
+
+#: Prefix of the comment line holding names, arities and metadata as JSON.
+META_TAG = "# bnsl_dist:"
+
+
+def _read_text(path: Path) -> str:
+    try:
+        if path.name.endswith(".gz"):
+            with gzip.open(path, "rt", encoding="utf-8") as fh:
+                return fh.read()
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CacheFormatError("no such file", path=str(path)) from None
+    except (OSError, UnicodeDecodeError, EOFError) as exc:
+        raise CacheFormatError(f"cannot read: {exc}", path=str(path)) from None
+
+
+def _parse_int(tok: str, what: str, src: str, line: int) -> int:
+    try:
+        return int(tok)
+    except ValueError:
+        raise CacheFormatError(f"{what} must be an integer, got {tok!r}", path=src,
+                               line=line) from None
+
+
+class _Fallback(Exception):
+    """The fast reader met something unusual: re-read line by line for a precise error."""
+
+
+def _comments(text: str, src: str) -> tuple[str, list[str], dict[str, Any] | None]:
+    """Strip ``#`` comments; return (text without them, comment lines, stored metadata)."""
+    if "#" not in text:
+        return text, [], None
+    comments: list[str] = []
+    stored: dict[str, Any] | None = None
+    kept: list[str] = []
+    for i, line in enumerate(text.splitlines(), start=1):
+        at = line.find("#")
+        if at < 0:
+            kept.append(line)
+            continue
+        comment = line[at:].rstrip()
+        if comment.startswith(META_TAG):
+            try:
+                stored = json.loads(comment[len(META_TAG):])
+            except json.JSONDecodeError as exc:
+                raise CacheFormatError(f"unreadable bnsl_dist metadata: {exc}", path=src,
+                                       line=i) from None
+            if not isinstance(stored, dict):
+                raise CacheFormatError("bnsl_dist metadata must be a JSON object", path=src,
+                                       line=i)
+        else:
+            comments.append(comment)
+        kept.append(line[:at])
+    return "\n".join(kept), comments, stored
+
+
+def _final_names(heads: list[str], n: int, names: Sequence[str] | None,
+                 stored: dict[str, Any] | None, src: str) -> list[str]:
+    if names is not None:
+        out = [str(s) for s in names]
+        if len(out) != n:
+            raise CacheFormatError(f"{len(out)} names given for {n} variables", path=src)
+    elif all(h.lstrip("-").isdigit() for h in heads):
+        stored_names = None if stored is None else stored.get("names")
+        out = ([str(s) for s in stored_names]
+               if isinstance(stored_names, list) and len(stored_names) == n
+               else [str(i) for i in range(n)])
+    else:
+        out = list(heads)
+    if len(set(out)) != n:
+        raise CacheFormatError("duplicate variable names", path=src)
+    return out
+
+
+def _stored_meta(stored: dict[str, Any] | None, n: int, src: str
+                 ) -> tuple[dict[str, Any], list[int] | None]:
+    meta: dict[str, Any] = {}
+    arities = None
+    if stored is not None:
+        meta.update(stored.get("meta", {}) or {})
+        ar = stored.get("arities")
+        if ar is not None:
+            if len(ar) != n:
+                raise CacheFormatError(f"stored arities list {len(ar)} values for {n} variables",
+                                       path=src)
+            arities = [int(a) for a in ar]
+    return meta, arities
+
+
+def read_jkl(path: str | os.PathLike[str], *, names: Sequence[str] | None = None
+             ) -> ParentSetCache:
+    """Read a ``.jkl`` score cache (gzip-compressed when the name ends in ``.gz``).
+
+    Parameters
+    ----------
+    path : path-like
+        The file.
+    names : sequence of str, optional
+        Variable names in index order (e.g. the data's names). Tokens equal to a name
+        mean that variable; other tokens must be 0-based indices. Without ``names``,
+        a file that names its variables gets them in the order of their headers, and
+        a file of indices gets the names stored by :func:`write_jkl` or ``"0".."n-1"``.
+
+    Returns
+    -------
+    ParentSetCache
+        Sorted best-first; ``meta["source"]`` is the path and ``meta["comments"]`` the
+        comment lines.
+
+    Raises
+    ------
+    CacheFormatError
+        Naming the file and line: a bad count, a non-numeric score, an unknown or
+        repeated variable, a wrong number of parents or of sets, a missing empty set.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "t.jkl")
+    >>> _ = open(p, "w").write("2\\n0 2\\n-1.5 1 1\\n-2.0 0\\n1 1\\n-3.0 0\\n")
+    >>> read_jkl(p).sets_of(0)
+    [((1,), -1.5), ((), -2.0)]
+    """
+    p = Path(path)
+    src = str(p)
+    text, comments, stored = _comments(_read_text(p), src)
+    try:
+        return _read_fast(text, names, stored, comments, src)
+    except _Fallback:
+        return _read_slow(text, names, stored, comments, src)
+
+
+def _read_fast(text: str, names: Sequence[str] | None, stored: dict[str, Any] | None,
+               comments: list[str], src: str) -> ParentSetCache:
+    """Token-stream reader with vectorised checks; raises _Fallback on anything odd."""
+    toks = text.split()
+    try:
+        n = int(toks[0])
+        if n < 1:
+            raise _Fallback
+        heads: list[str] = []
+        var_pos: list[int] = []
+        set_starts: list[int] = []
+        n_sets: list[int] = []
+        pos = 1
+        for _ in range(n):
+            heads.append(toks[pos])
+            m = int(toks[pos + 1])
+            if m < 1:
+                raise _Fallback
+            n_sets.append(m)
+            var_pos.append(pos)
+            pos += 2
+            for _ in range(m):
+                set_starts.append(pos)
+                pos += 2 + int(toks[pos + 1])
+        if pos != len(toks):
+            raise _Fallback
+    except (ValueError, IndexError):
+        raise _Fallback from None
+    final_names = _final_names(heads, n, names, stored, src)
+    lookup = {str(i): i for i in range(n)}
+    lookup.update({nm: i for i, nm in enumerate(final_names)})
+    try:
+        var_of_block = np.fromiter(map(lookup.__getitem__, heads), dtype=np.int64, count=n)
+    except KeyError:
+        raise _Fallback from None
+    if len(np.unique(var_of_block)) != n:
+        raise _Fallback
+    starts = np.asarray(set_starts, dtype=np.int64)
+    n_total = len(starts)
+    try:
+        sizes = np.fromiter((int(toks[s + 1]) for s in set_starts), dtype=np.int64,
+                            count=n_total)
+        scores = np.fromiter((float(toks[s]) for s in set_starts), dtype=np.float64,
+                             count=n_total)
+    except ValueError:
+        raise _Fallback from None
+    if np.any(sizes < 0) or not np.all(np.isfinite(scores)):
+        raise _Fallback
+    par_offsets = np.zeros(n_total + 1, dtype=np.int64)
+    np.cumsum(sizes, out=par_offsets[1:])
+    n_par = int(par_offsets[-1])
+    set_of_par = np.repeat(np.arange(n_total, dtype=np.int64), sizes)
+    ppos = starts[set_of_par] + 2 + (np.arange(n_par, dtype=np.int64) - par_offsets[set_of_par])
+    try:
+        par_flat = np.fromiter(map(lookup.__getitem__, map(toks.__getitem__, ppos.tolist())),
+                               dtype=np.int64, count=n_par)
+    except KeyError:
+        raise _Fallback from None
+    set_var = np.repeat(var_of_block, np.asarray(n_sets, dtype=np.int64))
+    # Parents ascending within each set; no repeats, no self-parents.
+    order = np.lexsort((par_flat, set_of_par))
+    par_flat = par_flat[order]
+    same_set = set_of_par[1:] == set_of_par[:-1]
+    if np.any(same_set & (par_flat[1:] == par_flat[:-1])):
+        raise _Fallback
+    if np.any(par_flat == set_var[set_of_par]):
+        raise _Fallback
+    # Exactly one empty set per variable; no duplicate sets (hash, then exact check).
+    if not np.array_equal(np.bincount(set_var[sizes == 0], minlength=n), np.ones(n, np.int64)):
+        raise _Fallback
+    keys = np.random.default_rng(0x6A6B6C).integers(0, 2**63, size=n, dtype=np.int64)
+    h = np.zeros(n_total, dtype=np.int64)
+    if n_par:
+        nonempty = sizes > 0
+        h[nonempty] = np.bitwise_xor.reduceat(keys[par_flat], par_offsets[:-1][nonempty])
+    hs = np.lexsort((h, set_var))
+    dup = (set_var[hs][1:] == set_var[hs][:-1]) & (h[hs][1:] == h[hs][:-1])
+    if np.any(dup):
+        def members(i: int) -> tuple[int, ...]:
+            return tuple(par_flat[par_offsets[i]:par_offsets[i + 1]].tolist())
+        for a, b in zip(hs[:-1][dup], hs[1:][dup], strict=True):
+            if members(int(a)) == members(int(b)):
+                raise _Fallback
+    # Sort: variable, best first, larger first, then lexicographic (ties resolved below).
+    perm = np.lexsort((-sizes, -scores, set_var))
+    sv, ss, sz = set_var[perm], scores[perm], sizes[perm]
+    tie = (sv[1:] == sv[:-1]) & (ss[1:] == ss[:-1]) & (sz[1:] == sz[:-1])
+    if np.any(tie):
+        perm = perm.copy()
+        t = 0
+        idx = np.flatnonzero(tie)
+        while t < len(idx):
+            a = int(idx[t])
+            b = a + 1
+            while t + 1 < len(idx) and int(idx[t + 1]) == b:
+                t += 1
+                b += 1
+            group = perm[a:b + 1].tolist()
+            group.sort(key=lambda i: tuple(par_flat[par_offsets[i]:par_offsets[i + 1]].tolist()))
+            perm[a:b + 1] = group
+            t += 1
+    new_sizes = sizes[perm]
+    new_offsets = np.zeros(n_total + 1, dtype=np.int64)
+    np.cumsum(new_sizes, out=new_offsets[1:])
+    gather = (np.repeat(par_offsets[:-1][perm], new_sizes)
+              + np.arange(n_par, dtype=np.int64) - np.repeat(new_offsets[:-1], new_sizes))
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(set_var, minlength=n), out=offsets[1:])
+    meta, arities = _stored_meta(stored, n, src)
+    meta["source"] = src
+    meta["comments"] = comments
+    return ParentSetCache(tuple(final_names), offsets, np.ascontiguousarray(scores[perm]),
+                          new_offsets, np.ascontiguousarray(par_flat[gather]),
+                          None if arities is None else np.asarray(arities, dtype=np.int64), meta)
+
+
+def _read_slow(text: str, names: Sequence[str] | None, stored: dict[str, Any] | None,
+               comments: list[str], src: str) -> ParentSetCache:
+    """Line-by-line reader: slower, but names the line of every error."""
+    rows: list[tuple[int, list[str]]] = []  # (1-based line number, tokens)
+    for i, line in enumerate(text.splitlines(), start=1):
+        toks = line.split()
+        if toks:
+            rows.append((i, toks))
+    if not rows:
+        raise CacheFormatError("empty file: expected the number of variables", path=src)
+    line0, toks0 = rows[0]
+    if len(toks0) != 1:
+        raise CacheFormatError(f"expected the number of variables alone on the line, got "
+                               f"{' '.join(toks0)!r}", path=src, line=line0)
+    n = _parse_int(toks0[0], "the number of variables", src, line0)
+    if n < 1:
+        raise CacheFormatError(f"the number of variables must be positive, got {n}", path=src,
+                               line=line0)
+
+    # Blocks: header (var, m) then m set lines.
+    blocks: list[tuple[int, str, list[tuple[int, list[str]]]]] = []
+    k = 1
+    while k < len(rows):
+        line, toks = rows[k]
+        if len(toks) != 2:
+            raise CacheFormatError(f"expected a variable header '<var> <number of sets>', got "
+                                   f"{' '.join(toks)!r}", path=src, line=line)
+        m = _parse_int(toks[1], "the number of parent sets", src, line)
+        if m < 1:
+            raise CacheFormatError(f"variable {toks[0]} has {m} parent sets; at least the empty "
+                                   "set is required", path=src, line=line)
+        body = rows[k + 1:k + 1 + m]
+        if len(body) < m:
+            raise CacheFormatError(f"variable {toks[0]} announces {m} parent sets, the file "
+                                   f"ends after {len(body)}", path=src, line=line)
+        blocks.append((line, toks[0], body))
+        k += 1 + m
+    if len(blocks) != n:
+        where = blocks[-1][0] if blocks else line0
+        raise CacheFormatError(f"the file announces {n} variables but lists {len(blocks)}",
+                               path=src, line=where)
+    final_names = _final_names([b[1] for b in blocks], n, names, stored, src)
+    index = {nm: i for i, nm in enumerate(final_names)}
+
+    def resolve(tok: str, line: int) -> int:
+        j = index.get(tok)
+        if j is not None:
+            return j
+        if tok.lstrip("-").isdigit():
+            j = int(tok)
+            if 0 <= j < n:
+                return j
+            raise CacheFormatError(f"variable index {j} out of range 0..{n - 1}", path=src,
+                                   line=line)
+        raise CacheFormatError(f"unknown variable {tok!r}", path=src, line=line)
+
+    lists: list[list[tuple[tuple[int, ...], float]] | None] = [None] * n
+    for line, head, body in blocks:
+        v = resolve(head, line)
+        if lists[v] is not None:
+            raise CacheFormatError(f"variable {final_names[v]} listed twice", path=src, line=line)
+        items: list[tuple[tuple[int, ...], float]] = []
+        seen: set[tuple[int, ...]] = set()
+        for sline, toks in body:
+            if len(toks) < 2:
+                raise CacheFormatError(f"expected '<score> <size> <parents...>', got "
+                                       f"{' '.join(toks)!r}", path=src, line=sline)
+            try:
+                s = float(toks[0])
+            except ValueError:
+                raise CacheFormatError(f"score must be a number, got {toks[0]!r}", path=src,
+                                       line=sline) from None
+            if not math.isfinite(s):
+                raise CacheFormatError(f"non-finite score {toks[0]!r}", path=src, line=sline)
+            size = _parse_int(toks[1], "the parent-set size", src, sline)
+            if size != len(toks) - 2:
+                raise CacheFormatError(f"the line announces {size} parents and lists "
+                                       f"{len(toks) - 2}", path=src, line=sline)
+            ps = tuple(sorted(resolve(t, sline) for t in toks[2:]))
+            if len(set(ps)) != len(ps):
+                raise CacheFormatError("a parent is repeated", path=src, line=sline)
+            if v in ps:
+                raise CacheFormatError(f"variable {final_names[v]} is in its own parent set",
+                                       path=src, line=sline)
+            if ps in seen:
+                raise CacheFormatError(f"parent set {list(ps)} listed twice for variable "
+                                       f"{final_names[v]}", path=src, line=sline)
+            seen.add(ps)
+            items.append((ps, s))
+        if () not in seen:
+            raise CacheFormatError(f"variable {final_names[v]} has no empty parent set",
+                                   path=src, line=line)
+        lists[v] = items
+
+    meta, arities = _stored_meta(stored, n, src)
+    meta["source"] = src
+    meta["comments"] = comments
+    return ParentSetCache.from_lists([lst or [] for lst in lists], names=final_names,
+                                     arities=arities, meta=meta, source=src)
+
+
+def _describe(cache: ParentSetCache) -> list[str]:
+    m = cache.meta
+    out = []
+    method = m.get("method")
+    if method:
+        out.append(f"# Method: {method}")
+    score = m.get("score")
+    if score:
+        ess = m.get("ess")
+        out.append(f"# Score function: {score}" + (f" (ess: {ess})" if score == "bdeu" else ""))
+    if m.get("max_indegree") is not None:
+        out.append(f"# Max in-degree: {m['max_indegree']}")
+    return out
+
+
+def _json_safe(meta: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k, v in meta.items():
+        if k in ("source", "comments"):
+            continue
+        try:
+            json.dumps(v)
+        except (TypeError, ValueError):
+            continue
+        out[k] = v
+    return out
+
+
+def write_jkl(cache: ParentSetCache, path: str | os.PathLike[str], *, comments: bool = True,
+              use_names: bool = False) -> None:
+    """Write a cache as ``.jkl`` (atomically; gzip when the name ends in ``.gz``).
+
+    Parameters
+    ----------
+    cache : ParentSetCache
+        The cache (its sets are already sorted best-first).
+    path : path-like
+        Target file; nothing is left there if writing fails.
+    comments : bool
+        Write ``#`` lines (BLIP-style description and the ``# bnsl_dist:`` metadata).
+        ``False`` writes bare GOBNILP input.
+    use_names : bool
+        Name variables and parents by name instead of 0-based index (names must not
+        contain white space).
+
+    Raises
+    ------
+    CacheFormatError
+        ``use_names`` with a name that contains white space or ``#``.
+    """
+    if use_names:
+        for nm in cache.names:
+            if not nm or any(c.isspace() for c in nm) or "#" in nm:
+                raise CacheFormatError(f"variable name {nm!r} (empty, white space or #) cannot "
+                                       "be written in a .jkl file; write indices "
+                                       "(use_names=False)", path=str(path))
+        label = list(cache.names)
+    else:
+        label = [str(i) for i in range(cache.n_vars)]
+
+    def write(fh: IO[bytes]) -> None:
+        lines: list[str] = []
+        if comments:
+            lines.extend(_describe(cache))
+            payload: dict[str, Any] = {"names": list(cache.names)}
+            if cache.arities is not None:
+                payload["arities"] = [int(a) for a in cache.arities]
+            payload["meta"] = _json_safe(cache.meta)
+            lines.append(f"{META_TAG} {json.dumps(payload, separators=(',', ':'))}")
+        lines.append(str(cache.n_vars))
+        fh.write(("\n".join(lines) + "\n").encode("utf-8"))
+        scores = list(map(repr, cache.scores.tolist()))
+        flat = [label[p] for p in cache.par_flat.tolist()]
+        po = cache.par_offsets.tolist()
+        off = cache.offsets.tolist()
+        for v in range(cache.n_vars):
+            lo, hi = off[v], off[v + 1]
+            block = [f"{label[v]} {hi - lo}"]
+            block.extend(" ".join([scores[i], str(po[i + 1] - po[i]), *flat[po[i]:po[i + 1]]])
+                         for i in range(lo, hi))
+            fh.write(("\n".join(block) + "\n").encode("utf-8"))
+
+    atomic_writer(path, write)
