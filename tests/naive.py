@@ -8,8 +8,8 @@ Shared by every search test: others import these, so keep the signatures stable.
   variable independently takes its best set among its predecessors).
 - :func:`naive_best_for_order` — the best DAG consistent with one order (= plain OBS
   without swaps).
-- :func:`naive_asobs` — ASOBS for one order, re-deriving descendants by graph search
-  after every choice (no bitsets).
+- :func:`naive_asobs` — ASOBS for one order (walked from its end, as in the paper),
+  re-deriving descendants by graph search after every choice (no bitsets).
 - :func:`naive_is_acyclic` — Kahn's algorithm on a parents list.
 - :func:`load_jkl` — a ``.jkl`` cache through ``bnsl_dist.cache.read_jkl`` when it
   exists, else a minimal test-only parser (``bundled=True``: a file of
@@ -175,13 +175,14 @@ def naive_descendants(parents: Sequence[Sequence[int]], v: int) -> set[int]:
 
 def naive_asobs(cache: ParentSetCache, order: Sequence[int]
                 ) -> tuple[float, list[tuple[int, ...]]]:
-    """ASOBS for one order: each variable, in order, takes its best cached set with no
-    member among its current descendants (recomputed from scratch every time)."""
+    """ASOBS for one order, walked from its last variable to its first: each variable
+    takes its best cached set with no member among its current descendants
+    (recomputed from scratch every time)."""
     sets = _best_subset_sets(cache)
     n = cache.n_vars
     parents: list[tuple[int, ...]] = [()] * n
     total = 0.0
-    for v in order:
+    for v in reversed(list(order)):
         desc = naive_descendants(parents, v)
         s, ps = max(((s, ps) for ps, s in sets[v] if not (ps & desc)), key=lambda t: t[0])
         parents[v] = tuple(sorted(ps))

@@ -1,0 +1,9 @@
+"""Ordering-based search without a treewidth bound: OBS, ASOBS, ASOBS-ENT, the window
+search (Win-ASOBS) and greedy hill climbing with tabu and restarts."""
+
+from bnsl_dist.search.ordering.asobs import ASOBS, ASOBSEnt, WinASOBS, WinASOBSEnt
+from bnsl_dist.search.ordering.obs import OBS
+from bnsl_dist.search.ordering.samplers import entropy_weights, uniform_orders, weighted_orders
+
+__all__ = ["ASOBS", "ASOBSEnt", "OBS", "WinASOBS", "WinASOBSEnt", "entropy_weights",
+           "uniform_orders", "weighted_orders"]

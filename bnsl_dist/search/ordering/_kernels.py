@@ -1,0 +1,310 @@
+"""Numba kernels of ordering-based search: OBS, ASOBS, adjacent swaps, topological orders.
+
+Inputs are validated by the drivers. The cache is flattened (see
+``bnsl_dist/cache/_kernels.py``): sets of variable v are global rows
+``offsets[v] .. offsets[v+1]-1``, best first, the empty set present; members of row i
+are ``par_flat[par_offsets[i]:par_offsets[i+1]]``. ``chosen[v]`` is the global row of
+v's current set. ``pos[v]`` is v's position in the current order. Variable sets are
+bitsets of uint64 words, one row of an (n, W) array per variable.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
+
+_ONE = np.uint64(1)
+EPS = 1e-9  # an improvement must exceed this (absolute, log-score units)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _bit(words, p):
+    return (words[p >> 6] >> np.uint64(p & 63)) & _ONE
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _fits_before(par_offsets, par_flat, i, pos, limit):
+    """All members of row i have pos < limit."""
+    for t in range(par_offsets[i], par_offsets[i + 1]):
+        if pos[par_flat[t]] >= limit:
+            return False
+    return True
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def first_fit(par_offsets, par_flat, start, stop, pos, limit):
+    """First row in [start, stop) whose members all have pos < limit; -1 if none."""
+    for i in range(start, stop):
+        if _fits_before(par_offsets, par_flat, i, pos, limit):
+            return i
+    return -1
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _contains(par_offsets, par_flat, i, x):
+    for t in range(par_offsets[i], par_offsets[i + 1]):
+        if par_flat[t] == x:
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------- OBS
+@nb.njit(cache=True, nogil=True)
+def obs_assign(order, offsets, par_offsets, par_flat, scores, pos, chosen):
+    """Best consistent set per variable for ``order``; fills pos and chosen (OUT).
+
+    Returns the total score.
+    """
+    n = order.shape[0]
+    for k in range(n):
+        pos[order[k]] = k
+    total = 0.0
+    for v in range(n):
+        i = first_fit(par_offsets, par_flat, offsets[v], offsets[v + 1], pos, pos[v])
+        chosen[v] = i
+        total += scores[i]
+    return total
+
+
+@nb.njit(cache=True, nogil=True)
+def try_swap(k, order, pos, chosen, offsets, par_offsets, par_flat, scores, apply):
+    """Gain of swapping the variables at positions k and k+1 (applied if ``apply`` and
+    the gain exceeds EPS). Only the two families change."""
+    a = order[k]
+    b = order[k + 1]
+    ca = chosen[a]
+    cb = chosen[b]
+    # a moves to k+1: it may now take b; only sets better than its current one matter
+    pos[a] = k + 1
+    pos[b] = k
+    na = first_fit(par_offsets, par_flat, offsets[a], ca, pos, k + 1)
+    if na < 0:
+        na = ca
+    # b moves to k: it loses a
+    nb_ = cb
+    if _contains(par_offsets, par_flat, cb, a):
+        nb_ = first_fit(par_offsets, par_flat, cb + 1, offsets[b + 1], pos, k)
+    gain = (scores[na] + scores[nb_]) - (scores[ca] + scores[cb])
+    if apply and gain > EPS:
+        order[k] = b
+        order[k + 1] = a
+        chosen[a] = na
+        chosen[b] = nb_
+    else:
+        pos[a] = k
+        pos[b] = k + 1
+    return gain
+
+
+@nb.njit(cache=True, nogil=True)
+def swap_search(order, pos, chosen, offsets, par_offsets, par_flat, scores, max_sweeps):
+    """Adjacent swaps that improve, sweep after sweep, until none does (or
+    ``max_sweeps``). Returns the total gain."""
+    n = order.shape[0]
+    total = 0.0
+    for _ in range(max_sweeps):
+        improved = False
+        for k in range(n - 1):
+            g = try_swap(k, order, pos, chosen, offsets, par_offsets, par_flat, scores, True)
+            if g > EPS:
+                total += g
+                improved = True
+        if not improved:
+            break
+    return total
+
+
+# ---------------------------------------------------------------------------- ASOBS
+@nb.njit(cache=True, nogil=True)
+def asobs_pass(order, offsets, par_offsets, par_flat, scores, anc, desc, tmp_a, tmp_d,
+               chosen):
+    """ASOBS for one order; fills chosen (OUT); returns the total score.
+
+    The order is walked from its LAST variable to its first (Scanagatta et al. 2018,
+    §3.1: "for each X_j in the order, with j = n, ..., 1"); each variable takes its
+    best set with no member among its current descendants. Its predecessors in the
+    order are never its descendants, so its OBS choice is always allowed: ASOBS >= OBS
+    for the same order. ``anc`` / ``desc`` (n, W) are kept transitively closed: after v takes
+    P, every a in A = ∪_{p∈P} {p} ∪ anc(p) gets D = {v} ∪ desc(v) added to desc(a),
+    and every d in D gets A added to anc(d). anc, desc, tmp_a, tmp_d are workspaces.
+    """
+    n = order.shape[0]
+    nw = anc.shape[1]
+    anc[:, :] = 0
+    desc[:, :] = 0
+    total = 0.0
+    for k in range(n - 1, -1, -1):
+        v = order[k]
+        best = offsets[v + 1] - 1
+        for i in range(offsets[v], offsets[v + 1]):
+            ok = True
+            for t in range(par_offsets[i], par_offsets[i + 1]):
+                if _bit(desc[v], par_flat[t]):
+                    ok = False
+                    break
+            if ok:
+                best = i
+                break
+        chosen[v] = best
+        total += scores[best]
+        if par_offsets[best] == par_offsets[best + 1]:
+            continue  # no parents: nothing becomes an ancestor of anything
+        for w in range(nw):
+            tmp_a[w] = 0
+            tmp_d[w] = desc[v, w]
+        for t in range(par_offsets[best], par_offsets[best + 1]):
+            p = par_flat[t]
+            tmp_a[p >> 6] |= _ONE << np.uint64(p & 63)
+            for w in range(nw):
+                tmp_a[w] |= anc[p, w]
+        tmp_d[v >> 6] |= _ONE << np.uint64(v & 63)
+        for w in range(nw):
+            x = tmp_a[w]
+            while x:
+                a = (w << 6) + np.int64(trailing_zeros(x))
+                x &= x - _ONE
+                for u in range(nw):
+                    desc[a, u] |= tmp_d[u]
+        for w in range(nw):
+            x = tmp_d[w]
+            while x:
+                d = (w << 6) + np.int64(trailing_zeros(x))
+                x &= x - _ONE
+                for u in range(nw):
+                    anc[d, u] |= tmp_a[u]
+    return total
+
+
+# ---------------------------------------------------------------------------- orders
+@nb.njit(cache=True, nogil=True)
+def topological_order_near(order, chosen, par_offsets, par_flat, out):
+    """A topological order of the DAG ``chosen`` that follows ``order`` where it can
+    (Kahn's algorithm, ready variables taken by their position in ``order``)."""
+    n = order.shape[0]
+    rank = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        rank[order[k]] = k
+    indeg = np.zeros(n, dtype=np.int64)
+    n_children = np.zeros(n + 1, dtype=np.int64)
+    for v in range(n):
+        i = chosen[v]
+        indeg[v] = par_offsets[i + 1] - par_offsets[i]
+        for t in range(par_offsets[i], par_offsets[i + 1]):
+            n_children[par_flat[t] + 1] += 1
+    for v in range(n):
+        n_children[v + 1] += n_children[v]
+    fill = n_children[:n].copy()
+    kids = np.empty(n_children[n], dtype=np.int64)
+    for v in range(n):
+        i = chosen[v]
+        for t in range(par_offsets[i], par_offsets[i + 1]):
+            p = par_flat[t]
+            kids[fill[p]] = v
+            fill[p] += 1
+    heap = np.empty(n, dtype=np.int64)  # min-heap of ranks
+    size = 0
+    for v in range(n):
+        if indeg[v] == 0:
+            size = _heap_push(heap, size, rank[v])
+    m = 0
+    while size > 0:
+        r = heap[0]
+        size = _heap_pop(heap, size)
+        v = order[r]
+        out[m] = v
+        m += 1
+        for t in range(n_children[v], n_children[v + 1]):
+            c = kids[t]
+            indeg[c] -= 1
+            if indeg[c] == 0:
+                size = _heap_push(heap, size, rank[c])
+    return m  # == n for a DAG
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _heap_push(heap, size, x):
+    i = size
+    heap[i] = x
+    while i > 0:
+        parent = (i - 1) >> 1
+        if heap[parent] <= heap[i]:
+            break
+        heap[parent], heap[i] = heap[i], heap[parent]
+        i = parent
+    return size + 1
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _heap_pop(heap, size):
+    size -= 1
+    heap[0] = heap[size]
+    i = 0
+    while True:
+        left = 2 * i + 1
+        if left >= size:
+            break
+        c = left
+        if left + 1 < size and heap[left + 1] < heap[left]:
+            c = left + 1
+        if heap[i] <= heap[c]:
+            break
+        heap[i], heap[c] = heap[c], heap[i]
+        i = c
+    return size
+
+
+# ---------------------------------------------------------------------------- batches
+@nb.njit(cache=True, nogil=True)
+def run_orders(orders, use_asobs, use_swaps, max_sweeps, offsets, par_offsets, par_flat,
+               scores, out_scores, best_chosen, best_order):
+    """Process a batch of sampled orders (rows of ``orders``); returns the index of the
+    best one (first among equals) and fills best_chosen / best_order (OUT) with its DAG
+    and the order the DAG is consistent with.
+
+    Per order: ASOBS (``use_asobs``) or OBS; then, if ``use_swaps``, OBS on a
+    topological order of the result (>= the ASOBS DAG) followed by adjacent swaps.
+    """
+    n_ord, n = orders.shape
+    nw = max(1, (n + 63) // 64)
+    pos = np.empty(n, dtype=np.int64)
+    chosen = np.empty(n, dtype=np.int64)
+    order = np.empty(n, dtype=np.int64)
+    if use_asobs:
+        anc = np.empty((n, nw), dtype=np.uint64)
+        desc = np.empty((n, nw), dtype=np.uint64)
+    else:
+        anc = np.empty((0, nw), dtype=np.uint64)
+        desc = np.empty((0, nw), dtype=np.uint64)
+    tmp_a = np.empty(nw, dtype=np.uint64)
+    tmp_d = np.empty(nw, dtype=np.uint64)
+    best = -1
+    best_score = -np.inf
+    for r in range(n_ord):
+        if use_asobs:
+            s = asobs_pass(orders[r], offsets, par_offsets, par_flat, scores, anc, desc,
+                           tmp_a, tmp_d, chosen)
+            if use_swaps:
+                topological_order_near(orders[r], chosen, par_offsets, par_flat, order)
+                s = obs_assign(order, offsets, par_offsets, par_flat, scores, pos, chosen)
+        else:
+            for k in range(n):
+                order[k] = orders[r, k]
+            s = obs_assign(order, offsets, par_offsets, par_flat, scores, pos, chosen)
+        if use_swaps:
+            swap_search(order, pos, chosen, offsets, par_offsets, par_flat, scores, max_sweeps)
+            s = 0.0
+            for v in range(n):
+                s += scores[chosen[v]]
+        out_scores[r] = s
+        if s > best_score:
+            best_score = s
+            best = r
+            for v in range(n):
+                best_chosen[v] = chosen[v]
+            if use_asobs and not use_swaps:
+                topological_order_near(orders[r], chosen, par_offsets, par_flat, best_order)
+            else:
+                for k in range(n):
+                    best_order[k] = order[k]
+    return best
