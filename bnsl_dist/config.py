@@ -1,0 +1,482 @@
+"""Pydantic models for every YAML file of the project: grids and clusters.
+
+A grid names data sets (registry name + splits), the cache settings, the algorithms with
+their parameters and treewidths, seeds, a budget with checkpoints, the comparisons the
+paper tables report, and optionally the cluster to run on. Every model is frozen and
+rejects unknown keys. :func:`load_grid` and :func:`load_cluster` turn any validation
+error into one :class:`~bnsl_dist.exceptions.InvalidConfigError` naming the file, the
+field path (``algorithms[2].params``) and, when the YAML parser knows it, the line.
+
+Examples
+--------
+>>> grid = GridConfig.model_validate({
+...     "name": "toy", "datasets": [{"name": "nltcs", "splits": ["train"]}],
+...     "cache": {"method": "sequential", "max_indegree": 2},
+...     "algorithms": [{"name": "kg", "k": [2]}], "budget": {"iterations": 10}})
+>>> grid.algorithms[0].treewidths(grid)
+(2,)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from bnsl_dist.exceptions import InvalidConfigError
+
+__all__ = [
+    "ALGORITHM_NAMES",
+    "TREEWIDTH_ALGORITHMS",
+    "DatasetRef",
+    "CacheConfig",
+    "BudgetConfig",
+    "AlgorithmConfig",
+    "ComparisonConfig",
+    "SemConfig",
+    "JobqueueConfig",
+    "KubernetesConfig",
+    "ClusterConfig",
+    "GridConfig",
+    "load_grid",
+    "load_cluster",
+    "load_yaml_model",
+    "format_validation_error",
+]
+
+#: Optimizer names of the project (ARCHITECTURE.md "Contracts"); a grid may also name any
+#: other registered optimizer.
+ALGORITHM_NAMES: frozenset[str] = frozenset({
+    "obs", "asobs", "asobs-ent", "hc-tabu", "dp", "kg", "kg-ent", "kmax", "ilp", "twilp",
+    "astar", "awastar", "bfbnb", "qds"})
+
+#: Algorithms that take a treewidth bound ``k``; they get the grid's ``treewidths``
+#: unless they list their own ``k``.
+TREEWIDTH_ALGORITHMS: frozenset[str] = frozenset({"kg", "kg-ent", "kmax", "twilp"})
+
+_SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+JSONScalar = str | int | float | bool | None
+JSONValue = JSONScalar | list[Any] | dict[str, Any]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DatasetRef(_Model):
+    """A data set of the registry (``configs/datasets``, bundled names) and its splits.
+
+    ``path`` gives a file instead (``{split}`` in it is replaced by each split).
+    """
+
+    name: str = Field(min_length=1)
+    splits: tuple[str, ...] = ("train",)
+    path: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _slug(cls, v: str) -> str:
+        if not _SLUG.match(v):
+            raise ValueError(f"{v!r} is not a valid data set name (letters, digits, _.+-)")
+        return v
+
+    @field_validator("splits")
+    @classmethod
+    def _splits(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if not v:
+            raise ValueError("at least one split is required")
+        if len(set(v)) != len(v):
+            raise ValueError(f"duplicate splits in {list(v)}")
+        for s in v:
+            if not _SLUG.match(s):
+                raise ValueError(f"{s!r} is not a valid split name")
+        return v
+
+
+class CacheConfig(_Model):
+    """How the parent-set cache of each data set is obtained (ALGORITHMS.md §3).
+
+    ``path`` names a ready ``.jkl`` file instead (``{dataset}`` and ``{split}`` are
+    replaced); otherwise the cache is built with ``method`` under a per-variable budget
+    (seconds, or a number of exactly scored sets for reproducible caches).
+    """
+
+    method: Literal["independence", "sequential"] = "independence"
+    score: Literal["bic", "bdeu"] = "bic"
+    ess: PositiveFloat = 1.0
+    max_indegree: PositiveInt | None = None
+    seconds_per_variable: PositiveFloat | None = None
+    scores_per_variable: PositiveInt | None = None
+    max_candidates: PositiveInt | None = None
+    path: str | None = None
+
+    @model_validator(mode="after")
+    def _budgeted(self) -> CacheConfig:
+        if self.path is not None:
+            return self
+        if self.method == "independence" and self.seconds_per_variable is None \
+                and self.scores_per_variable is None:
+            raise ValueError("independence selection needs seconds_per_variable or "
+                             "scores_per_variable (or a cache path)")
+        if self.method == "sequential" and self.max_indegree is None \
+                and self.seconds_per_variable is None and self.scores_per_variable is None:
+            raise ValueError("sequential exploration needs max_indegree or a per-variable "
+                             "budget (or a cache path)")
+        return self
+
+    def build_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``bnsl_dist.cache.build_cache`` (unset ones left out)."""
+        kw: dict[str, Any] = {"method": self.method, "score": self.score}
+        if self.score == "bdeu":
+            kw["ess"] = self.ess
+        for name in ("max_indegree", "seconds_per_variable", "scores_per_variable",
+                     "max_candidates"):
+            val = getattr(self, name)
+            if val is not None:
+                kw[name] = val
+        return kw
+
+
+class BudgetConfig(_Model):
+    """Seconds and/or iterations per run, and the checkpoints reported on the way.
+
+    ``checkpoints`` are seconds, ``iteration_checkpoints`` iterations; the end of the
+    budget is always reported as the best score.
+    """
+
+    seconds: PositiveFloat | None = None
+    iterations: PositiveInt | None = None
+    checkpoints: tuple[PositiveFloat, ...] = ()
+    iteration_checkpoints: tuple[PositiveInt, ...] = ()
+
+    @model_validator(mode="after")
+    def _check(self) -> BudgetConfig:
+        if self.seconds is None and self.iterations is None:
+            raise ValueError("a budget needs seconds or iterations (or both)")
+        for name, vals, top in (("checkpoints", self.checkpoints, self.seconds),
+                                ("iteration_checkpoints", self.iteration_checkpoints,
+                                 self.iterations)):
+            if list(vals) != sorted(set(vals)):
+                raise ValueError(f"{name} must be strictly increasing, got {list(vals)}")
+            if top is not None and vals and vals[-1] > top:
+                raise ValueError(f"{name} {list(vals)} go past the budget ({top})")
+        return self
+
+
+class AlgorithmConfig(_Model):
+    """One algorithm of a grid: a registered optimizer name, its parameters, treewidths.
+
+    ``label`` is the name used in tables (default: ``name``); two entries of one grid may
+    run the same optimizer with different parameters under different labels.
+    """
+
+    name: str = Field(min_length=1)
+    label: str | None = None
+    params: dict[str, JSONValue] = Field(default_factory=dict)
+    k: tuple[PositiveInt, ...] | None = None
+    budget: BudgetConfig | None = None
+
+    @field_validator("params")
+    @classmethod
+    def _no_k(cls, v: dict[str, Any]) -> dict[str, Any]:
+        if "k" in v:
+            raise ValueError("give the treewidth as the field 'k' (a list), not in params")
+        return v
+
+    @property
+    def display(self) -> str:
+        return self.label or self.name
+
+    def treewidths(self, grid: GridConfig) -> tuple[int | None, ...]:
+        """The treewidths this algorithm runs with (``(None,)`` when unbounded)."""
+        if self.k is not None:
+            return tuple(self.k)
+        if self.name in TREEWIDTH_ALGORITHMS:
+            return tuple(grid.treewidths)
+        return (None,)
+
+
+class ComparisonConfig(_Model):
+    """A ΔBIC table: algorithm ``a`` against ``b`` (labels), columns by size class and/or
+    treewidth, as in the papers' tables."""
+
+    a: str
+    b: str
+    title: str = ""
+    columns: tuple[Literal["size", "k"], ...] = ("size",)
+
+    @model_validator(mode="after")
+    def _distinct(self) -> ComparisonConfig:
+        if self.a == self.b:
+            raise ValueError(f"a comparison needs two different algorithms, got {self.a!r} twice")
+        return self
+
+
+class SemConfig(_Model):
+    """Structural EM imputation study (ALGORITHMS.md §9): MCAR missing rates. Each rate
+    × seed is one repetition; the grid's ``cache`` rebuilds the cache at every M-step and
+    k-MAX gets ``search_seconds_per_variable`` × n seconds per M-step (the paper: 1)."""
+
+    missing_rates: tuple[float, ...]
+    max_em_iterations: PositiveInt = 10
+    search_seconds_per_variable: PositiveFloat = 1.0
+
+    @field_validator("missing_rates")
+    @classmethod
+    def _rates(cls, v: tuple[float, ...]) -> tuple[float, ...]:
+        if not v:
+            raise ValueError("at least one missing rate is required")
+        for r in v:
+            if not 0.0 < r < 1.0:
+                raise ValueError(f"missing rates must lie in (0, 1), got {r}")
+        if len(set(v)) != len(v):
+            raise ValueError(f"duplicate missing rates in {list(v)}")
+        return v
+
+
+class JobqueueConfig(_Model):
+    """Arguments of a dask-jobqueue cluster (SLURMCluster, PBSCluster, ...)."""
+
+    cores: PositiveInt = 1
+    processes: PositiveInt = 1
+    memory: str = "4GiB"
+    walltime: str = "02:00:00"
+    queue: str | None = None
+    account: str | None = None
+    jobs: PositiveInt = 1
+    interface: str | None = None
+    local_directory: str | None = None
+    job_extra_directives: tuple[str, ...] = ()
+    job_script_prologue: tuple[str, ...] = ()
+    worker_extra_args: tuple[str, ...] = ()
+
+    def cluster_kwargs(self) -> dict[str, Any]:
+        kw: dict[str, Any] = {"cores": self.cores, "processes": self.processes,
+                              "memory": self.memory, "walltime": self.walltime,
+                              "job_extra_directives": list(self.job_extra_directives),
+                              "job_script_prologue": list(self.job_script_prologue),
+                              "worker_extra_args": list(self.worker_extra_args)}
+        for name in ("queue", "account", "interface", "local_directory"):
+            val = getattr(self, name)
+            if val is not None:
+                kw[name] = val
+        return kw
+
+
+class KubernetesConfig(_Model):
+    """A dask-kubernetes (operator) cluster."""
+
+    name: str = "bnsl-dist"
+    namespace: str | None = None
+    image: str = "bnsl-dist:0.1.0"
+    n_workers: PositiveInt = 2
+    resources: dict[str, dict[str, str]] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class ClusterConfig(_Model):
+    """Where a grid runs: a local cluster of processes, an existing scheduler, SLURM/PBS/
+    SGE/LSF through dask-jobqueue, or Kubernetes through the dask operator."""
+
+    kind: Literal["local", "address", "scheduler-file", "slurm", "pbs", "sge", "lsf",
+                  "kubernetes"] = "local"
+    workers: PositiveInt | None = None
+    threads_per_worker: PositiveInt = 1
+    memory_limit: str | None = "auto"
+    address: str | None = None
+    scheduler_file: str | None = None
+    jobqueue: JobqueueConfig | None = None
+    kubernetes: KubernetesConfig | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ClusterConfig:
+        if self.kind == "address" and not self.address:
+            raise ValueError("kind 'address' needs 'address' (tcp://host:port)")
+        if self.kind == "scheduler-file" and not self.scheduler_file:
+            raise ValueError("kind 'scheduler-file' needs 'scheduler_file'")
+        if self.kind in ("slurm", "pbs", "sge", "lsf") and self.jobqueue is None:
+            raise ValueError(f"kind {self.kind!r} needs a 'jobqueue' section")
+        if self.kind == "kubernetes" and self.kubernetes is None:
+            raise ValueError("kind 'kubernetes' needs a 'kubernetes' section")
+        if self.address is not None and not re.match(r"^[a-z]+://", self.address):
+            raise ValueError(f"address {self.address!r} must look like tcp://host:port")
+        return self
+
+
+class GridConfig(_Model):
+    """An experiment grid: data sets × splits × algorithms × treewidths × seeds."""
+
+    name: str
+    description: str = ""
+    reference: str = ""
+    kind: Literal["search", "sem"] = "search"
+    seed: NonNegativeInt = 0
+    datasets: tuple[DatasetRef, ...] = Field(min_length=1)
+    cache: CacheConfig
+    algorithms: tuple[AlgorithmConfig, ...] = Field(min_length=1)
+    treewidths: tuple[PositiveInt, ...] = ()
+    seeds: tuple[NonNegativeInt, ...] = (0,)
+    budget: BudgetConfig
+    comparisons: tuple[ComparisonConfig, ...] = ()
+    sem: SemConfig | None = None
+    cluster: ClusterConfig | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _slug(cls, v: str) -> str:
+        if not _SLUG.match(v):
+            raise ValueError(f"{v!r} is not a valid grid name (letters, digits, _.+-)")
+        return v
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        if not v or len(set(v)) != len(v):
+            raise ValueError(f"seeds must be a non-empty list without duplicates, got {list(v)}")
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> GridConfig:
+        names = [d.name for d in self.datasets]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"data sets listed twice: {dup}")
+        labels = [a.display for a in self.algorithms]
+        dup = sorted({n for n in labels if labels.count(n) > 1})
+        if dup:
+            raise ValueError(f"algorithm labels used twice: {dup} (give each a distinct "
+                             f"'label')")
+        for a in self.algorithms:
+            if a.name in TREEWIDTH_ALGORITHMS and a.k is None and not self.treewidths:
+                raise ValueError(f"algorithm {a.display!r} needs a treewidth: set 'k' on it "
+                                 f"or the grid's 'treewidths'")
+        for c in self.comparisons:
+            for side in (c.a, c.b):
+                if side not in labels:
+                    raise ValueError(f"comparison names {side!r}, which is not an algorithm "
+                                     f"label of this grid ({labels})")
+        if self.kind == "sem" and self.sem is None:
+            raise ValueError("a grid of kind 'sem' needs a 'sem' section")
+        if self.kind != "sem" and self.sem is not None:
+            raise ValueError("a 'sem' section needs kind: sem")
+        return self
+
+    def algorithm(self, label: str) -> AlgorithmConfig:
+        for a in self.algorithms:
+            if a.display == label:
+                return a
+        raise KeyError(label)
+
+
+# ---------------------------------------------------------------------------- loading
+M = TypeVar("M", bound=BaseModel)
+
+
+def _yaml_nodes(text: str) -> yaml.Node | None:
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+
+
+def _line_of(node: yaml.Node | None, loc: Sequence[Any]) -> int | None:
+    """1-based line of the YAML node at a pydantic error location (best effort)."""
+    line = None if node is None else node.start_mark.line + 1
+    for part in loc:
+        if isinstance(node, yaml.MappingNode) and isinstance(part, str):
+            for knode, vnode in node.value:
+                if getattr(knode, "value", None) == part:
+                    node, line = vnode, knode.start_mark.line + 1
+                    break
+            else:
+                continue  # a pydantic-internal location step (union member, validator)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if 0 <= part < len(node.value):
+                node = node.value[part]
+                line = node.start_mark.line + 1
+            else:
+                break
+    return line
+
+
+def _field_path(loc: Sequence[Any]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif isinstance(part, str) and ("[" in part or part.startswith("function-")):
+            continue  # union member tags such as "function-after[...]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def format_validation_error(exc: ValidationError, source: str,
+                            root: yaml.Node | None = None) -> str:
+    """One line per problem: ``FILE, line L: field.path: message``."""
+    lines = []
+    for err in exc.errors():
+        loc = err.get("loc", ())
+        line = _line_of(root, loc)
+        where = f"{source}, line {line}" if line is not None else source
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        lines.append(f"{where}: {_field_path(loc)}: {msg}")
+    return "; ".join(lines)
+
+
+def load_yaml_model(path: str | os.PathLike[str], model: type[M]) -> M:
+    """Read a YAML file and validate it as ``model``.
+
+    Raises
+    ------
+    InvalidConfigError
+        The file is missing, is not YAML, or does not validate; the message names the
+        file, the field path and the line where known.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InvalidConfigError(f"{p}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidConfigError(f"{p}: cannot read: {exc}") from None
+    try:
+        obj = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{p}, line {mark.line + 1}" if mark is not None else str(p)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InvalidConfigError(f"{where}: not valid YAML: {problem}") from None
+    if not isinstance(obj, Mapping):
+        raise InvalidConfigError(f"{p}: expected a mapping at the top level, got "
+                                 f"{type(obj).__name__}")
+    try:
+        return model.model_validate(obj)
+    except ValidationError as exc:
+        raise InvalidConfigError(format_validation_error(exc, str(p), _yaml_nodes(text))) \
+            from None
+
+
+def load_grid(path: str | os.PathLike[str]) -> GridConfig:
+    """Load and validate a grid YAML file (``configs/grids/*.yaml``)."""
+    return load_yaml_model(path, GridConfig)
+
+
+def load_cluster(path: str | os.PathLike[str]) -> ClusterConfig:
+    """Load and validate a cluster YAML file (``configs/clusters/*.yaml``)."""
+    return load_yaml_model(path, ClusterConfig)

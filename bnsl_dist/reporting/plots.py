@@ -1,0 +1,140 @@
+"""Figures from stored results (matplotlib, Agg backend): anytime curves and ΔBIC
+histograms.
+
+References
+----------
+M. Scanagatta, G. Corani, C. P. de Campos, M. Zaffalon, "Approximate structure learning
+for large Bayesian networks", Machine Learning 107, 2018, §4.3 (ΔBIC evidence
+categories, drawn here as the histogram's guide lines).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from bnsl_dist._io import atomic_writer  # noqa: E402
+
+__all__ = ["plot_delta_histogram", "plot_anytime", "plot_anytime_summary", "save_figure"]
+
+
+def save_figure(fig: Figure, path: str | Path, dpi: int = 110) -> Path:
+    """Save a PNG atomically and close the figure."""
+    p = Path(path)
+    try:
+        atomic_writer(p, lambda fh: fig.savefig(fh, format="png", dpi=dpi,
+                                                bbox_inches="tight"))
+    finally:
+        plt.close(fig)
+    return p
+
+
+def _signed_log(x: np.ndarray) -> np.ndarray:
+    return np.sign(x) * np.log10(1.0 + np.abs(x))
+
+
+def plot_delta_histogram(deltas: Sequence[float], path: str | Path, *, title: str = "",
+                         a: str = "A", b: str = "B") -> Path:
+    """Histogram of ΔBIC on a signed log scale, with the ±2, ±6, ±10 boundaries."""
+    d = np.asarray(list(deltas), dtype=np.float64)
+    d = d[np.isfinite(d)]
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    if d.size:
+        x = _signed_log(d)
+        lim = max(1.2, float(np.abs(x).max()) * 1.05)
+        ax.hist(x, bins=np.linspace(-lim, lim, 41), color="#4477aa", edgecolor="white")
+    else:
+        lim = 1.2
+        ax.text(0.5, 0.5, "no paired experiments", transform=ax.transAxes, ha="center")
+    for edge in (2, 6, 10):
+        for s in (1, -1):
+            ax.axvline(s * math.log10(1 + edge), color="#999999", lw=0.8, ls="--")
+    ticks = [v for v in (-1e4, -1e3, -100, -10, -2, 0, 2, 10, 100, 1e3, 1e4)
+             if abs(_signed_log(np.array([v]))[0]) <= lim]
+    ax.set_xticks(_signed_log(np.array(ticks)))
+    ax.set_xticklabels([f"{v:g}" for v in ticks])
+    ax.set_xlim(-lim, lim)
+    ax.set_xlabel(f"ΔBIC = BIC({a}) − BIC({b})  (signed log scale)")
+    ax.set_ylabel("experiments")
+    ax.set_title(title or f"{a} vs {b}: {d.size} experiments")
+    return save_figure(fig, path)
+
+
+def plot_anytime(frame: pd.DataFrame, path: str | Path, *, title: str = "") -> Path:
+    """Score vs time, one step curve per run of ``frame`` (label, seed) — typically the
+    rows of one experiment (data set, split, treewidth)."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for _, r in frame.sort_values(["label", "seed"]).iterrows():
+        t = np.asarray(r["trace_elapsed"], dtype=np.float64)
+        s = np.asarray(r["trace_scores"], dtype=np.float64)
+        if t.size == 0:
+            continue
+        end = r["budget_seconds"] if pd.notna(r["budget_seconds"]) else max(t[-1], 1e-3)
+        t = np.maximum(np.append(t, max(float(end), t[-1])), 1e-4)
+        s = np.append(s, s[-1])
+        ax.step(t, s, where="post", label=f"{r['label']} (seed {r['seed']})")
+    ax.set_xscale("log")
+    ax.set_xlabel("seconds")
+    ax.set_ylabel("BIC (higher is better)")
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    return save_figure(fig, path)
+
+
+def plot_anytime_summary(frame: pd.DataFrame, path: str | Path, *,
+                         labels: Sequence[str] | None = None, title: str = "",
+                         n_points: int = 60) -> Path:
+    """Median over experiments of the relative gap to the best final score found by any
+    of ``labels`` in that experiment, against time (log–log); one curve per label."""
+    f = frame if labels is None else frame[frame["label"].isin(list(labels))]
+    labs = sorted(f["label"].unique()) if labels is None else list(labels)
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    if f.empty:
+        ax.text(0.5, 0.5, "no results", transform=ax.transAxes, ha="center")
+        return save_figure(fig, path)
+    tmax = float(np.nanmax([max(t) if len(t) else 0.0 for t in f["trace_elapsed"]] + [1e-3]))
+    grid_t = np.logspace(-3, math.log10(max(tmax, 1e-2)), n_points)
+    keys = ["grid", "dataset", "split", "k"]
+    f = f.assign(k=f["k"].astype("Int64").astype(str))
+    curves: dict[str, list[np.ndarray]] = {lab: [] for lab in labs}
+    for _, g in f.groupby(keys, dropna=False):
+        best = float(g["best_score"].max())
+        scale = max(abs(best), 1e-12)
+        for lab in labs:
+            rows = g[g["label"] == lab]
+            if rows.empty:
+                continue
+            gaps = []
+            for _, r in rows.iterrows():
+                t = np.asarray(r["trace_elapsed"], dtype=np.float64)
+                s = np.asarray(r["trace_scores"], dtype=np.float64)
+                idx = np.searchsorted(t, grid_t, side="right") - 1
+                cur = np.where(idx >= 0, np.maximum.accumulate(s)[np.maximum(idx, 0)], np.nan)
+                gaps.append((best - cur) / scale)
+            curves[lab].append(np.nanmedian(np.vstack(gaps), axis=0)
+                               if len(gaps) > 1 else gaps[0])
+    for lab, cs in curves.items():
+        if not cs:
+            continue
+        arr = np.vstack(cs)
+        with np.errstate(all="ignore"):
+            med = np.array([np.nanmedian(col) if np.isfinite(col).any() else np.nan
+                            for col in arr.T])
+        ax.plot(grid_t, np.maximum(med, 1e-9), label=f"{lab} ({len(cs)} experiments)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("seconds")
+    ax.set_ylabel("median relative gap to the best final score")
+    ax.set_title(title or "Anytime behaviour")
+    ax.legend(fontsize=7)
+    return save_figure(fig, path)

@@ -1,0 +1,168 @@
+"""One record schema for every grid cell: :class:`CellResult`, and :class:`CellFailure`.
+
+A result is one row of Parquet with a fixed Arrow schema (so records written by
+different workers, runs or versions concatenate); a failure is a separate JSON record
+with its status and traceback, never a result.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+import pyarrow as pa
+
+__all__ = ["CellResult", "CellFailure", "RESULT_SCHEMA", "records_to_table",
+           "FAILURE_STATUSES"]
+
+#: Status values of a failure record.
+FAILURE_STATUSES = ("error", "no-solution", "killed")
+
+
+@dataclass(frozen=True, slots=True)
+class CellResult:
+    """The record of one finished grid cell.
+
+    Scores are log-scores (higher is better). ``checkpoint_scores[i]`` is the best score
+    found within ``checkpoints[i]`` seconds (NaN when nothing was found by then), and
+    likewise for iteration checkpoints. ``trace_*`` hold every incumbent of the run, for
+    anytime curves. ``params`` and ``versions`` are JSON text.
+    """
+
+    key: str
+    grid: str
+    dataset: str
+    split: str
+    algorithm: str
+    label: str
+    params: str
+    k: int | None
+    seed: int
+    budget_seconds: float | None
+    budget_iterations: int | None
+    best_score: float
+    dag_json: str
+    n_vars: int
+    n_samples: int
+    status: str = "ok"
+    bound: float | None = None
+    iterations: int = 0
+    elapsed: float = 0.0
+    wall_seconds: float = 0.0
+    cache_key: str = ""
+    cache_seconds: float = 0.0
+    n_parent_sets: int = 0
+    data_hash: str = ""
+    treewidth_bound: int | None = None
+    checkpoints: tuple[float, ...] = ()
+    checkpoint_scores: tuple[float, ...] = ()
+    iteration_checkpoints: tuple[int, ...] = ()
+    iteration_checkpoint_scores: tuple[float, ...] = ()
+    trace_elapsed: tuple[float, ...] = ()
+    trace_scores: tuple[float, ...] = ()
+    trace_iterations: tuple[int, ...] = ()
+    extra: str = "{}"
+    versions: str = "{}"
+    hostname: str = ""
+    finished_at: str = ""
+
+    def to_row(self) -> dict[str, Any]:
+        row = asdict(self)
+        for name in ("checkpoints", "checkpoint_scores", "iteration_checkpoints",
+                     "iteration_checkpoint_scores", "trace_elapsed", "trace_scores",
+                     "trace_iterations"):
+            row[name] = list(row[name])
+        return row
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> CellResult:
+        """Inverse of :meth:`to_row` (tolerates missing optional columns)."""
+        kw: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name not in row:
+                continue
+            val = row[f.name]
+            if f.name in _LIST_FIELDS:
+                val = tuple(val) if val is not None else ()
+            elif _is_missing(val):
+                val = None
+            kw[f.name] = val
+        return cls(**kw)
+
+    @property
+    def params_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = json.loads(self.params)
+        return out
+
+
+def _is_missing(val: Any) -> bool:
+    return val is None or (isinstance(val, float) and math.isnan(val))
+
+
+_LIST_FIELDS = {"checkpoints", "checkpoint_scores", "iteration_checkpoints",
+                "iteration_checkpoint_scores", "trace_elapsed", "trace_scores",
+                "trace_iterations"}
+
+#: The Arrow schema of a result row (nullable where the record field is optional).
+RESULT_SCHEMA = pa.schema([
+    ("key", pa.string()), ("grid", pa.string()), ("dataset", pa.string()),
+    ("split", pa.string()), ("algorithm", pa.string()), ("label", pa.string()),
+    ("params", pa.string()), ("k", pa.int64()), ("seed", pa.int64()),
+    ("budget_seconds", pa.float64()), ("budget_iterations", pa.int64()),
+    ("best_score", pa.float64()), ("dag_json", pa.string()), ("n_vars", pa.int64()),
+    ("n_samples", pa.int64()), ("status", pa.string()), ("bound", pa.float64()),
+    ("iterations", pa.int64()), ("elapsed", pa.float64()), ("wall_seconds", pa.float64()),
+    ("cache_key", pa.string()), ("cache_seconds", pa.float64()),
+    ("n_parent_sets", pa.int64()), ("data_hash", pa.string()),
+    ("treewidth_bound", pa.int64()),
+    ("checkpoints", pa.list_(pa.float64())), ("checkpoint_scores", pa.list_(pa.float64())),
+    ("iteration_checkpoints", pa.list_(pa.int64())),
+    ("iteration_checkpoint_scores", pa.list_(pa.float64())),
+    ("trace_elapsed", pa.list_(pa.float64())), ("trace_scores", pa.list_(pa.float64())),
+    ("trace_iterations", pa.list_(pa.int64())),
+    ("extra", pa.string()), ("versions", pa.string()), ("hostname", pa.string()),
+    ("finished_at", pa.string()),
+])
+
+
+def records_to_table(records: Iterable[CellResult]) -> pa.Table:
+    """Rows of :class:`CellResult` as an Arrow table with :data:`RESULT_SCHEMA`."""
+    rows = [r.to_row() for r in records]
+    return pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
+
+
+@dataclass(frozen=True, slots=True)
+class CellFailure:
+    """A cell that produced no result: an exception, no DAG within the budget, or a
+    worker that died too often. Kept apart from results; a rerun retries the cell."""
+
+    key: str
+    grid: str
+    dataset: str
+    split: str
+    algorithm: str
+    label: str
+    k: int | None
+    seed: int
+    status: str
+    error: str
+    traceback: str = ""
+    finished_at: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in FAILURE_STATUSES:
+            raise ValueError(f"failure status must be one of {FAILURE_STATUSES}, got "
+                             f"{self.status!r}")
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> CellFailure:
+        obj = json.loads(text)
+        return cls(**{f.name: obj[f.name] for f in fields(cls) if f.name in obj})
+

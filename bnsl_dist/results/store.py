@@ -1,0 +1,179 @@
+"""A results folder: one Parquet file per finished cell, one JSON file per failure.
+
+Layout of ``root``::
+
+    results/<cell key>.parquet     one CellResult row, written atomically
+    failures/<cell key>.json       one CellFailure (status, error, traceback)
+    caches/<cache key>.jkl.gz      score caches built by the grid, reused by reruns
+    grids/<grid name>.json         the validated grid that wrote here
+    reports/                       Dask performance reports
+
+Every file is written to a temp file beside its target and renamed into place
+(:func:`bnsl_dist._io.atomic_writer`), so a killed writer leaves no half-written
+result: a cell has a result file exactly when it finished. Resuming means skipping the
+cells whose result file exists.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bnsl_dist._io import atomic_write_text, atomic_writer
+from bnsl_dist.exceptions import DataError
+from bnsl_dist.results.records import RESULT_SCHEMA, CellFailure, CellResult, records_to_table
+
+__all__ = ["ResultStore", "StoreStatus"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStatus:
+    """Cells of a plan by state."""
+
+    done: tuple[str, ...]
+    failed: tuple[str, ...]
+    pending: tuple[str, ...]
+
+    def counts(self) -> dict[str, int]:
+        return {"done": len(self.done), "failed": len(self.failed),
+                "pending": len(self.pending), "total": len(self.done) + len(self.failed)
+                + len(self.pending)}
+
+
+class ResultStore:
+    """Per-cell result files under ``root`` (created on first write).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> store = ResultStore(tempfile.mkdtemp())
+    >>> store.has_result("abc")
+    False
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    # ------------------------------------------------------------------ paths
+    @property
+    def results_dir(self) -> Path:
+        return self.root / "results"
+
+    @property
+    def failures_dir(self) -> Path:
+        return self.root / "failures"
+
+    @property
+    def caches_dir(self) -> Path:
+        return self.root / "caches"
+
+    @property
+    def reports_dir(self) -> Path:
+        return self.root / "reports"
+
+    def result_path(self, key: str) -> Path:
+        return self.results_dir / f"{key}.parquet"
+
+    def failure_path(self, key: str) -> Path:
+        return self.failures_dir / f"{key}.json"
+
+    def cache_path(self, cache_key: str) -> Path:
+        return self.caches_dir / f"{cache_key}.jkl.gz"
+
+    # ------------------------------------------------------------------ queries
+    def has_result(self, key: str) -> bool:
+        return self.result_path(key).is_file()
+
+    @staticmethod
+    def _keys(folder: Path, suffix: str) -> set[str]:
+        if not folder.is_dir():
+            return set()
+        return {p.name[: -len(suffix)] for p in folder.iterdir()
+                if p.name.endswith(suffix) and not p.name.startswith(".")}
+
+    def done_keys(self) -> set[str]:
+        return self._keys(self.results_dir, ".parquet")
+
+    def failed_keys(self) -> set[str]:
+        """Cells with a failure record and no result."""
+        return self._keys(self.failures_dir, ".json") - self.done_keys()
+
+    def status(self, keys: Iterable[str]) -> StoreStatus:
+        """Which of ``keys`` are done, failed (and not done since), or pending."""
+        done_all, failed_all = self.done_keys(), self.failed_keys()
+        done, failed, pending = [], [], []
+        for k in keys:
+            (done if k in done_all else failed if k in failed_all else pending).append(k)
+        return StoreStatus(tuple(done), tuple(failed), tuple(pending))
+
+    # ------------------------------------------------------------------ writing
+    def write_result(self, record: CellResult) -> Path:
+        """Write one result atomically; a failure record of the same cell is removed."""
+        table = records_to_table([record])
+        path = self.result_path(record.key)
+
+        def write(fh: IO[bytes]) -> None:
+            pq.write_table(table, fh)
+
+        atomic_writer(path, write)
+        try:
+            self.failure_path(record.key).unlink()
+        except FileNotFoundError:
+            pass
+        return path
+
+    def write_failure(self, failure: CellFailure) -> Path:
+        """Write one failure record atomically (replacing an older one of that cell)."""
+        path = self.failure_path(failure.key)
+        atomic_write_text(path, failure.to_json() + "\n")
+        return path
+
+    def save_text(self, relative: str, text: str) -> Path:
+        path = self.root / relative
+        atomic_write_text(path, text)
+        return path
+
+    # ------------------------------------------------------------------ reading
+    def read_table(self, keys: Iterable[str] | None = None) -> pa.Table:
+        """All (or the given) results as one Arrow table with the result schema."""
+        wanted = sorted(self.done_keys() if keys is None else set(keys) & self.done_keys())
+        tables = [self._read_one(self.result_path(k)) for k in wanted]
+        if not tables:
+            return RESULT_SCHEMA.empty_table()
+        return pa.concat_tables(tables)
+
+    @staticmethod
+    def _read_one(path: Path) -> pa.Table:
+        try:
+            t = pq.read_table(io.BytesIO(path.read_bytes()))
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise DataError(f"unreadable result file: {exc}", path=str(path)) from None
+        missing = [f for f in RESULT_SCHEMA if f.name not in t.column_names]
+        for f in missing:  # written by an older schema: add the column as nulls
+            t = t.append_column(f, pa.nulls(t.num_rows, type=f.type))
+        return t.select(RESULT_SCHEMA.names).cast(RESULT_SCHEMA)
+
+    def read_frame(self) -> pd.DataFrame:
+        """All results as a DataFrame (one row per cell)."""
+        return self.read_table().to_pandas()
+
+    def read_results(self, keys: Iterable[str] | None = None) -> list[CellResult]:
+        return [CellResult.from_row(r) for r in self.read_table(keys).to_pylist()]
+
+    def read_failures(self) -> list[CellFailure]:
+        out = []
+        for k in sorted(self.failed_keys()):
+            path = self.failure_path(k)
+            try:
+                out.append(CellFailure.from_json(path.read_text(encoding="utf-8")))
+            except (OSError, ValueError, TypeError) as exc:
+                raise DataError(f"unreadable failure record: {exc}", path=str(path)) from None
+        return out

@@ -1,0 +1,232 @@
+"""Config schema: every shipped grid and cluster file validates; errors name file, field
+and line; deploy recipes parse (and SLURM job scripts generate when dask-jobqueue is
+installed)."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bnsl_dist.config import (
+    ALGORITHM_NAMES,
+    ClusterConfig,
+    GridConfig,
+    load_cluster,
+    load_grid,
+)
+from bnsl_dist.exceptions import InvalidConfigError
+
+REPO = Path(__file__).resolve().parents[1]
+GRIDS = sorted((REPO / "configs" / "grids").glob("*.yaml"))
+CLUSTERS = sorted((REPO / "configs" / "clusters").glob("*.yaml"))
+
+MINIMAL = """\
+name: toy
+datasets:
+  - name: nltcs
+    splits: [train]
+cache:
+  method: independence
+  scores_per_variable: 10
+algorithms:
+  - name: kg
+    k: [2]
+budget:
+  iterations: 10
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "grid.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_shipped_files_exist():
+    names = {p.stem for p in GRIDS}
+    for want in ("asobs-ent-2018", "kmax-2018", "pops-2014", "twilp-2014", "qds-2018",
+                 "sem-imputation-2018", "smoke", "quickstart"):
+        assert want in names
+    assert {p.stem for p in CLUSTERS} >= {"local", "slurm", "kubernetes"}
+
+
+@pytest.mark.parametrize("path", GRIDS, ids=lambda p: p.stem)
+def test_shipped_grid_validates(path):
+    grid = load_grid(path)
+    assert grid.name == path.stem
+    for alg in grid.algorithms:
+        assert alg.name in ALGORITHM_NAMES, alg.name
+        assert all(k is None or k >= 1 for k in alg.treewidths(grid))
+
+
+@pytest.mark.parametrize("path", GRIDS, ids=lambda p: p.stem)
+def test_shipped_grid_parameters_fit_registered_optimizers(path):
+    """Parameters of every algorithm already registered are accepted by its __init__."""
+    from bnsl_dist.search import get_optimizer, optimizer_names
+
+    grid = load_grid(path)
+    have = set(optimizer_names())
+    for alg in grid.algorithms:
+        if alg.name not in have:
+            continue
+        sig = inspect.signature(get_optimizer(alg.name).__init__)
+        params = dict(alg.params)
+        if alg.treewidths(grid) != (None,):
+            params["k"] = alg.treewidths(grid)[0]
+        sig.bind(None, **params)  # raises TypeError on an unknown parameter
+
+
+@pytest.mark.parametrize("path", GRIDS, ids=lambda p: p.stem)
+def test_shipped_grid_datasets_are_known(path, shared_data, monkeypatch):
+    from bnsl_dist.data.catalog import load_catalog
+    from bnsl_dist.data.registry import _BUNDLED_SPLITS
+
+    monkeypatch.setenv("BNSL_SHARED_DATA", str(shared_data))
+    cat = load_catalog()
+    for ds in load_grid(path).datasets:
+        if ds.path is not None:
+            import os
+
+            for split in ds.splits:
+                assert Path(os.path.expandvars(ds.path.replace('{split}', split))).is_file(), ds.path
+        elif ds.name not in _BUNDLED_SPLITS:
+            entry = cat.dataset(ds.name)
+            assert set(ds.splits) <= set(entry.spec.splits), (ds.name, ds.splits)
+
+
+def test_paper_grids_in_full():
+    g = load_grid(REPO / "configs/grids/asobs-ent-2018.yaml")
+    real = [d for d in g.datasets if not d.name.startswith("r")]
+    synth = [d for d in g.datasets if re.fullmatch(r"r\d+", d.name)]
+    assert len(real) == 20 and all(d.splits == ("train", "valid", "test") for d in real)
+    assert len(synth) == 15
+    assert g.cache.method == "independence" and g.cache.seconds_per_variable == 60
+    assert g.cache.max_indegree is None and g.budget.seconds == 3600
+    assert {a.name for a in g.algorithms} >= {"asobs", "asobs-ent", "ilp", "kg", "kg-ent"}
+    assert tuple(g.treewidths) == (2, 4, 5, 6, 8)
+    k = load_grid(REPO / "configs/grids/kmax-2018.yaml")
+    kreal = [d for d in k.datasets if len(d.splits) == 3]
+    assert len(kreal) == 18 and not {"nltcs", "msnbc"} & {d.name for d in kreal}
+    assert {"andes-s5000", "diabetes-s5000", "pigs-s5000", "link-s5000",
+            "munin-s5000"} <= {d.name for d in k.datasets}
+
+
+@pytest.mark.parametrize("path", CLUSTERS, ids=lambda p: p.stem)
+def test_shipped_cluster_validates(path):
+    assert isinstance(load_cluster(path), ClusterConfig)
+
+
+def test_minimal_grid(tmp_path):
+    g = load_grid(_write(tmp_path, MINIMAL))
+    assert g.algorithms[0].treewidths(g) == (2,)
+    assert g.seeds == (0,)
+    with pytest.raises(ValueError):  # frozen
+        g.name = "other"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("edit, field, line", [
+    (("    k: [2]\n", "    k: [2]\n    bogus: 1\n"), "algorithms[0].bogus", 11),
+    (("  iterations: 10\n", "  iterations: 0\n"), "budget.iterations", 12),
+    (("  scores_per_variable: 10\n", "  scores_per_variable: -1\n"),
+     "cache.scores_per_variable", 7),
+    (("    splits: [train]\n", "    splits: [train, train]\n"), "datasets[0].splits", 4),
+])
+def test_error_names_file_field_and_line(tmp_path, edit, field, line):
+    p = _write(tmp_path, MINIMAL.replace(*edit))
+    with pytest.raises(InvalidConfigError) as ei:
+        load_grid(p)
+    msg = str(ei.value)
+    assert str(p) in msg and field in msg and f"line {line}" in msg, msg
+
+
+@pytest.mark.parametrize("text, needle", [
+    (MINIMAL.replace("    k: [2]\n", ""), "needs a treewidth"),
+    (MINIMAL + "comparisons:\n  - {a: kg, b: kmax}\n", "'kmax'"),
+    (MINIMAL.replace("  iterations: 10\n", "  seconds: 5\n  checkpoints: [1, 10]\n"),
+     "go past the budget"),
+    (MINIMAL.replace("  iterations: 10\n", "  seconds: 5\n  checkpoints: [2, 1]\n"),
+     "strictly increasing"),
+    (MINIMAL.replace("  - name: kg\n    k: [2]\n", "  - {name: kg, k: [2]}\n  - {name: kg, k: [3]}\n"),
+     "labels used twice"),
+    (MINIMAL.replace("  scores_per_variable: 10\n", ""), "needs seconds_per_variable"),
+    (MINIMAL.replace("    k: [2]\n", "    k: [2]\n    params: {k: 3}\n"), "field 'k'"),
+    (MINIMAL + "kind: sem\n", "needs a 'sem' section"),
+])
+def test_semantic_errors(tmp_path, text, needle):
+    with pytest.raises(InvalidConfigError, match=re.escape(needle)):
+        load_grid(_write(tmp_path, text))
+
+
+def test_bad_yaml_and_missing_file(tmp_path):
+    with pytest.raises(InvalidConfigError, match=r"grid.yaml, line \d+: not valid YAML"):
+        load_grid(_write(tmp_path, "name: x\ndatasets:\n  - [unclosed\n"))
+    with pytest.raises(InvalidConfigError, match="no such file"):
+        load_grid(tmp_path / "nope.yaml")
+    with pytest.raises(InvalidConfigError, match="mapping at the top level"):
+        load_grid(_write(tmp_path, "- 1\n- 2\n"))
+
+
+@pytest.mark.parametrize("obj, needle", [
+    ({"kind": "address"}, "needs 'address'"),
+    ({"kind": "address", "address": "localhost:8786"}, "tcp://"),
+    ({"kind": "slurm"}, "'jobqueue' section"),
+    ({"kind": "kubernetes"}, "'kubernetes' section"),
+    ({"kind": "local", "workers": 0}, "greater than 0"),
+])
+def test_cluster_errors(obj, needle):
+    with pytest.raises(ValueError, match=re.escape(needle)):
+        ClusterConfig.model_validate(obj)
+
+
+def test_grid_model_is_json_roundtrip():
+    g = load_grid(REPO / "configs/grids/smoke.yaml")
+    assert GridConfig.model_validate_json(g.model_dump_json()) == g
+
+
+# ---------------------------------------------------------------------------- deploy
+DEPLOY = REPO / "deploy"
+
+
+def test_deploy_manifests_parse():
+    files = sorted(DEPLOY.rglob("*.yaml")) + sorted(DEPLOY.rglob("*.yml"))
+    assert files
+    kinds = set()
+    for f in files:
+        for doc in yaml.safe_load_all(f.read_text()):
+            assert doc is None or isinstance(doc, dict), f
+            if doc and "kind" in doc:
+                kinds.add(doc["kind"])
+    assert {"DaskJob", "DaskCluster"} & kinds
+
+
+def test_dockerfile_pins_versions():
+    text = (DEPLOY / "Dockerfile").read_text()
+    assert re.search(r"^FROM python:3\.\d+\.\d+-", text, re.M)
+    pins = re.findall(r"\b([A-Za-z0-9_.-]+)==([0-9][^\s\\\"']*)", text)
+    names = {n.lower() for n, _ in pins}
+    for pkg in ("numpy", "numba", "dask", "distributed", "pandas", "pyarrow", "pydantic"):
+        assert pkg in names, pkg
+
+
+def test_shell_scripts_parse():
+    scripts = sorted(DEPLOY.rglob("*.sh")) + sorted(DEPLOY.rglob("*.sbatch"))
+    assert scripts
+    for s in scripts:
+        subprocess.run(["bash", "-n", str(s)], check=True)
+
+
+def test_slurm_job_script_from_cluster_config():
+    pytest.importorskip("dask_jobqueue")
+    from bnsl_dist.orchestrate.grid import jobqueue_job_script
+
+    cfg = load_cluster(REPO / "configs/clusters/slurm.yaml")
+    script = jobqueue_job_script(cfg.kind, cfg.jobqueue, scheduler="tcp://10.0.0.1:8786")
+    assert script.startswith("#!/")
+    assert "#SBATCH" in script and "--exclusive" in script
+    assert "-t 04:00:00" in script or "--time=04:00:00" in script
+    assert "tcp://10.0.0.1:8786" in script and "--nthreads 1" in script
