@@ -1,0 +1,96 @@
+"""Hill climbing with tabu against a naive re-implementation of the same rules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.search import Budget, make_optimizer
+from tests.naive import naive_is_acyclic, random_cache
+
+
+def _naive_moves(cache, parents):
+    """(delta, pair, new parents) of every cached, acyclic single-arc change."""
+    sets = [dict(cache.sets_of(v)) for v in range(cache.n_vars)]
+    out = []
+    n = cache.n_vars
+    for v in range(n):
+        cur = parents[v]
+        for u in range(n):
+            if u == v:
+                continue
+            cand = []
+            if u in cur:
+                rm = tuple(sorted(set(cur) - {u}))
+                if rm in sets[v]:
+                    cand.append({v: rm})
+                    up = tuple(sorted(set(parents[u]) | {v}))
+                    if up in sets[u]:
+                        cand.append({v: rm, u: up})
+            else:
+                add = tuple(sorted(set(cur) | {u}))
+                if add in sets[v]:
+                    cand.append({v: add})
+            for change in cand:
+                new = list(parents)
+                for x, ps in change.items():
+                    new[x] = ps
+                if naive_is_acyclic(new):
+                    delta = sum(sets[x][ps] - sets[x][parents[x]] for x, ps in change.items())
+                    out.append((delta, frozenset((u, v)), new))
+    return out
+
+
+def naive_tabu_climb(cache, tabu_length=10, max_no_improve=10):
+    parents = [()] * cache.n_vars
+    score = sum(cache.score_of(v, ()) for v in range(cache.n_vars))
+    best, best_parents = score, parents
+    tabu: list[frozenset[int]] = []
+    idle = 0
+    while True:
+        moves = [m for m in _naive_moves(cache, parents) if m[1] not in tabu]
+        if not moves:
+            break
+        delta, pair, parents = max(moves, key=lambda m: m[0])
+        score += delta
+        tabu = (tabu + [pair])[-tabu_length:]
+        if score > best + 1e-9:
+            best, best_parents, idle = score, parents, 0
+        else:
+            idle += 1
+            if idle >= max_no_improve:
+                break
+    return best, best_parents
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize(("tabu_length", "max_no_improve"), [(10, 10), (1, 1), (3, 5)])
+def test_one_climb_equals_the_naive_climb(seed, tabu_length, max_no_improve):
+    # dense caches (many supersets present) so that many arc moves exist
+    cache = random_cache(7, seed, max_sets_per_var=40, max_indegree=3)
+    want, want_parents = naive_tabu_climb(cache, tabu_length, max_no_improve)
+    incs = list(make_optimizer("hc-tabu", restarts=0, tabu_length=tabu_length,
+                               max_no_improve=max_no_improve)
+                .run(cache, Budget(max_iterations=5), np.random.default_rng(0)))
+    assert incs[-1].score == pytest.approx(want, abs=1e-7)
+    assert [tuple(p) for p in incs[-1].dag.parents] == [tuple(p) for p in want_parents]
+
+
+def test_restarts_count_as_iterations_and_never_lose_the_best():
+    cache = random_cache(12, 4, max_sets_per_var=30, max_indegree=3)
+    first = list(make_optimizer("hc-tabu", restarts=0).run(cache, Budget(max_iterations=50),
+                                                            np.random.default_rng(1)))
+    more = list(make_optimizer("hc-tabu", restarts=6).run(cache, Budget(max_iterations=50),
+                                                           np.random.default_rng(1)))
+    assert more[-1].score >= first[-1].score
+    assert max(i.iterations for i in more) <= 7
+    assert first[-1].iterations == 1
+
+
+def test_bad_parameters():
+    cache = random_cache(4, 0)
+    for bad in ({"tabu_length": 0}, {"restarts": -1}, {"max_no_improve": 0}):
+        with pytest.raises(InvalidConfigError):
+            list(make_optimizer("hc-tabu", **bad).run(cache, Budget(max_iterations=1),
+                                                       np.random.default_rng(0)))
