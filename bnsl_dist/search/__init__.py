@@ -21,6 +21,7 @@ from bnsl_dist.search.base import (
 # (modules are added here as they land)
 import bnsl_dist.search.exact.astar  # noqa: F401,E402
 import bnsl_dist.search.exact.dp  # noqa: F401,E402
+import bnsl_dist.search.exact.ilp  # noqa: F401,E402
 import bnsl_dist.search.ordering  # noqa: F401,E402
 import bnsl_dist.search.qds  # noqa: F401,E402
 import bnsl_dist.search.treewidth  # noqa: F401,E402

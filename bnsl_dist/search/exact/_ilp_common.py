@@ -1,0 +1,380 @@
+"""Shared machinery of the OR-Tools structure learners (``ilp``, ``twilp``).
+
+- :class:`Families`: a cache's parent sets as Python-int bit masks, the form the
+  separation routines and repair heuristics below work on;
+- cluster constraints (Cussens 2011): the sets that keep a cluster C "open"
+  (v in C takes a set with no member in C), integer separation from the strongly
+  connected components / cycles of a chosen graph, and a heuristic separation of
+  fractional LP points from the SCCs of their weighted arc graph;
+- :func:`repair`: an ASOBS-style pass that turns per-variable preferences into a DAG
+  (each variable takes its first preferred set avoiding its current descendants);
+- :func:`eades_order`: the Eades-Lin-Smyth feedback-arc-set ordering heuristic;
+- :func:`stream_thread`: run a blocking solve on a thread and stream what its
+  callbacks emit to a generator (the solver thread only collects, never yields).
+
+All helpers are deterministic: ties are broken by index.
+
+References
+----------
+J. Cussens, "Bayesian network learning with cutting planes", UAI 2011, §3 (cluster
+constraints, separation). P. Eades, X. Lin, W. F. Smyth, "A fast and effective
+heuristic for the feedback arc set problem", Information Processing Letters 47(6), 1993.
+M. Scanagatta et al., "Learning Bayesian networks with thousands of variables",
+NIPS 2015, §3 (ASOBS: best parent set avoiding descendants).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Generator, Iterator, Sequence
+from typing import Any, NamedTuple
+
+import networkx as nx
+import numpy as np
+from numpy.typing import NDArray
+
+from bnsl_dist.cache.parent_sets import ParentSetCache
+
+__all__ = ["Families", "Found", "Final", "integer_clusters", "fractional_clusters", "repair",
+           "greedy_dag", "eades_order", "stream_thread", "hold_back", "bits"]
+
+
+class Found(NamedTuple):
+    """A feasible solution met by a solver thread (raw; turned into an Incumbent later)."""
+
+    elapsed: float
+    chosen: list[int]
+    score: float
+    bound: float | None
+    iterations: int
+    extra: Any = None
+
+
+class Final(NamedTuple):
+    """How a solve ended: the proven bound, whether optimality was proved, iterations."""
+
+    bound: float | None
+    optimal: bool
+    iterations: int
+
+
+def bits(mask: int) -> Iterator[int]:
+    """Members of a bit mask, ascending."""
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
+class Families:
+    """The parent sets of a cache as bit masks (set ``i`` of variable ``owner[i]``).
+
+    Attributes
+    ----------
+    n : int
+        Number of variables.
+    start : list of int
+        Sets of variable v are ``start[v] .. start[v+1]-1``, best first (cache order).
+    masks : list of int
+        Members of each set as a bit mask.
+    scores : ndarray of float64
+        Local score of each set.
+    owner : ndarray of int64
+        The child variable of each set.
+    """
+
+    def __init__(self, cache: ParentSetCache) -> None:
+        self.cache = cache
+        self.n = cache.n_vars
+        self.start = [int(x) for x in cache.offsets]
+        self.scores: NDArray[np.float64] = np.asarray(cache.scores, dtype=np.float64)
+        self.owner: NDArray[np.int64] = np.repeat(np.arange(self.n, dtype=np.int64),
+                                                  np.diff(cache.offsets))
+        po = cache.par_offsets.tolist()
+        pf = cache.par_flat.tolist()
+        masks = []
+        for i in range(cache.n_sets):
+            m = 0
+            for p in pf[po[i]:po[i + 1]]:
+                m |= 1 << p
+            masks.append(m)
+        self.masks: list[int] = masks
+        self.best: NDArray[np.float64] = self.scores[np.asarray(self.start[:-1], dtype=np.int64)]
+
+    @property
+    def n_sets(self) -> int:
+        return len(self.masks)
+
+    def sets_of(self, v: int) -> range:
+        return range(self.start[v], self.start[v + 1])
+
+    def score(self, chosen: Sequence[int]) -> float:
+        return float(self.scores[np.asarray(chosen, dtype=np.int64)].sum())
+
+    def parents(self, chosen: Sequence[int]) -> list[tuple[int, ...]]:
+        return [tuple(bits(self.masks[int(i)])) for i in chosen]
+
+    def chosen_from_values(self, x: NDArray[np.float64]) -> list[int]:
+        """For an integral point, the set each variable takes (its largest value)."""
+        return [int(self.start[v] + np.argmax(x[self.start[v]:self.start[v + 1]]))
+                for v in range(self.n)]
+
+    def cluster_sets(self, cluster: int) -> list[int]:
+        """Indices of the sets that keep ``cluster`` open: v in C, no member in C."""
+        out = []
+        for v in bits(cluster):
+            out.extend(i for i in self.sets_of(v) if not self.masks[i] & cluster)
+        return out
+
+    def cluster_activity(self, cluster: int, x: NDArray[np.float64],
+                         support: Sequence[int] | None = None) -> float:
+        """Left-hand side of the cluster constraint at point ``x``."""
+        idx = range(self.n_sets) if support is None else support
+        return float(sum(x[i] for i in idx
+                         if (cluster >> int(self.owner[i])) & 1 and not self.masks[i] & cluster))
+
+
+def _sccs(n: int, arcs: Sequence[tuple[int, int]]) -> list[list[int]]:
+    g = nx.DiGraph()
+    g.add_nodes_from(range(n))
+    g.add_edges_from(arcs)
+    return [sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1]
+
+
+def integer_clusters(fam: Families, chosen: Sequence[int]) -> list[int]:
+    """Violated cluster constraints of an integral choice: each non-trivial SCC of its
+    graph, and one directed cycle inside each (empty list when the graph is a DAG)."""
+    arcs = [(p, v) for v, i in enumerate(chosen) for p in bits(fam.masks[int(i)])]
+    out: list[int] = []
+    g = nx.DiGraph()
+    g.add_nodes_from(range(fam.n))
+    g.add_edges_from(arcs)
+    for comp in _sccs(fam.n, arcs):
+        cmask = sum(1 << v for v in comp)
+        out.append(cmask)
+        cyc = nx.find_cycle(g.subgraph(comp), source=comp[0])
+        ymask = sum(1 << int(a) for a, _ in cyc)
+        if ymask != cmask:
+            out.append(ymask)
+    return out
+
+
+def fractional_clusters(fam: Families, x: NDArray[np.float64], *, tol: float = 1e-6,
+                        min_violation: float = 1e-3, max_cuts: int = 20) -> list[int]:
+    """Heuristic separation of cluster constraints at a fractional point.
+
+    Candidate clusters are the strongly connected components of the graphs of arcs
+    ``u -> v`` whose LP weight ``sum_{S ∋ u} x[S, v]`` reaches a threshold (several
+    thresholds), each then shrunk greedily while that increases the violation. The
+    most violated (at least ``min_violation``) are returned.
+    """
+    n = fam.n
+    support = [int(i) for i in np.nonzero(x > tol)[0]]
+    w: dict[tuple[int, int], float] = {}
+    for i in support:
+        v = int(fam.owner[i])
+        for p in bits(fam.masks[i]):
+            w[(p, v)] = w.get((p, v), 0.0) + float(x[i])
+    if not w:
+        return []
+    by_owner: dict[int, list[int]] = {}
+    for i in support:
+        by_owner.setdefault(int(fam.owner[i]), []).append(i)
+
+    def activity(cmask: int) -> float:
+        tot = 0.0
+        for v in bits(cmask):
+            for i in by_owner.get(v, ()):
+                if not fam.masks[i] & cmask:
+                    tot += float(x[i])
+        return tot
+
+    cands: set[int] = set()
+    for thr in (tol, 0.3, 0.6):
+        arcs = [a for a, val in w.items() if val >= thr]
+        for comp in _sccs(n, arcs):
+            cands.add(sum(1 << v for v in comp))
+    found: dict[int, float] = {}
+    for cmask in sorted(cands):
+        viol = 1.0 - activity(cmask)
+        # Greedy shrinking: drop the member whose removal increases the violation most.
+        while cmask.bit_count() > 2:
+            best_m, best_v = 0, viol
+            for u in bits(cmask):
+                m2 = cmask & ~(1 << u)
+                v2 = 1.0 - activity(m2)
+                if v2 > best_v + 1e-12:
+                    best_m, best_v = m2, v2
+            if not best_m:
+                break
+            cmask, viol = best_m, best_v
+        if viol >= min_violation:
+            found[cmask] = viol
+    ranked = sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [c for c, _ in ranked[:max_cuts]]
+
+
+def repair(fam: Families, order: Sequence[int],
+           prefs: Sequence[Sequence[int]] | None = None) -> list[int]:
+    """A DAG from preferences: in ``order``, each variable takes its first preferred set
+    (then its best cached set) that contains none of its current descendants.
+
+    Ancestor / descendant masks are kept transitively closed, so the result is acyclic
+    whatever the preferences (the empty set always fits).
+    """
+    n = fam.n
+    desc = [1 << v for v in range(n)]
+    anc = [1 << v for v in range(n)]
+    chosen = [-1] * n
+    for v in order:
+        forb = desc[v]
+        pick = -1
+        for i in (prefs[v] if prefs is not None else ()):
+            if not fam.masks[i] & forb:
+                pick = int(i)
+                break
+        if pick < 0:
+            for i in fam.sets_of(v):
+                if not fam.masks[i] & forb:
+                    pick = i
+                    break
+        chosen[v] = pick
+        pm = fam.masks[pick]
+        if pm:
+            a_mask = 0
+            for p in bits(pm):
+                a_mask |= anc[p]
+            d_mask = desc[v]
+            for a in bits(a_mask):
+                desc[a] |= d_mask
+            for d in bits(d_mask):
+                anc[d] |= a_mask
+    for v in range(n):  # variables left out of ``order`` take the empty set
+        if chosen[v] < 0:
+            chosen[v] = next(i for i in fam.sets_of(v) if not fam.masks[i])
+    return chosen
+
+
+def greedy_dag(fam: Families, rng: np.random.Generator, n_orders: int = 8) -> list[int]:
+    """The best of ``n_orders`` ASOBS passes over random orders (deterministic given rng)."""
+    best: list[int] | None = None
+    best_s = -np.inf
+    for _ in range(max(1, n_orders)):
+        order = [int(v) for v in rng.permutation(fam.n)]
+        chosen = repair(fam, order)
+        s = fam.score(chosen)
+        if s > best_s:
+            best, best_s = chosen, s
+    assert best is not None
+    return best
+
+
+def eades_order(n: int, weights: dict[tuple[int, int], float]) -> list[int]:
+    """A vertex order whose backward arcs form a small feedback arc set.
+
+    Eades-Lin-Smyth: repeatedly peel sinks (to the back) and sources (to the front);
+    otherwise move to the front the vertex of largest (weighted) out-minus-in degree.
+    Ties go to the smallest index.
+    """
+    out_w = [dict() for _ in range(n)]  # type: list[dict[int, float]]
+    in_w = [dict() for _ in range(n)]  # type: list[dict[int, float]]
+    for (u, v), val in weights.items():
+        if u != v and val > 0:
+            out_w[u][v] = out_w[u].get(v, 0.0) + val
+            in_w[v][u] = in_w[v].get(u, 0.0) + val
+    alive = set(range(n))
+    front: list[int] = []
+    back: list[int] = []
+
+    def remove(u: int) -> None:
+        alive.discard(u)
+        for v in out_w[u]:
+            in_w[v].pop(u, None)
+        for v in in_w[u]:
+            out_w[v].pop(u, None)
+        out_w[u] = {}
+        in_w[u] = {}
+
+    while alive:
+        changed = True
+        while changed:
+            changed = False
+            for u in sorted(alive):
+                if not out_w[u]:
+                    back.append(u)
+                    remove(u)
+                    changed = True
+                elif not in_w[u]:
+                    front.append(u)
+                    remove(u)
+                    changed = True
+        if alive:
+            u = max(sorted(alive), key=lambda a: sum(out_w[a].values()) - sum(in_w[a].values()))
+            front.append(u)
+            remove(u)
+    return front + back[::-1]
+
+
+def stream_thread(work: Callable[[Callable[[Any], None]], Any],
+                  stop: Callable[[], None]) -> Iterator[Any]:
+    """Run ``work(emit)`` on a thread; yield every object it emits, in order.
+
+    The generator's return value (``result = yield from stream_thread(...)``) is what
+    ``work`` returned; an exception raised by ``work`` is re-raised here. Closing the
+    generator early calls ``stop()`` (interrupt the solver) and waits for the thread.
+    """
+    q: queue.Queue[tuple[int, Any]] = queue.Queue()
+
+    def target() -> None:
+        try:
+            q.put((1, work(lambda item: q.put((0, item)))))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
+            q.put((2, exc))
+
+    t = threading.Thread(target=target, name="bnsl-ilp-solver", daemon=True)
+    t.start()
+    try:
+        while True:
+            kind, item = q.get()
+            if kind == 0:
+                yield item
+            elif kind == 1:
+                return item
+            else:
+                raise item
+    finally:
+        if t.is_alive():
+            stop()
+            t.join()
+
+
+def hold_back(stream: Generator[Found, None, Final], make: Callable[[Found, float], Any],
+              finish: Callable[[Any, Final], Any], best: float = -np.inf
+              ) -> Generator[Any, None, Final | None]:
+    """Turn a solver's :class:`Found` stream into strictly improving incumbents.
+
+    Each incumbent is held back until the next one arrives (or the solve ends), so that
+    the last one carries the final proven bound: ``make(found, best_so_far)`` builds an
+    incumbent, ``finish(incumbent, final)`` updates the last one. Returns the
+    :class:`Final` of the stream.
+    """
+    pending = None
+    final: Final | None = None
+    try:
+        while True:
+            try:
+                found = next(stream)
+            except StopIteration as stop:
+                final = stop.value
+                break
+            if not np.isfinite(best) or found.score > best + 1e-9 * max(1.0, abs(best)):
+                best = found.score
+                if pending is not None:
+                    yield pending
+                pending = make(found, best)
+    finally:
+        stream.close()
+    if pending is not None:
+        yield finish(pending, final) if final is not None else pending
+    return final
