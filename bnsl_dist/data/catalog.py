@@ -1,0 +1,511 @@
+"""The dataset registry: names in ``configs/datasets/*.yaml`` -> files and recipes.
+
+Each YAML file is a collection with optional download ``sources``, ``networks`` and
+``datasets``:
+
+* a **files** dataset lists, per split, its path in the mirror layout (e.g.
+  ``twenty/nltcs/train.csv.gz``) and the SHA-256 of the uncompressed content;
+* a **bif** network is a file like the above; a **random** network is a recipe for
+  :func:`~bnsl_dist.data.generate.random_network` (parameters and seed);
+* a **sampled** dataset names a network and, per split, ``n_samples`` and ``seed``.
+
+Networks and datasets are two name spaces (``r0`` is both the random network and the
+data sampled from it). Files live under a data root: ``$BNSL_DATA``, by default the
+user cache folder. :func:`fetch` downloads a file (or copies it from a local mirror
+with the same layout, ``$BNSL_MIRROR`` by default), checks its SHA-256 and writes it
+atomically; :func:`load_registered` materialises recipes deterministically and caches
+the generated data under ``<root>/generated/`` as Parquet, keyed by a hash of the recipe.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import hashlib
+import io
+import json
+import os
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from bnsl_dist._io import atomic_write_bytes
+from bnsl_dist.data.bif import read_bif, write_bif
+from bnsl_dist.data.dataset import CategoricalData
+from bnsl_dist.data.generate import random_network
+from bnsl_dist.data.io import read_data, read_dataset
+from bnsl_dist.data.network import BayesianNetwork
+from bnsl_dist.data.registry import bundled_path
+from bnsl_dist.data.sampling import sample
+from bnsl_dist.exceptions import DataError, InvalidConfigError
+
+__all__ = ["Catalog", "load_catalog", "catalog_dir", "data_root", "fetch", "load_registered",
+           "load_network", "RECIPE_VERSION"]
+
+#: Bumped whenever the generator or the sampler changes what a seed produces.
+RECIPE_VERSION = 1
+_REPO_CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "datasets"
+
+
+# ---------------------------------------------------------------------------- models
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Source(_Model):
+    """A download URL pattern with ``{name}`` and ``{split}`` placeholders."""
+
+    url: str
+    split_names: dict[str, str] = {}
+
+    @field_validator("url")
+    @classmethod
+    def _has_name(cls, v: str) -> str:
+        if "{name}" not in v and "{file}" not in v:
+            raise ValueError("the URL pattern needs a {name} placeholder")
+        return v
+
+
+class _Located(_Model):
+    """A file in the mirror layout, identified by the SHA-256 of its uncompressed bytes."""
+
+    path: str
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    url: str | None = None
+
+    @field_validator("path")
+    @classmethod
+    def _relative(cls, v: str) -> str:
+        if not v or v.startswith("/") or ".." in Path(v).parts or "\\" in v:
+            raise ValueError("must be a relative path inside the data root")
+        return v
+
+
+class FileSpec(_Located):
+    n_rows: Annotated[int, Field(gt=0)] | None = None
+
+
+class FilesDataset(_Model):
+    kind: Literal["files"]
+    title: str = ""
+    n_vars: Annotated[int, Field(gt=0)] | None = None
+    arity: Annotated[int, Field(gt=0)] | None = None
+    splits: Annotated[dict[str, FileSpec], Field(min_length=1)]
+
+
+class SampleSpec(_Model):
+    n_samples: Annotated[int, Field(gt=0)]
+    seed: Annotated[int, Field(ge=0)]
+
+
+class SampledDataset(_Model):
+    kind: Literal["sampled"]
+    title: str = ""
+    network: str
+    splits: Annotated[dict[str, SampleSpec], Field(min_length=1)]
+
+
+class BifNetwork(_Located):
+    kind: Literal["bif"]
+    title: str = ""
+    n_vars: Annotated[int, Field(gt=0)] | None = None
+    n_arcs: Annotated[int, Field(ge=0)] | None = None
+    n_parameters: Annotated[int, Field(gt=0)] | None = None
+
+
+class RandomNetwork(_Model):
+    kind: Literal["random"]
+    title: str = ""
+    n_vars: Annotated[int, Field(gt=0)]
+    max_indegree: Annotated[int, Field(ge=0)]
+    arity_range: tuple[Annotated[int, Field(gt=0)], Annotated[int, Field(gt=0)]] = (2, 4)
+    concentration: Annotated[float, Field(gt=0)] = 1.0
+    max_parent_configs: Annotated[int, Field(gt=0)] | None = None
+    seed: Annotated[int, Field(ge=0)]
+
+
+DatasetSpec = Annotated[FilesDataset | SampledDataset, Field(discriminator="kind")]
+NetworkSpec = Annotated[BifNetwork | RandomNetwork, Field(discriminator="kind")]
+
+
+class Collection(_Model):
+    """One YAML file of ``configs/datasets``."""
+
+    collection: str
+    description: str = ""
+    citation: str = ""
+    sources: list[Source] = []
+    networks: dict[str, NetworkSpec] = {}
+    datasets: dict[str, DatasetSpec] = {}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A registered network or dataset, with the file and sources it came from."""
+
+    name: str
+    spec: Any  # FilesDataset | SampledDataset | BifNetwork | RandomNetwork
+    sources: tuple[Source, ...]
+    config: Path
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Every registered network and dataset (two name spaces)."""
+
+    networks: dict[str, Entry]
+    datasets: dict[str, Entry]
+
+    def dataset(self, name: str) -> Entry:
+        if name not in self.datasets:
+            hint = " (a network: use load_network)" if name in self.networks else ""
+            raise DataError(f"no registered dataset {name!r}{hint}; run `bnsl-dist data list`")
+        return self.datasets[name]
+
+    def network(self, name: str) -> Entry:
+        if name not in self.networks:
+            raise DataError(f"no registered network {name!r}; run `bnsl-dist data list`")
+        return self.networks[name]
+
+
+def _field(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(x) for x in loc)
+
+
+def _read_collection(path: Path) -> Collection:
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f", line {mark.line + 1}" if mark is not None else ""
+        raise InvalidConfigError(f"{path}{where}: invalid YAML: "
+                                 f"{getattr(exc, 'problem', None) or exc}") from None
+    except OSError as exc:
+        raise InvalidConfigError(f"{path}: cannot read: {exc}") from None
+    if not isinstance(raw, dict):
+        raise InvalidConfigError(f"{path}: expected a mapping at the top level")
+    try:
+        return Collection.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        more = f" (and {exc.error_count() - 1} more problem(s))" if exc.error_count() > 1 else ""
+        raise InvalidConfigError(f"{path}: field {_field(err['loc'])!r}: {err['msg']}{more}"
+                                 ) from None
+
+
+def catalog_dir() -> Path:
+    """``$BNSL_DATASETS`` or the repository's ``configs/datasets``."""
+    env = os.environ.get("BNSL_DATASETS")
+    return Path(env) if env else _REPO_CONFIGS
+
+
+def load_catalog(directory: str | os.PathLike[str] | None = None) -> Catalog:
+    """Read and validate every ``*.yaml`` of ``directory`` (default: :func:`catalog_dir`).
+
+    Raises
+    ------
+    InvalidConfigError
+        Naming the file and the field: bad YAML, unknown or mistyped fields, a name
+        registered twice, a sampled dataset naming an unknown network.
+    """
+    d = Path(directory) if directory is not None else catalog_dir()
+    files = sorted(d.glob("*.yaml")) if d.is_dir() else []
+    key = tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files)
+    return _load_catalog(str(d), key)
+
+
+@functools.lru_cache(maxsize=8)
+def _load_catalog(directory: str, key: tuple[tuple[str, int, int], ...]) -> Catalog:
+    if not key:
+        raise InvalidConfigError(f"{directory}: no dataset registry (*.yaml) found")
+    networks: dict[str, Entry] = {}
+    datasets: dict[str, Entry] = {}
+    for fname, _, _ in key:
+        path = Path(fname)
+        col = _read_collection(path)
+        srcs = tuple(col.sources)
+        for table, space, kind in ((col.networks, networks, "networks"),
+                                   (col.datasets, datasets, "datasets")):
+            for name, spec in table.items():
+                if name in space:
+                    raise InvalidConfigError(f"{path}: field '{kind}.{name}': already "
+                                             f"registered in {space[name].config}")
+                if not name or "/" in name:
+                    raise InvalidConfigError(f"{path}: field '{kind}.{name}': bad name")
+                space[name] = Entry(name, spec, srcs, path)
+    for name, e in datasets.items():
+        if isinstance(e.spec, SampledDataset) and e.spec.network not in networks:
+            raise InvalidConfigError(f"{e.config}: field 'datasets.{name}.network': unknown "
+                                     f"network {e.spec.network!r}")
+    return Catalog(networks, datasets)
+
+
+# ---------------------------------------------------------------------------- files
+def data_root() -> Path:
+    """``$BNSL_DATA``, or the user cache folder of bnsl_dist."""
+    env = os.environ.get("BNSL_DATA")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("bnsl_dist"))
+
+
+def _mirror(mirror: str | os.PathLike[str] | None) -> Path | None:
+    m = mirror if mirror is not None else os.environ.get("BNSL_MIRROR")
+    return Path(m) if m else None
+
+
+def _uncompressed(raw: bytes) -> bytes:
+    return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+
+
+def _sha_ok(path: Path, sha: str) -> bool:
+    try:
+        return hashlib.sha256(_uncompressed(path.read_bytes())).hexdigest() == sha
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return False
+
+
+def _urls(name: str, split: str | None, spec: _Located, sources: tuple[Source, ...]) -> list[str]:
+    if spec.url:
+        return [spec.url]
+    out = []
+    for s in sources:
+        sp = s.split_names.get(split, split) if split is not None else ""
+        out.append(s.url.format(name=name, split=sp, file=Path(spec.path).name))
+    return out
+
+
+def _download(urls: list[str], what: str) -> tuple[bytes, str]:
+    errors = []
+    for url in urls:
+        try:
+            with urllib.request.urlopen(url, timeout=120) as resp:  # noqa: S310 (https URLs from the registry)
+                return resp.read(), url
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            errors.append(f"{url}: {exc}")
+    if not errors:
+        raise DataError(f"{what}: no download source registered")
+    raise DataError(f"{what}: download failed: " + "; ".join(errors))
+
+
+def _fetch_file(name: str, split: str | None, spec: _Located, sources: tuple[Source, ...],
+                root: Path, mirror: Path | None, local: Path | None = None) -> Path:
+    """Ensure ``root/spec.path`` holds the verified file; return its path.
+
+    The content comes from ``local`` (a file shipped with the package), else the mirror,
+    else the registered URLs.
+    """
+    target = root / spec.path
+    if target.exists() and _sha_ok(target, spec.sha256):
+        return target
+    what = name if split is None else f"{name}/{split}"
+    if local is not None:
+        raw, origin = local.read_bytes(), str(local)
+    elif mirror is not None:
+        src = mirror / spec.path
+        try:
+            raw, origin = src.read_bytes(), str(src)
+        except OSError:
+            raise DataError(f"{what}: not in the mirror", path=str(src)) from None
+    else:
+        raw, origin = _download(_urls(name, split, spec, sources), what)
+    try:
+        content = _uncompressed(raw)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise DataError(f"{what}: corrupt gzip data: {exc}", path=origin) from None
+    got = hashlib.sha256(content).hexdigest()
+    if got != spec.sha256:
+        raise DataError(f"{what}: SHA-256 mismatch (expected {spec.sha256}, got {got}); "
+                        "nothing written", path=origin)
+    atomic_write_bytes(target, content)  # gzip-compressed again when the name ends in .gz
+    return target
+
+
+def _bundled_copy(name: str, spec: BifNetwork) -> Path | None:
+    try:
+        p = bundled_path(f"bif/{name}.bif.gz")
+    except DataError:
+        return None
+    return p if _sha_ok(p, spec.sha256) else None
+
+
+# ---------------------------------------------------------------------------- recipes
+def _digest(obj: Any) -> str:
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _network_key(entry: Entry) -> dict[str, Any]:
+    return {"version": RECIPE_VERSION, **entry.spec.model_dump(exclude={"title", "url"})}
+
+
+def _write_parquet(data: CategoricalData, path: Path, meta: dict[str, Any]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({name: data.codes[:, j] for j, name in enumerate(data.names)})
+    info = {"arities": data.arities.tolist(), "states": data.states, "recipe": meta}
+    table = table.replace_schema_metadata({b"bnsl_dist": json.dumps(info).encode()})
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd")
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def _read_parquet(path: Path) -> CategoricalData | None:
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+        info = json.loads(table.schema.metadata[b"bnsl_dist"])
+        codes = np.column_stack([c.to_numpy() for c in table.columns])
+        return CategoricalData.from_array(codes, arities=info["arities"],
+                                          names=table.column_names, states=info["states"],
+                                          source=str(path))
+    except Exception:  # unreadable or foreign cache file: the caller regenerates it
+        return None
+
+
+def load_network(name: str, *, root: str | os.PathLike[str] | None = None,
+                 mirror: str | os.PathLike[str] | None = None) -> BayesianNetwork:
+    """The registered network ``name`` (fetched or generated, then cached)."""
+    entry = load_catalog().network(name)
+    return _network(entry, Path(root) if root is not None else data_root(), _mirror(mirror))
+
+
+def _network(entry: Entry, root: Path, mirror: Path | None) -> BayesianNetwork:
+    spec = entry.spec
+    if isinstance(spec, BifNetwork):
+        local = root / spec.path
+        if not (local.exists() and _sha_ok(local, spec.sha256)):
+            local = _bundled_copy(entry.name, spec) or _fetch_file(
+                entry.name, None, spec, entry.sources, root, mirror)
+        return read_bif(local)
+    path = root / "generated" / "networks" / f"{entry.name}-{_digest(_network_key(entry))}.bif.gz"
+    if path.exists():
+        try:
+            return read_bif(path)
+        except DataError:
+            pass  # a damaged cache file: generate again
+    net = random_network(spec.n_vars, spec.max_indegree, tuple(spec.arity_range),
+                         spec.concentration, np.random.default_rng(spec.seed),
+                         spec.max_parent_configs)
+    write_bif(net, path, name=entry.name)
+    return net
+
+
+def load_registered(name: str, split: str = "train", *,
+                    root: str | os.PathLike[str] | None = None,
+                    mirror: str | os.PathLike[str] | None = None) -> CategoricalData:
+    """One split of a registered dataset, fetched or materialised as needed.
+
+    Parameters
+    ----------
+    name : str
+        A dataset name (``bnsl-dist data list``), e.g. ``"nltcs"``, ``"alarm-5000"``, ``"r0"``.
+    split : str
+        ``"train"`` (default), ``"valid"``, ``"test"``, as the dataset registers them.
+    root : path, optional
+        Data root (default :func:`data_root`).
+    mirror : path, optional
+        Local folder with the mirror layout to copy missing files from (default
+        ``$BNSL_MIRROR``; otherwise they are downloaded).
+
+    Returns
+    -------
+    CategoricalData
+        Sampled data are identical for identical recipes, on any machine.
+
+    Raises
+    ------
+    DataError
+        Unknown name or split, download or checksum failure.
+    """
+    cat = load_catalog()
+    entry = cat.dataset(name)
+    spec = entry.spec
+    if split not in spec.splits:
+        raise DataError(f"dataset {name!r} has no split {split!r}; it has {sorted(spec.splits)}")
+    r = Path(root) if root is not None else data_root()
+    m = _mirror(mirror)
+    if isinstance(spec, FilesDataset):
+        if spec.arity is not None:
+            path = _fetch_file(name, split, spec.splits[split], entry.sources, r, m)
+            width = _width(path)
+            return read_data(path, arities=[spec.arity] * width)
+        paths = {s: _fetch_file(name, s, f, entry.sources, r, m) for s, f in spec.splits.items()}
+        return read_dataset(name, paths)[split]
+    net_entry = cat.network(spec.network)
+    recipe = {"network": _network_key(net_entry), **spec.splits[split].model_dump()}
+    path = r / "generated" / name / f"{split}-{_digest(recipe)}.parquet"
+    if path.exists():
+        cached = _read_parquet(path)
+        if cached is not None:
+            return cached
+    net = _network(net_entry, r, m)
+    s = spec.splits[split]
+    data = sample(net, s.n_samples, np.random.default_rng(s.seed))
+    _write_parquet(data, path, recipe)
+    return CategoricalData(data.codes, data.arities, data.names, data.states, None, str(path))
+
+
+def _width(path: Path) -> int:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt") as fh:  # type: ignore[operator]
+        first = fh.readline()
+    return len(first.split(",")) if "," in first else len(first.split())
+
+
+def fetch(name: str, mirror: str | os.PathLike[str] | None = None, *,
+          root: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Make a registered dataset (all splits) or network available under the data root.
+
+    Files are copied from ``mirror`` (same layout; default ``$BNSL_MIRROR``) or
+    downloaded, their SHA-256 checked, and written atomically: on a mismatch nothing
+    is written. Recipes (sampled data, random networks) are materialised. ``NAME/SPLIT``
+    fetches one split. Datasets are looked up before networks.
+
+    Returns
+    -------
+    list of Path
+        The files now present (for recipes, the cached Parquet / BIF files).
+
+    Raises
+    ------
+    DataError
+        Unknown name, download failure, checksum mismatch.
+    """
+    cat = load_catalog()
+    r = Path(root) if root is not None else data_root()
+    m = _mirror(mirror)
+    base, _, only = name.partition("/")
+    if base in cat.datasets:
+        entry = cat.datasets[base]
+        splits = [only] if only else list(entry.spec.splits)
+        for s in splits:
+            if s not in entry.spec.splits:
+                raise DataError(f"dataset {base!r} has no split {s!r}")
+        if isinstance(entry.spec, FilesDataset):
+            return [_fetch_file(base, s, entry.spec.splits[s], entry.sources, r, m)
+                    for s in splits]
+        out = []
+        for s in splits:
+            d = load_registered(base, s, root=r, mirror=m)
+            out.append(Path(d.source) if d.source else r)
+        return out
+    if base in cat.networks and not only:
+        entry = cat.networks[base]
+        if isinstance(entry.spec, BifNetwork):
+            return [_fetch_file(base, None, entry.spec, entry.sources, r, m,
+                                _bundled_copy(base, entry.spec))]
+        _network(entry, r, m)
+        return sorted((r / "generated" / "networks").glob(
+            f"{base}-{_digest(_network_key(entry))}.bif.gz"))
+    raise DataError(f"no registered dataset or network {name!r}; run `bnsl-dist data list`")
