@@ -1,0 +1,254 @@
+"""Numba kernels of batched junction-tree propagation (inputs validated by the driver).
+
+Layout. Every per-row quantity is a 2-D float array whose *columns* are the rows of the
+batch (``buf[col, b]``), so the innermost loops run over the batch contiguously and
+vectorise. Clique ``c`` has ``S_c`` table entries; entry ``s`` is the mixed-radix index of
+the clique's variables (ascending, first fastest). All index maps live in one int32
+array ``idx``; an *offset* points at the ``S_c``-long map of one factor:
+
+* ``out_off[c]``: entry -> configuration of ``c``'s separator with its parent (a root
+  has the empty separator: one configuration);
+* ``msg_off[f]`` for the child factors ``f`` in ``msg_ptr[c]:msg_ptr[c+1]``: entry ->
+  column of the child's upward message (``sep_off[child] + t``);
+* ``lam_off[l]`` for the variables ``lam_var[l]`` homed at ``c`` (``lam_ptr``): entry ->
+  column of the variable's evidence indicator (``var_off[v] + state``).
+
+``up``/``down`` have ``sum(sep_size)`` columns (messages), ``lam``/``marg`` have
+``sum(arities)`` columns. Messages are rescaled to a maximum of 1 per batch row and the
+logs of the scales summed into ``logz``, so nothing underflows on large networks.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+MODE_SUM = 0
+MODE_MAX = 1
+
+
+@nb.njit(cache=True, nogil=True)
+def fill_lambda(evidence, var_off, arities, lam):  # IN evidence (n, B) int32; OUT lam
+    n, nb_ = evidence.shape
+    for v in range(n):
+        o = var_off[v]
+        r = arities[v]
+        for b in range(nb_):
+            e = evidence[v, b]
+            if e < 0:
+                for k in range(r):
+                    lam[o + k, b] = 1.0
+            else:
+                for k in range(r):
+                    lam[o + k, b] = 0.0
+                lam[o + e, b] = 1.0
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _entry(c, s, base_val, idx, msg_ptr, msg_off, lam_ptr, lam_var, lam_off, use_lam,
+           up, lam, tmp):
+    """tmp[b] = base * evidence * child messages at entry s of clique c."""
+    nb_ = tmp.shape[0]
+    for b in range(nb_):
+        tmp[b] = base_val
+    for li in range(lam_ptr[c], lam_ptr[c + 1]):
+        if use_lam[lam_var[li]]:
+            col = idx[lam_off[li] + s]
+            for b in range(nb_):
+                tmp[b] *= lam[col, b]
+    for f in range(msg_ptr[c], msg_ptr[c + 1]):
+        col = idx[msg_off[f] + s]
+        for b in range(nb_):
+            tmp[b] *= up[col, b]
+
+
+@nb.njit(cache=True, nogil=True)
+def _rescale(buf, off, size, logz, track):
+    """Divide columns off..off+size of every batch row by their max; log of it to logz."""
+    nb_ = buf.shape[1]
+    for b in range(nb_):
+        m = 0.0
+        for t in range(size):
+            if buf[off + t, b] > m:
+                m = buf[off + t, b]
+        if m > 0.0:
+            inv = 1.0 / m
+            for t in range(size):
+                buf[off + t, b] *= inv
+            if track:
+                logz[b] += np.log(m)
+        elif track:
+            logz[b] = -np.inf
+
+
+@nb.njit(cache=True, nogil=True)
+def collect(mode, post, base, base_off, idx, out_off, sep_off, sep_size, msg_ptr, msg_off,
+            lam_ptr, lam_var, lam_off, use_lam, lam, up, logz, tmp):
+    """Upward pass (children first). OUT ``up`` messages and ``logz`` (B,).
+
+    In sum mode the sum of ``logz`` over the pass is ln P(e); in max mode it is
+    ln max_x P(x, e) (then :func:`traceback` recovers the maximiser).
+    """
+    nb_ = tmp.shape[0]
+    for b in range(nb_):
+        logz[b] = 0.0
+    for ci in range(post.shape[0]):
+        c = post[ci]
+        so = sep_off[c]
+        ss = sep_size[c]
+        for t in range(ss):
+            for b in range(nb_):
+                up[so + t, b] = 0.0
+        b0 = base_off[c]
+        for s in range(base_off[c + 1] - b0):
+            bv = base[b0 + s]
+            if bv == 0.0:
+                continue
+            _entry(c, s, bv, idx, msg_ptr, msg_off, lam_ptr, lam_var, lam_off, use_lam,
+                   up, lam, tmp)
+            o = so + idx[out_off[c] + s]
+            if mode == MODE_SUM:
+                for b in range(nb_):
+                    up[o, b] += tmp[b]
+            else:
+                for b in range(nb_):
+                    up[o, b] = max(up[o, b], tmp[b])
+        _rescale(up, so, ss, logz, True)
+
+
+@nb.njit(cache=True, nogil=True)
+def distribute(pre, base, base_off, idx, out_off, sep_off, sep_size, msg_ptr, msg_off,
+               msg_child, lam_ptr, lam_var, lam_off, use_lam, lam, up, down, marg, tmp):
+    """Downward pass (Hugin, parents first) after a sum-mode :func:`collect`.
+
+    ``down`` must hold 1 in the (single) separator column of every root and 0
+    elsewhere. OUT ``marg[var_off[v] + k, b]``: unnormalised P(v = k, e) up to the
+    scale of the row (normalise per variable).
+    """
+    nb_ = tmp.shape[0]
+    for ci in range(pre.shape[0]):
+        c = pre[ci]
+        so = sep_off[c]
+        b0 = base_off[c]
+        for f in range(msg_ptr[c], msg_ptr[c + 1]):
+            ch = msg_child[f]
+            for t in range(sep_size[ch]):
+                for b in range(nb_):
+                    down[sep_off[ch] + t, b] = 0.0
+        for s in range(base_off[c + 1] - b0):
+            bv = base[b0 + s]
+            if bv == 0.0:
+                continue
+            _entry(c, s, bv, idx, msg_ptr, msg_off, lam_ptr, lam_var, lam_off, use_lam,
+                   up, lam, tmp)
+            o = so + idx[out_off[c] + s]
+            for b in range(nb_):
+                tmp[b] *= down[o, b]
+            for li in range(lam_ptr[c], lam_ptr[c + 1]):
+                col = idx[lam_off[li] + s]
+                for b in range(nb_):
+                    marg[col, b] += tmp[b]
+            for f in range(msg_ptr[c], msg_ptr[c + 1]):
+                col = idx[msg_off[f] + s]
+                for b in range(nb_):
+                    down[col, b] += tmp[b]
+        for f in range(msg_ptr[c], msg_ptr[c + 1]):
+            ch = msg_child[f]
+            co = sep_off[ch]
+            for t in range(sep_size[ch]):
+                for b in range(nb_):
+                    u = up[co + t, b]
+                    if u > 0.0:
+                        down[co + t, b] /= u
+                    else:
+                        down[co + t, b] = 0.0
+            _rescale(down, co, sep_size[ch], tmp, False)
+
+
+@nb.njit(cache=True, nogil=True)
+def traceback(pre, base, base_off, idx, msg_ptr, msg_off, lam_ptr, lam_var, lam_off, use_lam,
+              lam, up, cv_ptr, cv_var, cv_stride, cv_insep, arities, cnt, x):
+    """Argmax traceback after a max-mode :func:`collect`, parents first.
+
+    For each clique, given its separator's states (already fixed by the ancestors), the
+    entries consistent with them are re-evaluated exactly as :func:`collect` evaluated
+    them and the first maximiser fixes the clique's other variables. OUT ``x[v, b]``.
+    ``cnt``: int64 scratch of at least the largest clique size.
+    """
+    nb_ = x.shape[1]
+    for ci in range(pre.shape[0]):
+        c = pre[ci]
+        j0 = cv_ptr[c]
+        j1 = cv_ptr[c + 1]
+        b0 = base_off[c]
+        for b in range(nb_):
+            s = 0
+            for j in range(j0, j1):
+                cnt[j - j0] = 0
+                if cv_insep[j]:
+                    s += x[cv_var[j], b] * cv_stride[j]
+            best = -1.0
+            best_s = s
+            while True:
+                val = base[b0 + s]
+                if val != 0.0:
+                    for li in range(lam_ptr[c], lam_ptr[c + 1]):
+                        if use_lam[lam_var[li]]:
+                            val *= lam[idx[lam_off[li] + s], b]
+                    for f in range(msg_ptr[c], msg_ptr[c + 1]):
+                        val *= up[idx[msg_off[f] + s], b]
+                if val > best:
+                    best = val
+                    best_s = s
+                j = j0
+                while j < j1:
+                    if not cv_insep[j]:
+                        cnt[j - j0] += 1
+                        s += cv_stride[j]
+                        if cnt[j - j0] < arities[cv_var[j]]:
+                            break
+                        s -= cnt[j - j0] * cv_stride[j]
+                        cnt[j - j0] = 0
+                    j += 1
+                if j == j1:
+                    break
+            for j in range(j0, j1):
+                if not cv_insep[j]:
+                    x[cv_var[j], b] = (best_s // cv_stride[j]) % arities[cv_var[j]]
+
+
+@nb.njit(cache=True, nogil=True)
+def lw_sample(topo, par_ptr, par, cpt_off, arities, cum, logcpt, ev, u, x, logw, logp):
+    """Likelihood weighting: forward-sample ``u.shape[0]`` particles.
+
+    IN ``u`` (S, n) uniforms, ``ev`` (n,) evidence codes (-1 unobserved), ``cum`` /
+    ``logcpt``: cumulative / log CPT rows flattened at ``cpt_off[v] + j * r_v``.
+    OUT ``x`` (S, n) states, ``logw`` (S,) ln of the evidence weight, ``logp`` (S,)
+    ln P(x) of the whole particle.
+    """
+    for s in range(u.shape[0]):
+        lw = 0.0
+        lp = 0.0
+        for i in range(topo.shape[0]):
+            v = topo[i]
+            j = 0
+            radix = 1
+            for q in range(par_ptr[v], par_ptr[v + 1]):
+                p = par[q]
+                j += x[s, p] * radix
+                radix *= arities[p]
+            r = arities[v]
+            row = cpt_off[v] + j * r
+            e = ev[v]
+            if e >= 0:
+                k = e
+                lw += logcpt[row + k]
+            else:
+                uu = u[s, v]
+                k = 0
+                while k < r - 1 and uu >= cum[row + k]:
+                    k += 1
+            x[s, v] = k
+            lp += logcpt[row + k]
+        logw[s] = lw
+        logp[s] = lp
