@@ -27,6 +27,8 @@ def _register() -> None:
     main.add_command(data_group)
     from bnsl_dist.cli.impute import impute_cmd
     main.add_command(impute_cmd)
+    from bnsl_dist.cli.infer import infer_cmd, loglik_cmd
+    main.add_command(infer_cmd); main.add_command(loglik_cmd)  # noqa: E702
 
 
 _register()
