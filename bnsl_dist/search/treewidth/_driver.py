@@ -1,0 +1,203 @@
+"""Shared driver of the k-tree learners: validation, cache arrays, the batched anytime loop.
+
+A learner supplies a batch kernel; the driver runs batches of iterations (sized to
+about :data:`BATCH_SECONDS` each, never past the budget's iterations), turns every
+strictly better DAG into an :class:`~bnsl_dist.search.base.Incumbent` carrying its
+:class:`~bnsl_dist.graph.TreewidthCertificate`, and stops when the budget ends.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from bnsl_dist.cache.parent_sets import ParentSetCache
+from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.graph.treewidth import TreewidthCertificate
+from bnsl_dist.search.base import Budget, Incumbent, as_generator
+
+__all__ = ["CacheArrays", "TreewidthLearner", "MAX_CLIQUE_VARS", "BATCH_SECONDS"]
+
+#: The initial clique (min(k+1, n) variables) is solved by an exact DP over its subsets.
+MAX_CLIQUE_VARS = 18
+#: Target wall time of one kernel call; incumbents are reported between calls.
+BATCH_SECONDS = 0.05
+
+#: kernel(seed, it0, out_scores, best_chosen, best_ins, best_attach) -> best offset
+BatchKernel = Callable[[int, int, NDArray[np.float64], NDArray[np.int64], NDArray[np.int64],
+                        NDArray[np.int64]], int]
+
+
+@dataclass(frozen=True)
+class CacheArrays:
+    """The cache's flattened arrays plus set sizes, and the usable-set size limit."""
+
+    offsets: NDArray[np.int64]
+    scores: NDArray[np.float64]
+    par_offsets: NDArray[np.int64]
+    par_flat: NDArray[np.int64]
+    sizes: NDArray[np.int64]
+    max_size: int
+
+    @classmethod
+    def of(cls, cache: ParentSetCache, k: int, max_parents: int | None) -> CacheArrays:
+        max_size = k if max_parents is None else min(k, max_parents)
+        return cls(np.ascontiguousarray(cache.offsets, dtype=np.int64),
+                   np.ascontiguousarray(cache.scores, dtype=np.float64),
+                   np.ascontiguousarray(cache.par_offsets, dtype=np.int64),
+                   np.ascontiguousarray(cache.par_flat, dtype=np.int64),
+                   np.diff(cache.par_offsets).astype(np.int64), int(max_size))
+
+    @property
+    def usable(self) -> NDArray[np.bool_]:
+        return self.sizes <= self.max_size
+
+    def owner(self) -> NDArray[np.int64]:
+        """Child variable of every set."""
+        n = len(self.offsets) - 1
+        return np.repeat(np.arange(n, dtype=np.int64), np.diff(self.offsets))
+
+    def score_range(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Per variable the worst and best score among its usable sets."""
+        starts = self.offsets[:-1]
+        use = self.usable
+        smax = np.maximum.reduceat(np.where(use, self.scores, -np.inf), starts)
+        smin = np.minimum.reduceat(np.where(use, self.scores, np.inf), starts)
+        return smin.astype(np.float64), smax.astype(np.float64)
+
+    def inverted_index(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """Per variable p, the usable sets that contain p (ascending): offsets, set ids."""
+        n = len(self.offsets) - 1
+        set_of_entry = np.repeat(np.arange(len(self.sizes), dtype=np.int64), self.sizes)
+        keep = self.usable[set_of_entry]
+        members, sets = self.par_flat[keep], set_of_entry[keep]
+        idx = np.lexsort((sets, members))
+        inv_offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(members, minlength=n), out=inv_offsets[1:])
+        return inv_offsets, np.ascontiguousarray(sets[idx])
+
+    def candidates(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """Per variable the members of its usable sets (sorted): offsets, flat."""
+        n = len(self.offsets) - 1
+        owner = self.owner()
+        set_of_entry = np.repeat(np.arange(len(self.sizes), dtype=np.int64), self.sizes)
+        keep = self.usable[set_of_entry]
+        pairs = np.unique(np.stack([owner[set_of_entry[keep]], self.par_flat[keep]], axis=1)
+                          .reshape(-1, 2), axis=0)
+        cand_offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(pairs[:, 0], minlength=n), out=cand_offsets[1:])
+        return cand_offsets, np.ascontiguousarray(pairs[:, 1], dtype=np.int64)
+
+
+def check_k(name: str, k: Any, max_parents: Any, n_vars: int) -> tuple[int, int | None]:
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        raise InvalidConfigError(f"{name}: the treewidth bound k must be an integer >= 1, "
+                                 f"got {k!r}")
+    if max_parents is not None and (isinstance(max_parents, bool)
+                                    or not isinstance(max_parents, int | np.integer)
+                                    or max_parents < 0):
+        raise InvalidConfigError(f"{name}: max_parents must be None or an integer >= 0, "
+                                 f"got {max_parents!r}")
+    if n_vars < 1:
+        raise InvalidConfigError(f"{name}: the cache has no variables")
+    if min(int(k) + 1, n_vars) > MAX_CLIQUE_VARS:
+        raise InvalidConfigError(f"{name}: k={k} needs an exact DP over {min(k + 1, n_vars)} "
+                                 f"variables; at most {MAX_CLIQUE_VARS} are supported")
+    return int(k), None if max_parents is None else int(max_parents)
+
+
+def _batches(kernel: BatchKernel, n: int, budget: Budget, seed: int, single: bool
+             ) -> Iterator[tuple[int, NDArray[np.float64], int, NDArray[np.int64],
+                                 NDArray[np.int64], NDArray[np.int64], float]]:
+    """Run the kernel in batches; yield (iterations before the batch, batch scores,
+    best offset, its chosen sets, insertion order, attach ids, elapsed)."""
+    sw = budget.stopwatch()
+    size = 1
+    chosen = np.empty(n, dtype=np.int64)
+    ins = np.empty(n, dtype=np.int64)
+    attach = np.empty(n, dtype=np.int64)
+    while not sw.done():
+        left = sw.iterations_left()
+        if left is not None:
+            size = min(size, left)
+        out = np.empty(size, dtype=np.float64)
+        t0 = time.perf_counter()
+        arg = kernel(seed, sw.iterations, out, chosen, ins, attach)
+        dt = time.perf_counter() - t0
+        it0 = sw.iterations
+        sw.tick(size)
+        yield it0, out, int(arg), chosen, ins, attach, sw.elapsed()
+        if single:
+            return
+        per = max(dt / size, 1e-7)
+        target = min(BATCH_SECONDS, sw.remaining())
+        size = int(min(max(1.0, target / per), 4 * size, 1_000_000))
+
+
+class TreewidthLearner:
+    """Base of the k-tree learners: subclasses define ``_kernel(cache, arrays)``."""
+
+    name: ClassVar[str]
+    exact: ClassVar[bool] = False
+
+    k: int
+    max_parents: int | None
+
+    def _kernel(self, cache: ParentSetCache, arrays: CacheArrays) -> BatchKernel:
+        raise NotImplementedError
+
+    def _setup(self, cache: ParentSetCache) -> tuple[int, BatchKernel]:
+        k, mp = check_k(self.name, self.k, self.max_parents, cache.n_vars)
+        arrays = CacheArrays.of(cache, k, mp)
+        return k, self._kernel(cache, arrays)
+
+    def run(self, cache: ParentSetCache, budget: Budget,
+            rng: np.random.Generator | int | None) -> Iterator[Incumbent]:
+        """Yield every strictly better bounded-treewidth DAG until the budget ends.
+
+        One iteration builds one DAG. Each incumbent's ``info`` holds ``certificate``
+        (a :class:`~bnsl_dist.graph.TreewidthCertificate`: the reverse insertion order,
+        width k), ``k``, ``insertion_order`` and ``attach`` (per inserted node the id of
+        the k-clique it joined, -1 for the initial clique; see
+        :meth:`bnsl_dist.graph.KTree.replay`). When ``k + 1 >= n`` the single exact DP
+        is optimal: it is reported with ``bound`` = its score and the run stops.
+        """
+        k, kernel = self._setup(cache)
+        n = cache.n_vars
+        seed = int(as_generator(rng).integers(0, 2**63 - 1))
+        single = k + 1 >= n
+        best = -np.inf
+        for it0, out, arg, chosen, ins, attach, elapsed in _batches(kernel, n, budget, seed,
+                                                                    single):
+            if arg < 0 or not out[arg] > best - 1e-9 * max(1.0, abs(best)):
+                continue
+            score = float(sum(float(s) for s in cache.scores[chosen]))
+            if not score > best:
+                continue
+            best = score
+            dag = cache.dag_from_indices(chosen)
+            cert = TreewidthCertificate(tuple(int(v) for v in ins[::-1]), k)
+            yield Incumbent(elapsed, score, dag, iterations=it0 + arg + 1,
+                            bound=score if single else None,
+                            info={"certificate": cert, "k": k,
+                                  "insertion_order": tuple(int(v) for v in ins),
+                                  "attach": tuple(int(c) for c in attach)})
+
+    def iteration_scores(self, cache: ParentSetCache, budget: Budget,
+                         rng: np.random.Generator | int | None
+                         ) -> tuple[NDArray[np.float64], float]:
+        """The score of every iteration's DAG within the budget, and the seconds used
+        (same iterations as :meth:`run` with the same seed and iteration budget)."""
+        k, kernel = self._setup(cache)
+        seed = int(as_generator(rng).integers(0, 2**63 - 1))
+        parts: list[NDArray[np.float64]] = []
+        elapsed = 0.0
+        for batch in _batches(kernel, cache.n_vars, budget, seed, k + 1 >= cache.n_vars):
+            parts.append(batch[1].copy())
+            elapsed = batch[-1]
+        return (np.concatenate(parts) if parts else np.zeros(0)), elapsed
