@@ -439,6 +439,9 @@ def load_registered(name: str, split: str = "train", *,
         if spec.arity is not None:
             path = _fetch_file(name, split, spec.splits[split], entry.sources, r, m)
             width = _width(path)
+            if spec.n_vars is not None and width != spec.n_vars:
+                raise DataError(f"{width} columns, but the registry says {spec.n_vars}",
+                                path=str(path), line=1)
             return read_data(path, arities=[spec.arity] * width)
         paths = {s: _fetch_file(name, s, f, entry.sources, r, m) for s, f in spec.splits.items()}
         return read_dataset(name, paths)[split]

@@ -305,3 +305,53 @@ def test_cli_sample(tmp_path, root):
     res = runner.invoke(main, ["data", "sample", str(tmp_path / "none.bif"), "-n", "5",
                                "-o", str(tmp_path / "d.csv")])
     assert res.exit_code == 2 and not (tmp_path / "d.csv").exists()
+
+
+def test_download_sources_in_order_with_checksum(tmp_path, root, monkeypatch):
+    """The download path, offline: file:// URLs; a failing source falls through to the next."""
+    src = tmp_path / "src"
+    src.mkdir()
+    content = b"0,1\n1,1\n0,0\n"
+    (src / "toy.ts.data").write_bytes(content)
+    sha = hashlib.sha256(content).hexdigest()
+    body = f"""
+collection: dl
+sources:
+  - url: "file://{tmp_path}/missing/{{name}}.{{split}}.data"
+  - url: "file://{src}/{{name}}.{{split}}.data"
+    split_names: {{train: ts}}
+datasets:
+  toy:
+    kind: files
+    n_vars: 2
+    arity: 3
+    splits:
+      train: {{path: toy/train.csv.gz, sha256: {sha}}}
+      test: {{path: toy/test.csv.gz, sha256: "{"0" * 64}"}}
+"""
+    monkeypatch.setenv("BNSL_DATASETS", str(_mini_catalog(tmp_path, body)))
+    d = load_registered("toy")
+    np.testing.assert_array_equal(d.codes, [[0, 1], [1, 1], [0, 0]])
+    assert d.arities.tolist() == [3, 3]  # the declared arity, not max + 1
+    assert gzip.decompress((root / "toy" / "train.csv.gz").read_bytes()) == content
+    with pytest.raises(DataError, match="download failed"):
+        fetch("toy/test")
+    (src / "toy.test.data").write_bytes(content)
+    with pytest.raises(DataError, match="SHA-256 mismatch"):
+        fetch("toy/test")
+    assert not (root / "toy" / "test.csv.gz").exists()
+
+
+def test_shipped_urls_follow_the_documented_sources():
+    from bnsl_dist.data.catalog import _urls
+
+    e = load_catalog().datasets["nltcs"]
+    assert _urls("nltcs", "train", e.spec.splits["train"], e.sources) == [
+        "https://raw.githubusercontent.com/nicoladimauro/dcsn/"
+        "dd0f7a43f5fededeeaf37905f48f918a25b8c2c7/data/generative/nltcs.ts.data.gz",
+        "https://raw.githubusercontent.com/UCLA-StarAI/Density-Estimation-Datasets/"
+        "37d53c1a8ba488d0a39e8c64bd3387577080b143/datasets/nltcs/nltcs.train.data"]
+    n = load_catalog().networks["munin"]
+    assert _urls("munin", None, n.spec, n.sources) == [
+        "https://raw.githubusercontent.com/pgmpy/pgmpy/94105f10d4177e4420e2fa6766d819c19aa6b66e"
+        "/pgmpy/utils/example_models/munin.bif.gz"]
