@@ -21,6 +21,7 @@ def atomic_writer(path: str | os.PathLike[str], write: Callable[[IO[bytes]], Non
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual mode
         with os.fdopen(fd, "wb") as raw:
             if target.name.endswith(".gz"):
                 with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
@@ -34,6 +35,12 @@ def atomic_writer(path: str | os.PathLike[str], write: Callable[[IO[bytes]], Non
         except OSError:
             pass
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:

@@ -56,12 +56,14 @@ class BayesianNetwork:
             raise DataError(f"network needs {n} state lists and CPTs")
         ar = self.arities
         for v in range(n):
-            q = int(np.prod([ar[p] for p in self.dag.parents[v]], dtype=np.int64))
+            q = 1
+            for p in self.dag.parents[v]:
+                q *= int(ar[p])
             t = self.cpts[v]
             if t.shape != (q, ar[v]):
                 raise DataError(f"CPT of {self.dag.names[v]!r} has shape {t.shape}, "
                                 f"expected {(q, int(ar[v]))}")
-            if not np.allclose(t.sum(axis=1), 1.0, atol=1e-6) or (t < 0).any():
+            if t.size and (float(np.abs(t.sum(axis=1) - 1.0).max()) > 1e-6 or float(t.min()) < 0):
                 raise DataError(f"CPT of {self.dag.names[v]!r}: rows must be distributions")
 
     @property
