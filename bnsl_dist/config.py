@@ -122,7 +122,7 @@ class CacheConfig(_Model):
     max_indegree: PositiveInt | None = None
     seconds_per_variable: PositiveFloat | None = None
     scores_per_variable: PositiveInt | None = None
-    max_candidates: PositiveInt | None = None
+    candidate_limit: PositiveInt | None = None
     path: str | None = None
 
     @model_validator(mode="after")
@@ -145,7 +145,7 @@ class CacheConfig(_Model):
         if self.score == "bdeu":
             kw["ess"] = self.ess
         for name in ("max_indegree", "seconds_per_variable", "scores_per_variable",
-                     "max_candidates"):
+                     "candidate_limit"):
             val = getattr(self, name)
             if val is not None:
                 kw[name] = val

@@ -1,0 +1,79 @@
+"""`bnsl-dist grid run | status`: run an experiment grid on Dask, resumably."""
+
+from __future__ import annotations
+
+import click
+
+from bnsl_dist.cli._common import echo_json, handle_errors
+
+
+@click.group("grid")
+def grid_group() -> None:
+    """Experiment grids (configs/grids/*.yaml): run them, see how far they are."""
+
+
+@grid_group.command("run")
+@click.argument("grid_file", metavar="GRID.yaml", type=click.Path(dir_okay=False))
+@click.option("--results", "results", required=True, type=click.Path(file_okay=False),
+              help="Results folder (one Parquet file per finished cell).")
+@click.option("--workers", type=int, default=None,
+              help="Worker processes of a local cluster (default: one per core).")
+@click.option("--scheduler", default=None, help="Address of a running scheduler, "
+              "tcp://HOST:PORT.")
+@click.option("--scheduler-file", "scheduler_file", default=None,
+              type=click.Path(dir_okay=False), help="Scheduler file of a running cluster.")
+@click.option("--cluster", "cluster_file", default=None, type=click.Path(dir_okay=False),
+              help="Cluster YAML (configs/clusters/*.yaml): local, address, SLURM, "
+                   "Kubernetes...")
+@click.option("--dry-run", is_flag=True, help="Print the plan (cells, caches, estimated "
+              "time) and exit.")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--no-report", is_flag=True, help="No Dask performance report.")
+@handle_errors
+def run_cmd(grid_file: str, results: str, workers: int | None, scheduler: str | None,
+            scheduler_file: str | None, cluster_file: str | None, dry_run: bool,
+            no_progress: bool, no_report: bool) -> None:
+    """Run every cell of GRID.yaml whose result is not yet in --results."""
+    from bnsl_dist.config import load_cluster, load_grid
+    from bnsl_dist.exceptions import InvalidConfigError
+    from bnsl_dist.orchestrate.cluster import default_n_workers
+    from bnsl_dist.orchestrate.grid import format_plan, open_client, plan_grid, run_grid
+
+    if sum(x is not None for x in (workers, scheduler, scheduler_file)) > 1:
+        raise InvalidConfigError("give at most one of --workers, --scheduler, "
+                                 "--scheduler-file")
+    grid = load_grid(grid_file)
+    cluster = load_cluster(cluster_file) if cluster_file else grid.cluster
+    if dry_run:
+        n = workers or (cluster.workers if cluster and cluster.workers else None) \
+            or default_n_workers()
+        click.echo(format_plan(plan_grid(grid, results), n))
+        return
+    with open_client(cluster, workers=workers, scheduler=scheduler,
+                     scheduler_file=scheduler_file) as client:
+        summary = run_grid(client, grid, results, progress=not no_progress,
+                           report=not no_report)
+    click.echo(str(summary))
+    if summary.report is not None:
+        click.echo(f"performance report: {summary.report}")
+
+
+@grid_group.command("status")
+@click.argument("grid_file", metavar="GRID.yaml", type=click.Path(dir_okay=False))
+@click.option("--results", "results", required=True, type=click.Path(file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (with the keys).")
+@handle_errors
+def status_cmd(grid_file: str, results: str, as_json: bool) -> None:
+    """Count the done, failed and pending cells of GRID.yaml in --results."""
+    from bnsl_dist.config import load_grid
+    from bnsl_dist.orchestrate.grid import grid_status
+
+    grid = load_grid(grid_file)
+    st = grid_status(grid, results)
+    if as_json:
+        echo_json({**st.counts(), "failed_keys": list(st.failed),
+                   "pending_keys": list(st.pending)})
+        return
+    c = st.counts()
+    click.echo(f"{grid.name}: {c['done']} done, {c['failed']} failed, {c['pending']} pending "
+               f"(of {c['total']})")

@@ -1,0 +1,164 @@
+"""The grid runner on a real (local, multi-process) Dask cluster: results equal serial
+runs, reruns skip finished cells, failures are recorded apart; the CLI."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bnsl_dist.cache.jkl import write_jkl
+from bnsl_dist.cache.parent_sets import ParentSetCache
+from bnsl_dist.cli import main
+from bnsl_dist.config import GridConfig
+from bnsl_dist.experiment import expand_grid, load_data, run_cell
+from bnsl_dist.results.store import ResultStore
+from bnsl_dist.scores.local import LocalScorer
+
+pytestmark = pytest.mark.dask
+
+ALGORITHMS = [{"name": "kg", "k": [2]}, {"name": "kmax", "k": [2]}, {"name": "asobs-ent"}]
+
+
+def write_nltcs_caches(folder: Path, splits=("valid", "test")) -> str:
+    """Exhaustive in-degree-2 BIC caches of bundled nltcs; returns the path template."""
+    for split in splits:
+        data = load_data("nltcs", split)
+        sc = LocalScorer(data, "bic")
+        n = data.n_vars
+        lists = [[(ps, sc.score(v, ps)) for r in range(3)
+                  for ps in itertools.combinations([u for u in range(n) if u != v], r)]
+                 for v in range(n)]
+        write_jkl(ParentSetCache.from_lists(lists, names=data.names).prune_dominated(),
+                  folder / f"nltcs-{split}.jkl.gz")
+    return str(folder / "nltcs-{split}.jkl.gz")
+
+
+def small_grid(template: str, *, name: str = "tiny", iterations: int = 40,
+               algorithms=None, seeds=(0, 1), splits=("valid", "test")) -> GridConfig:
+    return GridConfig.model_validate({
+        "name": name, "seed": 3,
+        "datasets": [{"name": "nltcs", "splits": list(splits)}],
+        "cache": {"method": "sequential", "max_indegree": 2, "path": template},
+        "algorithms": algorithms or ALGORITHMS, "seeds": list(seeds),
+        "budget": {"iterations": iterations, "seconds": 120,
+                   "iteration_checkpoints": [10, iterations]},
+        "comparisons": [{"a": "kmax", "b": "kg", "columns": ["k"]}]
+        if algorithms is None else []})
+
+
+def comparable(rec) -> tuple:
+    """What an iteration budget makes reproducible: the best DAG and its score. (The
+    intermediate incumbents of the k-tree learners depend on their time-sized batches.)"""
+    return (rec.key, rec.best_score, rec.dag_json, rec.iteration_checkpoint_scores[-1])
+
+
+@pytest.fixture(scope="module")
+def caches(tmp_path_factory):
+    return write_nltcs_caches(tmp_path_factory.mktemp("caches"))
+
+
+@pytest.fixture(scope="module")
+def client():
+    from bnsl_dist.orchestrate.cluster import connect
+
+    with connect(workers=2, announce=False, memory_limit=None) as c:
+        yield c
+
+
+def test_grid_equals_serial_and_resumes(client, caches, tmp_path):
+    from bnsl_dist.orchestrate.grid import run_grid
+
+    grid = small_grid(caches)
+    cells = expand_grid(grid)
+    summary = run_grid(client, grid, tmp_path, progress=False)
+    assert summary.skipped == 0 and not summary.failed
+    assert sorted(summary.computed) == sorted(c.key for c in cells)
+    store = ResultStore(tmp_path)
+    got = {r.key: comparable(r) for r in store.read_results()}
+    serial = {c.key: comparable(run_cell(c)) for c in cells}
+    assert got == serial
+    assert (tmp_path / "grids" / "tiny.json").is_file()
+    assert summary.report is not None and summary.report.stat().st_size > 0
+    again = run_grid(client, grid, tmp_path, progress=False, report=False)
+    assert again.skipped == len(cells) and again.computed == [] and again.failed == []
+
+
+def test_failures_are_recorded_apart(client, caches, tmp_path):
+    from bnsl_dist.orchestrate.grid import grid_status, run_grid
+
+    grid = small_grid(caches, name="bad", seeds=(0,), splits=("test",),
+                      algorithms=[{"name": "kg", "k": [2], "params": {"bogus": 1}},
+                                  {"name": "kg", "label": "kg-ok", "k": [2]}])
+    summary = run_grid(client, grid, tmp_path, progress=False, report=False)
+    assert len(summary.failed) == 1 and len(summary.computed) == 1
+    store = ResultStore(tmp_path)
+    (fail,) = store.read_failures()
+    assert fail.status == "error" and "bogus" in fail.error
+    assert "InvalidConfigError" in fail.traceback and fail.label == "kg"
+    assert [r.label for r in store.read_results()] == ["kg-ok"]
+    st = grid_status(grid, tmp_path)
+    assert st.counts() == {"done": 1, "failed": 1, "pending": 0, "total": 2}
+
+
+def test_cli_dry_run_status_run_and_tables(client, caches, tmp_path):
+    grid = small_grid(caches, name="cli", seeds=(0,), splits=("test",))
+    gfile = tmp_path / "grid.yaml"
+    gfile.write_text(json.dumps(grid.model_dump(mode="json")))  # JSON is YAML
+    res_dir = tmp_path / "res"
+    r = CliRunner().invoke(main, ["grid", "run", str(gfile), "--results", str(res_dir),
+                                  "--dry-run", "--workers", "3"])
+    assert r.exit_code == 0, r.output
+    assert "3 cells" in r.output and "to run: 3" in r.output and "3 workers" in r.output
+    r = CliRunner().invoke(main, ["grid", "status", str(gfile), "--results", str(res_dir)])
+    assert r.exit_code == 0 and "0 done, 0 failed, 3 pending" in r.output
+    addr = client.scheduler.address
+    r = CliRunner().invoke(main, ["grid", "run", str(gfile), "--results", str(res_dir),
+                                  "--scheduler", addr, "--no-progress", "--no-report"])
+    assert r.exit_code == 0, r.output
+    assert "3 computed" in r.output
+    r = CliRunner().invoke(main, ["grid", "status", str(gfile), "--results", str(res_dir),
+                                  "--json"])
+    assert json.loads(r.output)["done"] == 3
+    r = CliRunner().invoke(main, ["tables", str(res_dir)])
+    assert r.exit_code == 0, r.output
+    md = (res_dir / "tables" / "tables.md").read_text()
+    assert "kmax" in md and "k=2" in md
+    assert (res_dir / "tables" / "cli__kmax_vs_kg.hist.png").is_file()
+
+
+def test_cli_errors_are_one_line(tmp_path):
+    bad = tmp_path / "g.yaml"
+    bad.write_text("name: x\nbogus: 1\n")
+    r = CliRunner().invoke(main, ["grid", "run", str(bad), "--results", str(tmp_path)])
+    assert r.exit_code == 2 and r.output.count("\n") == 1 and "g.yaml" in r.output
+    r = CliRunner().invoke(main, ["grid", "run", str(bad), "--results", str(tmp_path),
+                                  "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"])
+    assert r.exit_code == 2 and "at most one" in r.output
+    (tmp_path / "empty").mkdir()
+    r = CliRunner().invoke(main, ["tables", str(tmp_path / "empty")])
+    assert r.exit_code == 2 and "no results" in r.output
+
+
+def test_builds_each_cache_once(client, tmp_path):
+    import bnsl_dist.cache as C
+
+    if not hasattr(C, "build_cache"):
+        pytest.skip("bnsl_dist.cache.build_cache not available yet")
+    from bnsl_dist.orchestrate.grid import plan_grid, run_grid
+
+    grid = GridConfig.model_validate({
+        "name": "built", "datasets": [{"name": "nltcs", "splits": ["valid", "test"]}],
+        "cache": {"method": "independence", "scores_per_variable": 30},
+        "algorithms": [{"name": "kg", "k": [2, 3]}], "seeds": [0, 1],
+        "budget": {"iterations": 20}})
+    assert len(plan_grid(grid, tmp_path).caches_to_build) == 2
+    summary = run_grid(client, grid, tmp_path, progress=False, report=False)
+    assert len(summary.computed) == 8 and not summary.failed
+    files = sorted((tmp_path / "caches").glob("*.jkl.gz"))
+    assert len(files) == 2
+    assert len({r.cache_key for r in ResultStore(tmp_path).read_results()}) == 2
+    assert plan_grid(grid, tmp_path).caches_to_build == ()

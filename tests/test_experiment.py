@@ -1,0 +1,204 @@
+"""Cells and run_cell: keys, seeds independent of scheduling, records checked against a
+naive BIC oracle."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+
+import bnsl_dist.experiment as E
+from bnsl_dist.cache.jkl import write_jkl
+from bnsl_dist.cache.parent_sets import ParentSetCache
+from bnsl_dist.config import GridConfig
+from bnsl_dist.exceptions import DataError, InvalidConfigError
+from bnsl_dist.scores.local import LocalScorer
+from bnsl_dist.search.base import Incumbent, make_optimizer
+from tests.naive_scores import naive_bic
+
+
+def _grid(**over):
+    obj = {"name": "t", "seed": 11,
+           "datasets": [{"name": "nltcs", "splits": ["train", "test"]}],
+           "cache": {"method": "sequential", "max_indegree": 2},
+           "algorithms": [{"name": "kg", "k": [2, 3]}, {"name": "asobs"}],
+           "seeds": [0, 1], "budget": {"iterations": 30, "iteration_checkpoints": [5, 30]}}
+    obj.update(over)
+    return GridConfig.model_validate(obj)
+
+
+@pytest.fixture(scope="module")
+def nltcs_cache(tmp_path_factory):
+    """An exhaustive in-degree-2 BIC cache of nltcs/train, as a .jkl file."""
+    data = E.load_data("nltcs", "train")
+    sc = LocalScorer(data, "bic")
+    n = data.n_vars
+    lists = [[(ps, sc.score(v, ps)) for r in range(3)
+              for ps in itertools.combinations([u for u in range(n) if u != v], r)]
+             for v in range(n)]
+    cache = ParentSetCache.from_lists(lists, names=data.names).prune_dominated()
+    path = tmp_path_factory.mktemp("cache") / "nltcs.jkl.gz"
+    write_jkl(cache, path)
+    return path
+
+
+def test_expand_counts_and_unique_keys():
+    cells = E.expand_grid(_grid())
+    assert len(cells) == 2 * (2 + 1) * 2  # splits x (kg k=2,3 + asobs) x seeds
+    assert len({c.key for c in cells}) == len(cells)
+    assert {(c.algorithm, c.k) for c in cells} == {("kg", 2), ("kg", 3), ("asobs", None)}
+    assert E.expand_grid(_grid())[3].key == cells[3].key  # stable
+
+
+def test_key_depends_on_content_and_version(monkeypatch):
+    base = {c.describe(): c.key for c in E.expand_grid(_grid())}
+    longer = {c.describe(): c.key for c in E.expand_grid(_grid(budget={"iterations": 31}))}
+    assert not set(base.values()) & set(longer.values())
+    monkeypatch.setattr(E, "code_version", lambda: "999")
+    bumped = {c.describe(): c.key for c in E.expand_grid(_grid())}
+    assert not set(base.values()) & set(bumped.values())
+
+
+def test_seed_is_independent_of_budget_order_and_version(monkeypatch):
+    a = E.expand_grid(_grid())
+    b = E.expand_grid(_grid(budget={"iterations": 99}))
+    rev = E.expand_grid(_grid(algorithms=[{"name": "asobs"}, {"name": "kg", "k": [3, 2]}]))
+    draws = {c.describe(): c.rng().integers(0, 2**62) for c in a}
+    assert draws == {c.describe(): c.rng().integers(0, 2**62) for c in b}
+    assert draws == {c.describe(): c.rng().integers(0, 2**62) for c in rev}
+    assert len(set(draws.values())) == len(draws)  # every cell its own stream
+    other = E.expand_grid(_grid(seed=12))
+    assert not set(draws.values()) & {c.rng().integers(0, 2**62) for c in other}
+
+
+def test_sem_cells_carry_rates():
+    g = GridConfig.model_validate({
+        "name": "s", "kind": "sem", "datasets": [{"name": "nltcs"}],
+        "cache": {"method": "independence", "scores_per_variable": 5},
+        "algorithms": [{"name": "kmax", "k": [2]}], "budget": {"seconds": 5},
+        "seeds": [0, 1], "sem": {"missing_rates": [0.1, 0.2]}})
+    cells = E.expand_grid(g)
+    assert len(cells) == 4
+    assert sorted(json.loads(c.extra)["missing_rate"] for c in cells) == [0.1, 0.1, 0.2, 0.2]
+
+
+def _check_record(rec, cell, data):
+    dag = json.loads(rec.dag_json)
+    idx = {n: i for i, n in enumerate(data.names)}
+    codes = np.asarray(data.codes)
+    naive = sum(naive_bic(codes, data.arities, idx[v], sorted(idx[p] for p in ps))
+                for v, ps in dag["parents"].items())
+    assert rec.best_score == pytest.approx(naive, rel=1e-10)
+    assert rec.key == cell.key and rec.n_vars == data.n_vars
+    assert rec.n_samples == data.n_samples and rec.data_hash == data.content_hash()
+    assert list(rec.trace_scores) == sorted(set(rec.trace_scores))  # strictly improving
+    assert rec.trace_scores[-1] == rec.best_score
+    assert rec.iteration_checkpoints == (5, 30)
+    finite = [s for s in rec.iteration_checkpoint_scores if not math.isnan(s)]
+    assert finite == sorted(finite) and finite[-1] == rec.best_score
+    if cell.k is not None:
+        assert rec.treewidth_bound is not None and rec.treewidth_bound <= cell.k
+        assert max(len(ps) for ps in dag["parents"].values()) <= cell.k
+
+
+def test_run_cell_records_match_naive_bic(nltcs_cache):
+    g = _grid(cache={"method": "sequential", "max_indegree": 2, "path": str(nltcs_cache)},
+              datasets=[{"name": "nltcs", "splits": ["train"]}], seeds=[0])
+    data = E.load_data("nltcs", "train")
+    for cell in E.expand_grid(g):
+        rec = E.run_cell(cell)  # cache from the settings' path
+        _check_record(rec, cell, data)
+        again = E.run_cell(cell, str(nltcs_cache))
+        assert (again.best_score, again.dag_json) == (rec.best_score, rec.dag_json)
+        assert json.loads(rec.versions)["bnsl_dist"] == E.code_version()
+
+
+class _Nothing:
+    exact = False
+
+    def __init__(self) -> None:
+        pass
+
+    def run(self, cache, budget, rng):
+        return iter(())
+
+
+class _One:
+    exact = False
+
+    def __init__(self, *, factor: float = 1.0) -> None:
+        self.factor = factor
+
+    def run(self, cache, budget, rng):
+        dag = cache.dag_from_indices([int(cache.offsets[v + 1] - 1)
+                                      for v in range(cache.n_vars)])  # all empty sets
+        yield Incumbent(0.0, cache.score_dag(dag), dag, iterations=1)
+
+
+def _fake_make(name, **params):
+    """Test optimizers, kept out of the global registry (the contract suite runs it)."""
+    fakes = {"test-nothing": _Nothing, "test-one": _One}
+    if name in fakes:
+        try:
+            return fakes[name](**params)
+        except TypeError as exc:
+            raise InvalidConfigError(f"algorithm {name!r}: {exc}") from None
+    return make_optimizer(name, **params)
+
+
+def test_run_cell_errors(nltcs_cache, monkeypatch):
+    monkeypatch.setattr(E, "make_optimizer", _fake_make)
+    g = _grid(cache={"method": "sequential", "max_indegree": 2, "path": str(nltcs_cache)},
+              datasets=[{"name": "nltcs", "splits": ["train"]}], seeds=[0],
+              algorithms=[{"name": "test-nothing"}, {"name": "test-one", "params": {"bad": 1}},
+                          {"name": "test-one", "label": "one"}])
+    nothing, bad, one = E.expand_grid(g)
+    with pytest.raises(E.NoSolutionError):
+        E.run_cell(nothing)
+    with pytest.raises(InvalidConfigError, match="bad"):
+        E.run_cell(bad)
+    rec = E.run_cell(one)
+    assert json.loads(rec.dag_json)["parents"] == {n: [] for n in E.load_data("nltcs").names}
+    f = E.failure_record(nothing, "no-solution", E.NoSolutionError("x"))
+    assert f.status == "no-solution" and f.key == nothing.key
+
+
+def test_load_data_paths(monkeypatch, tmp_path):
+    monkeypatch.delenv("NOPE_DIR", raising=False)
+    with pytest.raises(DataError, match="not set"):
+        E.load_data("x", "train", "${NOPE_DIR}/x.csv")
+    (tmp_path / "train.csv").write_text("a,b\n0,1\n1,0\n")
+    monkeypatch.setenv("MY_DIR", str(tmp_path))
+    d = E.load_data("x", "train", "${MY_DIR}/{split}.csv")
+    assert d.n_vars == 2 and d.n_samples == 2
+    with pytest.raises(DataError):
+        E.load_data("no-such-dataset-anywhere", "train")
+
+
+def test_cache_of_wrong_size_rejected(tmp_path):
+    lists = [[((), -1.0)], [((), -1.0)]]
+    p = tmp_path / "two.jkl"
+    write_jkl(ParentSetCache.from_lists(lists), p)
+    with pytest.raises(DataError, match="2 variables"):
+        E.load_cache(p, E.load_data("nltcs", "train"))
+
+
+def test_built_cache_when_builder_available(tmp_path):
+    pytest.importorskip("bnsl_dist.cache", reason="cache package")
+    import bnsl_dist.cache as C
+
+    if not hasattr(C, "build_cache"):
+        pytest.skip("bnsl_dist.cache.build_cache not available yet")
+    g = _grid(cache={"method": "independence", "scores_per_variable": 40},
+              datasets=[{"name": "nltcs", "splits": ["test"]}], seeds=[0],
+              algorithms=[{"name": "kg", "k": [2]}])
+    (cell,) = E.expand_grid(g)
+    path = E.ensure_cache(cell.cache, tmp_path / "c.jkl.gz")
+    mtime = (tmp_path / "c.jkl.gz").stat().st_mtime_ns
+    assert E.ensure_cache(cell.cache, path) == path  # idempotent: not rebuilt
+    assert (tmp_path / "c.jkl.gz").stat().st_mtime_ns == mtime
+    a = E.run_cell(cell, path)
+    _check_record(a, cell, E.load_data("nltcs", "test"))
