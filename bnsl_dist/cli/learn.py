@@ -103,6 +103,12 @@ def _summary(result: dict[str, Any], out: Path, n_sets: int, source: str) -> Non
               help="Cache budget per variable [1 s for independence selection].")
 @click.option("--scores-per-variable", type=int, default=None,
               help="Cache budget per variable in exact scores (reproducible).")
+@click.option("--inner", default="asobs-ent", show_default=True,
+              help="qds: the learner run on the forest's roots.")
+@click.option("--epsilon", type=float, default=None,
+              help="qds: quasi-determinism threshold ε (nats).")
+@click.option("--root-fraction", type=float, default=None,
+              help="qds: choose ε_x so that this fraction of variables stay roots [0.5].")
 @click.option("--save-cache", type=click.Path(dir_okay=False), default=None,
               help="Also write the built cache (.jkl or .jkl.gz).")
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False),
@@ -116,7 +122,8 @@ def learn_cmd(source: str, algorithm: str, k: int | None, params: tuple[str, ...
               base_seed: int, checkpoints: str | None, workers: int | None,
               scheduler: str | None, serial: bool, cache_method: str, score: str,
               max_indegree: int | None, seconds_per_variable: float | None,
-              scores_per_variable: int | None, save_cache: str | None, output: str,
+              scores_per_variable: int | None, inner: str, epsilon: float | None,
+              root_fraction: float | None, save_cache: str | None, output: str,
               export: str | None, quiet: bool) -> None:
     """Learn a Bayesian-network structure from DATA (path or bundled name, e.g. nltcs)
     or from a score CACHE (.jkl), and write RESULT.json."""
@@ -135,6 +142,15 @@ def learn_cmd(source: str, algorithm: str, k: int | None, params: tuple[str, ...
     opt_params = dict(parse_param(p) for p in params)
     if k is not None:
         opt_params["k"] = k
+    qds = algorithm == "qds"
+    if qds:  # screening happens here; the inner learner searches the roots' cache
+        if _is_cache(source):
+            raise InvalidConfigError("qds screens raw data: give DATA, not a score cache")
+        if epsilon is not None and root_fraction is not None:
+            raise InvalidConfigError("give --epsilon or --root-fraction, not both")
+        algorithm = inner
+    elif epsilon is not None or root_fraction is not None:
+        raise InvalidConfigError("--epsilon / --root-fraction apply to --algorithm qds only")
     make_optimizer(algorithm, **opt_params)  # fail early on bad names / parameters
     cps = DEFAULT_CHECKPOINTS
     if checkpoints:
@@ -150,8 +166,11 @@ def learn_cmd(source: str, algorithm: str, k: int | None, params: tuple[str, ...
              "seconds_per_variable": seconds_per_variable,
              "scores_per_variable": scores_per_variable}
 
+    scr_opts = {"epsilon": epsilon, "root_fraction": root_fraction, "score": score} \
+        if qds else None
+    screening = None
     if serial:
-        data, cache = _load(source, None, build)
+        data, cache, screening = _load(source, None, build, scr_opts)
         from bnsl_dist.orchestrate.anytime import search_serial
 
         result = search_serial(cache, algorithm, opt_params, budget,
@@ -162,20 +181,28 @@ def learn_cmd(source: str, algorithm: str, k: int | None, params: tuple[str, ...
         from bnsl_dist.orchestrate.cluster import connect
 
         with connect(workers=workers, scheduler=scheduler, announce=not quiet) as client:
-            data, cache = _load(source, client, build)
+            data, cache, screening = _load(source, client, build, scr_opts)
             n_workers = max(1, len(client.scheduler_info().get("workers", {})))
             target: Any = source if _is_cache(source) and save_cache is None else cache
             result = search_distributed(client, target, algorithm, opt_params, budget,
                                         n_workers if seeds is None else seeds,
                                         base_seed=base_seed, checkpoints=cps)
+    if screening is not None:
+        result = _lift(result, screening)
     if save_cache is not None:
         from bnsl_dist.cache import write_jkl
 
         write_jkl(cache, save_cache)
+    if screening is not None:
+        result["algorithm"] = "qds"
     result = {"dag": result["best"]["dag"], "score": result["best"]["score"],
               **{k_: v for k_, v in result.items() if k_ != "best"},
               "best": {k_: v for k_, v in result["best"].items() if k_ != "dag"},
               "parameters": opt_params,
+              **({} if screening is None else {"qds": {
+                  "inner": algorithm, "epsilon": screening.epsilon,
+                  "n_roots": len(screening.roots), "forest_score": screening.forest_score,
+                  "screening_seconds": screening.seconds}}),
               "iterations": [r["iterations"] for r in result["runs"]],
               "input": {"source": source, "kind": "cache" if _is_cache(source) else "data",
                         "n_vars": cache.n_vars, "n_sets": cache.n_sets,
@@ -190,27 +217,63 @@ def learn_cmd(source: str, algorithm: str, k: int | None, params: tuple[str, ...
                  cache.n_sets, source)
 
 
-def _load(source: str, client: Any, build: dict[str, Any]) -> tuple[Any, Any]:
-    """(data or None, cache) for a data set or a .jkl file."""
+def _load(source: str, client: Any, build: dict[str, Any],
+          screening_opts: dict[str, Any] | None = None) -> tuple[Any, Any, Any]:
+    """(data or None, cache, qds screening or None) for a data set or a .jkl file.
+
+    With ``screening_opts`` (qds) the cache is built on the forest's roots only."""
     if _is_cache(source):
         from bnsl_dist.cache import read_jkl
 
-        return None, read_jkl(source)
+        return None, read_jkl(source), None
     from bnsl_dist.data import resolve_data
     from bnsl_dist.scores import LocalScorer
 
     data = resolve_data(source)
+    screening = None
+    target = data
+    if screening_opts is not None:
+        from bnsl_dist.search.qds import screen
+
+        screening = screen(data, **screening_opts)
+        target = data.select(screening.roots)
     if client is None:
         from bnsl_dist.cache import build_cache
 
-        cache = build_cache(data, **build)
+        cache = build_cache(target, **build)
     else:
         from bnsl_dist.orchestrate.explore import build_cache_distributed
 
-        cache = build_cache_distributed(client, data, **build)
+        cache = build_cache_distributed(client, target, **build)
     if cache.meta.get("entropies") is None:  # for the entropy order sampler
-        cache.meta["entropies"] = [float(h) for h in LocalScorer(data, "ll").entropies()]
-    return data, cache
+        cache.meta["entropies"] = [float(h) for h in LocalScorer(target, "ll").entropies()]
+    return data, cache, screening
+
+
+def _lift(result: dict[str, Any], screening: Any) -> dict[str, Any]:
+    """Map a search over the roots back to all variables: F_ε ∪ G_R, scores + forest."""
+    from bnsl_dist.graph import DAG
+
+    def up(dag_json: dict[str, Any] | None) -> dict[str, Any] | None:
+        if dag_json is None:
+            return None
+        return screening.lift(DAG.from_json_dict(dag_json)).to_json_dict()
+
+    off = screening.forest_score
+    for row in result["checkpoints"]:
+        row["dag"] = up(row["dag"])
+        row["score"] = None if row["score"] is None else row["score"] + off
+    if result["best"] is not None:
+        result["best"]["dag"] = up(result["best"]["dag"])
+        result["best"]["score"] += off
+        if result["best"].get("bound") is not None:
+            result["best"]["bound"] += off
+    for run in result["runs"]:
+        for inc in run["incumbents"]:
+            inc["score"] += off
+            if inc.get("bound") is not None:
+                inc["bound"] += off
+    return result
 
 
 def _export(kind: str, result: dict[str, Any], data: Any, out: Path) -> None:

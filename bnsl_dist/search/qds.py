@@ -33,7 +33,8 @@ from bnsl_dist.scores.entropy import conditional_entropy_matrix
 from bnsl_dist.scores.local import LocalScorer
 from bnsl_dist.search.base import Budget, Incumbent, make_optimizer, register
 
-__all__ = ["qd_forest", "epsilon_for_root_fraction", "QDSResult", "QDS", "qds_learn"]
+__all__ = ["qd_forest", "epsilon_for_root_fraction", "Screening", "screen", "QDSResult", "QDS",
+           "qds_learn"]
 
 
 def qd_forest(cond_entropy: NDArray[np.float64], arities: NDArray[np.int64],
@@ -115,6 +116,44 @@ CacheBuilder = Callable[[CategoricalData], ParentSetCache]
 
 
 @dataclass
+class Screening:
+    """Algorithm 1 applied to a data set: the forest, its roots and their data."""
+
+    epsilon: float
+    forest_parent: NDArray[np.int64]
+    roots: list[int]
+    forest_score: float  # sum of the forest children's local scores
+    names: tuple[str, ...]
+    seconds: float
+
+    def lift(self, root_dag: DAG) -> DAG:
+        """F_ε ∪ G_R: the roots' DAG (over roots 0..m-1) joined with the forest."""
+        return _merge(self.forest_parent, self.roots, root_dag, self.names)
+
+
+def screen(data: CategoricalData, *, epsilon: float | None = None,
+           root_fraction: float | None = None, score: str = "bic",
+           ess: float = 1.0) -> Screening:
+    """Compute H_D(X_i|X_j), choose ε (directly or as ε_x) and the forest F_ε."""
+    if epsilon is not None and root_fraction is not None:
+        raise InvalidConfigError("give epsilon or root_fraction, not both")
+    if epsilon is None and root_fraction is None:
+        root_fraction = 0.5
+    if epsilon is not None and epsilon < 0:
+        raise InvalidConfigError(f"epsilon must be >= 0, got {epsilon}")
+    t0 = time.perf_counter()
+    h = conditional_entropy_matrix(data)
+    eps = (float(epsilon) if epsilon is not None
+           else epsilon_for_root_fraction(h, data.arities, float(root_fraction)))  # type: ignore[arg-type]
+    parent = qd_forest(h, data.arities, eps)
+    roots = [int(v) for v in np.nonzero(parent < 0)[0]]
+    scorer = LocalScorer(data, score, ess)
+    forest_score = float(sum(scorer.score(i, [int(parent[i])])
+                             for i in range(data.n_vars) if parent[i] >= 0))
+    return Screening(eps, parent, roots, forest_score, data.names, time.perf_counter() - t0)
+
+
+@dataclass
 class QDSResult:
     """Outcome of qds-BNSL: the DAG, the forest, the roots and the timings."""
 
@@ -186,23 +225,11 @@ def qds_learn(data: CategoricalData, budget: Budget, rng: np.random.Generator | 
               root_fraction: float | None = None, score: str = "bic",
               ess: float = 1.0) -> QDSResult:
     """Algorithm 2 (qds-BNSL). See :class:`QDS`."""
-    if epsilon is not None and root_fraction is not None:
-        raise InvalidConfigError("give epsilon or root_fraction, not both")
-    if epsilon is None and root_fraction is None:
-        root_fraction = 0.5
-    if epsilon is not None and epsilon < 0:
-        raise InvalidConfigError(f"epsilon must be >= 0, got {epsilon}")
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     t0 = time.perf_counter()
-    h = conditional_entropy_matrix(data)
-    eps = (float(epsilon) if epsilon is not None
-           else epsilon_for_root_fraction(h, data.arities, float(root_fraction)))  # type: ignore[arg-type]
-    parent = qd_forest(h, data.arities, eps)
-    roots = [int(v) for v in np.nonzero(parent < 0)[0]]
+    scr = screen(data, epsilon=epsilon, root_fraction=root_fraction, score=score, ess=ess)
+    parent, roots, eps, forest_score = scr.forest_parent, scr.roots, scr.epsilon, scr.forest_score
     t_screen = time.perf_counter() - t0
-    scorer = LocalScorer(data, score, ess)
-    forest_score = float(sum(scorer.score(i, [int(parent[i])])
-                             for i in range(data.n_vars) if parent[i] >= 0))
     sub = data.select(roots)
     cache = cache_builder(sub)
     t_cache = time.perf_counter() - t0 - t_screen
@@ -213,7 +240,7 @@ def qds_learn(data: CategoricalData, budget: Budget, rng: np.random.Generator | 
     incumbents: list[Incumbent] = []
     best = None
     for inc in optimizer.run(cache, inner_budget, gen):
-        full = _merge(parent, roots, inc.dag, data.names)
+        full = scr.lift(inc.dag)
         total = forest_score + inc.score
         best = (full, total)
         incumbents.append(Incumbent(elapsed=time.perf_counter() - t0, score=total, dag=full,

@@ -137,3 +137,28 @@ def test_qds_contract_on_data():
     with pytest.raises(InvalidConfigError):
         qds_learn(d, Budget(max_iterations=1), 0, cache_builder=builder, epsilon=0.1,
                   root_fraction=0.5)
+
+
+def test_cli_learn_qds(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from bnsl_dist.cli import main
+    from bnsl_dist.graph import DAG
+
+    out = tmp_path / "r.json"
+    res = CliRunner().invoke(main, ["learn", "nltcs/test", "--algorithm", "qds", "--inner",
+                                    "hc-tabu", "--root-fraction", "0.5", "--serial",
+                                    "--iterations", "3", "--scores-per-variable", "100",
+                                    "-q", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    r = json.loads(out.read_text())
+    d = resolve_data("nltcs/test")
+    dag = DAG.from_json_dict(r["dag"], names=d.names)
+    assert r["algorithm"] == "qds" and r["qds"]["n_roots"] <= d.n_vars // 2
+    assert r["score"] == pytest.approx(LocalScorer(d, "bic").score_parents(dag.parents).sum(),
+                                       rel=1e-9)
+    bad = CliRunner().invoke(main, ["learn", "nltcs", "--algorithm", "asobs",
+                                    "--epsilon", "0.1", "--serial", "-o", str(out)])
+    assert bad.exit_code == 2 and "qds only" in bad.output
