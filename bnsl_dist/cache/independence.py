@@ -142,7 +142,7 @@ def _pow2(x: int) -> int:
 def explore_independence(scorer: LocalScorer, child: int, *, max_indegree: int | None = None,
                          seconds: float | None = None, max_scores: int | None = None,
                          candidate_limit: int = 256, max_open: int | None = None,
-                         ) -> tuple[list[tuple[tuple[int, ...], float]], ExploreStats]:
+                         prune: bool = True) -> tuple[list[tuple[tuple[int, ...], float]], ExploreStats]:
     """Independence selection for one variable (inputs validated by the caller).
 
     Parameters
@@ -161,6 +161,9 @@ def explore_independence(scorer: LocalScorer, child: int, *, max_indegree: int |
         Candidate parents: the best ``candidate_limit`` singletons.
     max_open : int, optional
         Open-list bound (default :func:`default_max_open`).
+    prune : bool
+        Dominance-prune the closed list (``False`` returns every scored set, for
+        diagnostics and tests).
 
     Returns
     -------
@@ -249,8 +252,12 @@ def explore_independence(scorer: LocalScorer, child: int, *, max_indegree: int |
         stopped = "scores"
     n_closed = int(ws.state[K.S_CLOSED])
     keep_mask = np.zeros(n_closed, dtype=np.bool_)
-    n_kept = K.prune_dominated(ws.c_gen, ws.c_add, ws.c_size, ws.c_hash, ws.c_score, n_closed, z,
-                               n, keep_mask)
+    if prune:
+        n_kept = K.prune_dominated(ws.c_gen, ws.c_add, ws.c_size, ws.c_hash, ws.c_score,
+                                   n_closed, z, n, keep_mask)
+    else:
+        keep_mask[:] = True
+        n_kept = n_closed
     kept = np.flatnonzero(keep_mask).astype(np.int64)
     sizes = np.empty(len(kept), dtype=np.int64)
     flat = np.empty(int(ws.c_size[kept].sum()) if len(kept) else 0, dtype=np.int64)

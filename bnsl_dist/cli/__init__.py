@@ -19,6 +19,8 @@ def _register() -> None:
 
     main.add_command(score_cmd)
     # Further commands register below as they land (one module each).
+    from bnsl_dist.cli.cache import cache_group
+    main.add_command(cache_group)
     from bnsl_dist.cli.grid import grid_group
     main.add_command(grid_group)
     from bnsl_dist.cli.tables import tables_cmd
