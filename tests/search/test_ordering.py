@@ -43,6 +43,18 @@ def _asobs(cache, order):
     return s, chosen
 
 
+def _asobs_dfs(cache, order):
+    fc = flat_cache(cache)
+    n = fc.n
+    m = int(np.diff(fc.par_offsets).max()) * n + 1
+    chosen = np.empty(n, dtype=np.int64)
+    s = K.asobs_pass_dfs(np.asarray(order, dtype=np.int64), fc.offsets, fc.par_offsets,
+                         fc.par_flat, fc.scores, np.empty(n, np.int64), np.empty(m, np.int64),
+                         np.empty(m, np.int64), np.empty(n, np.int64),
+                         np.empty(n + 1, np.int64), chosen)
+    return s, chosen
+
+
 def _obs(cache, order):
     fc = flat_cache(cache)
     pos = np.empty(fc.n, dtype=np.int64)
@@ -62,6 +74,8 @@ def test_asobs_and_obs_kernels_equal_naive_and_asobs_beats_obs(cache, rnd):
     assert s_a == pytest.approx(want_a, abs=1e-9)
     assert [cache.parents_at(int(i)) for i in chosen] == parents_a
     assert naive_is_acyclic(parents_a)
+    s_d, chosen_d = _asobs_dfs(cache, order)
+    assert s_d == s_a and list(chosen_d) == list(chosen)
     s_o, *_ = _obs(cache, order)
     want_o, _ = naive_best_for_order(cache, order)
     assert s_o == pytest.approx(want_o, abs=1e-9)
@@ -78,6 +92,17 @@ def test_asobs_closure_on_more_than_64_variables():
         want, parents = naive_asobs(cache, order)
         assert s == pytest.approx(want, abs=1e-9)
         assert [cache.parents_at(int(i)) for i in chosen] == parents
+        assert list(_asobs_dfs(cache, order)[1]) == list(chosen)
+
+
+@pytest.mark.parametrize("name", ["asobs", "asobs-ent", "winasobs"])
+def test_closure_choice_does_not_change_results(name):
+    cache = random_cache(40, 8, max_sets_per_var=10)
+    runs = [[(i.score, i.dag.parents, i.iterations) for i in
+             make_optimizer(name, closure=c).run(cache, Budget(max_iterations=30),
+                                                 np.random.default_rng(2))]
+            for c in ("bitsets", "dfs", "auto")]
+    assert runs[0] == runs[1] == runs[2]
 
 
 @settings(max_examples=60, deadline=None)
@@ -201,7 +226,8 @@ def test_named_variants_and_bad_parameters():
     assert get_optimizer("winasobs")().local_search == "window"
     assert get_optimizer("winasobs-ent")().local_search == "window"
     cache = random_cache(5, 0)
-    for bad in ({"sampler": "mi"}, {"local_search": "tabu"}, {"max_window": 0}):
+    for bad in ({"sampler": "mi"}, {"local_search": "tabu"}, {"max_window": 0},
+                {"closure": "matrix"}):
         with pytest.raises(InvalidConfigError):
             list(make_optimizer("asobs", **bad).run(cache, Budget(max_iterations=1),
                                                      np.random.default_rng(0)))

@@ -176,6 +176,59 @@ def asobs_pass(order, offsets, par_offsets, par_flat, scores, anc, desc, tmp_a, 
     return total
 
 
+@nb.njit(cache=True, nogil=True)
+def asobs_pass_dfs(order, offsets, par_offsets, par_flat, scores, head, nxt, kid, stamp,
+                   stack, chosen):
+    """ASOBS for one order, as :func:`asobs_pass`, finding each variable's current
+    descendants by a depth-first search over the children lists instead of keeping
+    closed bitsets: O(|desc(v)|) per variable instead of O((|anc|+|desc|)·n/64), the
+    better choice for thousands of variables. Same choices, same result.
+
+    head (n), stamp (n), stack (n) and nxt / kid (at least the total size of the chosen
+    sets) are workspaces.
+    """
+    n = order.shape[0]
+    head[:] = -1
+    stamp[:] = -1
+    ne = 0
+    total = 0.0
+    for k in range(n - 1, -1, -1):
+        v = order[k]
+        if head[v] >= 0:  # v has children: mark its descendants with stamp k
+            stack[0] = v
+            top = 1
+            while top > 0:
+                top -= 1
+                x = stack[top]
+                e = head[x]
+                while e >= 0:
+                    c = kid[e]
+                    if stamp[c] != k:
+                        stamp[c] = k
+                        stack[top] = c
+                        top += 1
+                    e = nxt[e]
+        best = offsets[v + 1] - 1
+        for i in range(offsets[v], offsets[v + 1]):
+            ok = True
+            for t in range(par_offsets[i], par_offsets[i + 1]):
+                if stamp[par_flat[t]] == k:
+                    ok = False
+                    break
+            if ok:
+                best = i
+                break
+        chosen[v] = best
+        total += scores[best]
+        for t in range(par_offsets[best], par_offsets[best + 1]):
+            p = par_flat[t]
+            kid[ne] = v
+            nxt[ne] = head[p]
+            head[p] = ne
+            ne += 1
+    return total
+
+
 # ---------------------------------------------------------------------------- orders
 @nb.njit(cache=True, nogil=True)
 def topological_order_near(order, chosen, par_offsets, par_flat, out):
@@ -257,33 +310,44 @@ def _heap_pop(heap, size):
 # ---------------------------------------------------------------------------- batches
 @nb.njit(cache=True, nogil=True)
 def run_orders(orders, use_asobs, use_swaps, max_sweeps, offsets, par_offsets, par_flat,
-               scores, out_scores, best_chosen, best_order):
+               scores, out_scores, best_chosen, best_order, use_dfs):
     """Process a batch of sampled orders (rows of ``orders``); returns the index of the
     best one (first among equals) and fills best_chosen / best_order (OUT) with its DAG
     and the order the DAG is consistent with.
 
-    Per order: ASOBS (``use_asobs``) or OBS; then, if ``use_swaps``, OBS on a
-    topological order of the result (>= the ASOBS DAG) followed by adjacent swaps.
+    Per order: ASOBS (``use_asobs``; closed bitsets, or descendant search when
+    ``use_dfs``) or OBS; then, if ``use_swaps``, OBS on a topological order of the
+    result (>= the ASOBS DAG) followed by adjacent swaps.
     """
     n_ord, n = orders.shape
     nw = max(1, (n + 63) // 64)
     pos = np.empty(n, dtype=np.int64)
     chosen = np.empty(n, dtype=np.int64)
     order = np.empty(n, dtype=np.int64)
-    if use_asobs:
-        anc = np.empty((n, nw), dtype=np.uint64)
-        desc = np.empty((n, nw), dtype=np.uint64)
-    else:
-        anc = np.empty((0, nw), dtype=np.uint64)
-        desc = np.empty((0, nw), dtype=np.uint64)
+    bits = use_asobs and not use_dfs
+    anc = np.empty((n if bits else 0, nw), dtype=np.uint64)
+    desc = np.empty((n if bits else 0, nw), dtype=np.uint64)
     tmp_a = np.empty(nw, dtype=np.uint64)
     tmp_d = np.empty(nw, dtype=np.uint64)
+    max_size = 0
+    for i in range(par_offsets.shape[0] - 1):
+        max_size = max(max_size, par_offsets[i + 1] - par_offsets[i])
+    m_edges = n * max_size + 1 if (use_asobs and use_dfs) else 1
+    head = np.empty(n, dtype=np.int64)
+    nxt = np.empty(m_edges, dtype=np.int64)
+    kid = np.empty(m_edges, dtype=np.int64)
+    stamp = np.empty(n, dtype=np.int64)
+    stack = np.empty(n + 1, dtype=np.int64)
     best = -1
     best_score = -np.inf
     for r in range(n_ord):
         if use_asobs:
-            s = asobs_pass(orders[r], offsets, par_offsets, par_flat, scores, anc, desc,
-                           tmp_a, tmp_d, chosen)
+            if use_dfs:
+                s = asobs_pass_dfs(orders[r], offsets, par_offsets, par_flat, scores, head,
+                                   nxt, kid, stamp, stack, chosen)
+            else:
+                s = asobs_pass(orders[r], offsets, par_offsets, par_flat, scores, anc, desc,
+                               tmp_a, tmp_d, chosen)
             if use_swaps:
                 topological_order_near(orders[r], chosen, par_offsets, par_flat, order)
                 s = obs_assign(order, offsets, par_offsets, par_flat, scores, pos, chosen)

@@ -44,10 +44,13 @@ from bnsl_dist.search.ordering.obs import FlatCache, exact_total, search_orders
 from bnsl_dist.search.ordering.samplers import entropy_weights, uniform_orders, weighted_orders
 
 __all__ = ["ASOBS", "ASOBSEnt", "WinASOBS", "WinASOBSEnt", "candidate_bitsets",
-           "window_refine"]
+           "window_refine", "DFS_FROM"]
 
 _SAMPLERS = ("uniform", "entropy")
 _LOCAL = ("none", "swap", "window")
+_CLOSURES = ("auto", "bitsets", "dfs")
+#: Above this many variables "auto" tracks descendants by search instead of bitsets.
+DFS_FROM = 1024
 #: Block steps per window-kernel call between two clock checks.
 _WINDOW_CHUNK = 200_000
 
@@ -109,6 +112,12 @@ class ASOBS:
         Largest block moved by the window search (1..5 in Win-ASOBS).
     max_sweeps : int
         Bound on adjacent-swap sweeps per order.
+    closure : {"auto", "bitsets", "dfs"}
+        How descendants are tracked during a pass: transitively closed ancestor and
+        descendant bitsets (O((|anc|+|desc|)·n/64) per variable), or a depth-first
+        search of the variable's descendants when it is processed (O(|desc|)). Both
+        give the same DAG; "auto" takes bitsets up to ``DFS_FROM`` variables and the
+        search above (measured in workflows/benchmarks/search.py).
 
     One iteration is one sampled order (with its local search).
 
@@ -129,12 +138,13 @@ class ASOBS:
 
     def __init__(self, *, sampler: str | None = None, local_search: str | None = None,
                  entropies: Sequence[float] | None = None, max_window: int = 5,
-                 max_sweeps: int = 1_000_000) -> None:
+                 max_sweeps: int = 1_000_000, closure: str = "auto") -> None:
         self.sampler = self._default_sampler if sampler is None else sampler
         self.local_search = self._default_local if local_search is None else local_search
         self.entropies = entropies
         self.max_window = max_window
         self.max_sweeps = max_sweeps
+        self.closure = closure
 
     def _check(self) -> None:
         if self.sampler not in _SAMPLERS:
@@ -147,6 +157,9 @@ class ASOBS:
             raise InvalidConfigError(f"{self.name}: max_window must be >= 1")
         if int(self.max_sweeps) < 1:
             raise InvalidConfigError(f"{self.name}: max_sweeps must be >= 1")
+        if self.closure not in _CLOSURES:
+            raise InvalidConfigError(f"{self.name}: closure must be one of {_CLOSURES}, "
+                                     f"got {self.closure!r}")
 
     def run(self, cache: ParentSetCache, budget: Budget,
             rng: np.random.Generator) -> Iterator[Incumbent]:
@@ -172,9 +185,11 @@ class ASOBS:
                 return window_refine(fc, order, chosen, watch, g, max_window=max_window,
                                      cand=cand_cache[0])
 
+        use_dfs = self.closure == "dfs" or (self.closure == "auto" and n > DFS_FROM)
         yield from search_orders(cache, budget, rng, draw=draw, use_asobs=True,
                                  use_swaps=self.local_search == "swap",
-                                 max_sweeps=int(self.max_sweeps), refine=refine)
+                                 max_sweeps=int(self.max_sweeps), refine=refine,
+                                 use_dfs=use_dfs)
 
 
 register("asobs")(ASOBS)

@@ -62,6 +62,7 @@ def exact_total(fc: FlatCache, chosen: NDArray[np.int64]) -> float:
 def search_orders(cache: ParentSetCache, budget: Budget, rng: np.random.Generator, *,
                   draw: Callable[[np.random.Generator, int], NDArray[np.int64]],
                   use_asobs: bool, use_swaps: bool, max_sweeps: int = 1_000_000,
+                  use_dfs: bool = False,
                   refine: Callable[..., Iterator[tuple[float, NDArray[np.int64]]]]
                   | None = None) -> Iterator[Incumbent]:
     """The anytime loop: sample orders, evaluate them in batches, yield improvements.
@@ -69,7 +70,7 @@ def search_orders(cache: ParentSetCache, budget: Budget, rng: np.random.Generato
     Parameters
     ----------
     draw : callable (rng, n_orders) -> (n_orders, n) int64 array of orders.
-    use_asobs, use_swaps : what the kernel does per order (see ``run_orders``).
+    use_asobs, use_swaps, use_dfs : what the kernel does per order (``run_orders``).
     refine : optional generator ``refine(fc, order, chosen, watch, rng)`` run on the
         best DAG of each batch (batch size 1 then); it improves ``chosen`` in place and
         yields (score, chosen) whenever it has something better, so long refinements
@@ -88,7 +89,7 @@ def search_orders(cache: ParentSetCache, budget: Budget, rng: np.random.Generato
         m = b if left is None else min(b, left)
         orders = np.ascontiguousarray(draw(rng, m), dtype=np.int64)
         K.run_orders(orders, use_asobs, use_swaps, max_sweeps, fc.offsets, fc.par_offsets,
-                     fc.par_flat, fc.scores, out_scores[:m], chosen, order)
+                     fc.par_flat, fc.scores, out_scores[:m], chosen, order, use_dfs)
         watch.tick(m)
         score = exact_total(fc, chosen)
         if score > best:
