@@ -44,7 +44,7 @@ def fill_lambda(evidence, var_off, arities, lam):  # IN evidence (n, B) int32; O
                 lam[o + e, b] = 1.0
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(cache=True, nogil=True)
 def _entry(c, s, base_val, idx, msg_ptr, msg_off, lam_ptr, lam_var, lam_off, use_lam,
            up, lam, tmp):
     """tmp[b] = base * evidence * child messages at entry s of clique c."""
@@ -252,3 +252,135 @@ def lw_sample(topo, par_ptr, par, cpt_off, arities, cum, logcpt, ev, u, x, logw,
             lp += logcpt[row + k]
         logw[s] = lw
         logp[s] = lp
+
+
+@nb.njit(cache=True, nogil=True)
+def sparse_cost(ev, cv_ptr, cv_var, arities, out):  # IN ev (R, n); OUT out (R,) float64
+    """Entries a row-by-row pass would visit: sum over cliques of the product of the
+    arities of the row's unobserved clique members."""
+    for b in range(ev.shape[0]):
+        tot = 0.0
+        for c in range(cv_ptr.shape[0] - 1):
+            prod = 1.0
+            for j in range(cv_ptr[c], cv_ptr[c + 1]):
+                if ev[b, cv_var[j]] < 0:
+                    prod *= arities[cv_var[j]]
+            tot += prod
+        out[b] = tot
+
+
+@nb.njit(cache=True, nogil=True)
+def _advance(s, nu, uj, cnt, cv_var, cv_stride, arities):
+    """Next entry over the free positions ``uj[:nu]`` (mixed radix); -1 when done."""
+    i = 0
+    while i < nu:
+        j = uj[i]
+        cnt[i] += 1
+        s += cv_stride[j]
+        if cnt[i] < arities[cv_var[j]]:
+            return s
+        s -= cnt[i] * cv_stride[j]
+        cnt[i] = 0
+        i += 1
+    return -1
+
+
+@nb.njit(cache=True, nogil=True)
+def sparse_rows(mode, want_x, post, pre, base, base_off, idx, out_off, sep_off, msg_ptr,
+                msg_off, cv_ptr, cv_var, cv_stride, cv_insep, arities, ev, up, uj, cnt,
+                logz, x):
+    """Row-by-row propagation visiting only the clique entries consistent with each row's
+    evidence (cost: sum over cliques of r^(unobserved members)); for rows with much
+    evidence (SEM E-step, log-likelihood of rows with a few missing cells).
+
+    IN ``ev`` (R, n) codes (-1 unobserved). Scratch: ``up`` (sum of separator sizes,),
+    ``uj``, ``cnt`` (largest clique size,). OUT ``logz`` (R,): ln P(e) (sum mode) or
+    ln max_x P(x, e) (max mode); with ``want_x`` (max mode), ``x`` (R, n) the maximiser.
+    Separator entries are read and written only where consistent with the row's
+    evidence, on both sides of every separator, so nothing else needs clearing.
+    """
+    for b in range(ev.shape[0]):
+        lz = 0.0
+        for ci in range(post.shape[0]):
+            c = post[ci]
+            so = sep_off[c]
+            b0 = base_off[c]
+            oo = out_off[c]
+            s0 = 0
+            nsep = 0
+            for j in range(cv_ptr[c], cv_ptr[c + 1]):  # free separator members first
+                e = ev[b, cv_var[j]]
+                if e >= 0:
+                    s0 += e * cv_stride[j]
+                elif cv_insep[j]:
+                    uj[nsep] = j
+                    cnt[nsep] = 0
+                    nsep += 1
+            nu = nsep
+            for j in range(cv_ptr[c], cv_ptr[c + 1]):
+                if ev[b, cv_var[j]] < 0 and not cv_insep[j]:
+                    uj[nu] = j
+                    cnt[nu] = 0
+                    nu += 1
+            s = s0  # each consistent separator entry once
+            while s >= 0:
+                up[so + idx[oo + s]] = 0.0
+                s = _advance(s, nsep, uj, cnt, cv_var, cv_stride, arities)
+            s = s0
+            while s >= 0:
+                val = base[b0 + s]
+                if val != 0.0:
+                    for f in range(msg_ptr[c], msg_ptr[c + 1]):
+                        val *= up[idx[msg_off[f] + s]]
+                    o = so + idx[oo + s]
+                    if mode == MODE_SUM:
+                        up[o] += val
+                    elif val > up[o]:
+                        up[o] = val
+                s = _advance(s, nu, uj, cnt, cv_var, cv_stride, arities)
+            m = 0.0
+            s = s0
+            while s >= 0:
+                m = max(m, up[so + idx[oo + s]])
+                s = _advance(s, nsep, uj, cnt, cv_var, cv_stride, arities)
+            if m > 0.0:
+                inv = 1.0 / m
+                s = s0
+                while s >= 0:
+                    up[so + idx[oo + s]] *= inv
+                    s = _advance(s, nsep, uj, cnt, cv_var, cv_stride, arities)
+                lz += np.log(m)
+            else:
+                lz = -np.inf
+        logz[b] = lz
+        if not want_x:
+            continue
+        for v in range(ev.shape[1]):
+            x[b, v] = ev[b, v]
+        for ci in range(pre.shape[0]):
+            c = pre[ci]
+            b0 = base_off[c]
+            s = 0
+            nu = 0
+            for j in range(cv_ptr[c], cv_ptr[c + 1]):
+                v = cv_var[j]
+                if ev[b, v] >= 0 or cv_insep[j]:
+                    s += x[b, v] * cv_stride[j]
+                else:
+                    uj[nu] = j
+                    cnt[nu] = 0
+                    nu += 1
+            best = -1.0
+            best_s = s
+            while s >= 0:
+                val = base[b0 + s]
+                if val != 0.0:
+                    for f in range(msg_ptr[c], msg_ptr[c + 1]):
+                        val *= up[idx[msg_off[f] + s]]
+                if val > best:
+                    best = val
+                    best_s = s
+                s = _advance(s, nu, uj, cnt, cv_var, cv_stride, arities)
+            for i in range(nu):
+                j = uj[i]
+                x[b, cv_var[j]] = (best_s // cv_stride[j]) % arities[cv_var[j]]

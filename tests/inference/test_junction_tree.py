@@ -56,13 +56,15 @@ def _check_against_brute_force(net: BayesianNetwork, jt, ev: np.ndarray) -> None
         assert np.array_equal(mpe.assignment[b][obs], ev[b][obs])
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_matches_brute_force_min_fill(seed):
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("seed", range(10))
+def test_matches_brute_force_min_fill(seed, sparse):
+    # sparse: P(e) and MPE row by row over evidence-consistent entries; else batched
     rng = np.random.default_rng(seed)
     net = random_network(int(rng.integers(1, 9)), rng, max_parents=3, max_arity=3,
                          zeros=0.25 if seed % 3 == 0 else 0.0)
-    jt = build_junction_tree(net)
-    _check_against_brute_force(net, jt, _random_evidence(net, 6, 0.35, rng))
+    jt = build_junction_tree(net, sparse=sparse)
+    _check_against_brute_force(net, jt, _random_evidence(net, 6, 0.35 + 0.3 * sparse, rng))
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -71,7 +73,7 @@ def test_matches_brute_force_any_order(seed):
     rng = np.random.default_rng(100 + seed)
     net = random_network(int(rng.integers(5, 9)), rng, max_parents=4, density=0.9)
     order = [int(v) for v in rng.permutation(net.n_vars)]
-    jt = build_junction_tree(net, order)
+    jt = build_junction_tree(net, order, sparse=bool(seed % 2))
     assert jt.width == elimination_width(moral_graph(net.dag), order)
     _check_against_brute_force(net, jt, _random_evidence(net, 5, 0.3, rng))
 
@@ -100,12 +102,19 @@ def test_junction_tree_invariants():
         assert set(sep) == (set() if p < 0 else cl[c] & cl[p])
 
 
-def test_batched_equals_per_row():
+def test_batched_equals_per_row_and_sparse_path():
     rng = np.random.default_rng(11)
     net = random_network(9, rng, max_parents=3)
     ev = _random_evidence(net, 40, 0.3, rng)
-    jt = build_junction_tree(net, batch_memory=1)  # one row per batch
-    jt_big = build_junction_tree(net)
+    jt = build_junction_tree(net, batch_memory=1, sparse=False)  # one row per batch
+    jt_big = build_junction_tree(net, sparse=False)
+    jt_sparse = build_junction_tree(net, sparse=True)
+    jt_auto = build_junction_tree(net)
+    for other in (jt_sparse, jt_auto):
+        np.testing.assert_allclose(other.log_prob_evidence(ev), jt_big.log_prob_evidence(ev),
+                                   rtol=1e-12)
+        np.testing.assert_allclose(other.mpe(ev).log_prob, jt_big.mpe(ev).log_prob,
+                                   rtol=1e-12)
     post = jt_big.posterior(ev)
     mpe = jt_big.mpe(ev)
     for b in range(ev.shape[0]):
@@ -145,12 +154,15 @@ def test_no_underflow_on_thousands_of_variables():
     jt = build_junction_tree(net)
     direct = net.log_prob_rows(x)
     assert np.all(direct < -1000)          # P(row) itself underflows a double
-    np.testing.assert_allclose(jt.log_prob_evidence(x), direct, rtol=1e-10)
     ev = x.copy()
     ev[:, ::3] = -1                         # a third unobserved
-    mpe = jt.mpe(ev)
-    assert np.all(np.isfinite(mpe.log_prob))
-    np.testing.assert_allclose(net.log_prob_rows(mpe.assignment), mpe.log_prob, rtol=1e-10)
+    for sparse in (False, True):
+        jt.sparse = sparse
+        np.testing.assert_allclose(jt.log_prob_evidence(x), direct, rtol=1e-10)
+        mpe = jt.mpe(ev)
+        assert np.all(np.isfinite(mpe.log_prob))
+        np.testing.assert_allclose(net.log_prob_rows(mpe.assignment), mpe.log_prob, rtol=1e-10)
+    jt.sparse = None
     post = jt.posterior(ev, query=[1, 2999])
     for m in post.marginals.values():
         np.testing.assert_allclose(m.sum(axis=1), 1.0)
