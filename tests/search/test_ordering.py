@@ -16,7 +16,12 @@ from bnsl_dist.search.ordering import _kernels as K
 from bnsl_dist.search.ordering import _window_kernels as WK
 from bnsl_dist.search.ordering.asobs import candidate_bitsets
 from bnsl_dist.search.ordering.obs import flat_cache
-from bnsl_dist.search.ordering.samplers import entropy_weights, uniform_orders, weighted_orders
+from bnsl_dist.search.ordering.samplers import (
+    entropy_orders,
+    entropy_weights,
+    uniform_orders,
+    weighted_orders,
+)
 from tests.naive import (
     load_jkl,
     naive_asobs,
@@ -188,12 +193,12 @@ def test_weighted_orders_follow_successive_sampling():
     w = np.array([1.0, 2.0, 7.0])
     rng = np.random.default_rng(2)
     orders = weighted_orders(rng, 20000, w)
-    # positions are filled from the end: P(order) = prod over the REVERSED order of
-    # w_j / (sum of the weights not yet placed)
+    # positions filled front to back: P(order) = prod of w_j / (sum of the weights not
+    # yet placed)
     exp, obs = [], []
     for p in itertools.permutations(range(3)):
         prob, left = 1.0, w.sum()
-        for v in reversed(p):
+        for v in p:
             prob *= w[v] / left
             left -= w[v]
         exp.append(prob * len(orders))
@@ -213,11 +218,18 @@ def test_entropy_weights_sources_and_zero_entropy():
     assert entropy_weights(cache)[1] == "cache.meta"
     with pytest.raises(InvalidConfigError):
         entropy_weights(cache, [1.0, 2.0])
-    # a zero-entropy variable is still placed, and processed last (order front)
-    orders = weighted_orders(np.random.default_rng(0), 200,
-                             entropy_weights(cache, [0.0, 1.0, 1.0, 1.0])[0])
-    assert np.all(orders[:, 0] == 0)
+    # a zero-entropy variable is still placed, after the others
+    w = entropy_weights(cache, [0.0, 1.0, 1.0, 1.0])[0]
+    orders = weighted_orders(np.random.default_rng(0), 200, w)
+    assert np.all(orders[:, -1] == 0)
     assert all(sorted(r) == [0, 1, 2, 3] for r in orders)
+    # ASOBS walks orders from the end: "first" mirrors the orders, "last" keeps them
+    last = entropy_orders(np.random.default_rng(5), 10, w, "last")
+    first = entropy_orders(np.random.default_rng(5), 10, w, "first")
+    assert (last == weighted_orders(np.random.default_rng(5), 10, w)).all()
+    assert (first == last[:, ::-1]).all()
+    with pytest.raises(InvalidConfigError):
+        entropy_orders(np.random.default_rng(5), 1, w, "middle")
 
 
 def test_named_variants_and_bad_parameters():
@@ -227,7 +239,7 @@ def test_named_variants_and_bad_parameters():
     assert get_optimizer("winasobs-ent")().local_search == "window"
     cache = random_cache(5, 0)
     for bad in ({"sampler": "mi"}, {"local_search": "tabu"}, {"max_window": 0},
-                {"closure": "matrix"}):
+                {"closure": "matrix"}, {"high_entropy": "middle"}):
         with pytest.raises(InvalidConfigError):
             list(make_optimizer("asobs", **bad).run(cache, Budget(max_iterations=1),
                                                      np.random.default_rng(0)))

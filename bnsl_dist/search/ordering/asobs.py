@@ -41,7 +41,7 @@ from bnsl_dist.search.base import Budget, Incumbent, Stopwatch, register
 from bnsl_dist.search.ordering import _kernels as K
 from bnsl_dist.search.ordering import _window_kernels as WK
 from bnsl_dist.search.ordering.obs import FlatCache, exact_total, search_orders
-from bnsl_dist.search.ordering.samplers import entropy_weights, uniform_orders, weighted_orders
+from bnsl_dist.search.ordering.samplers import entropy_orders, entropy_weights, uniform_orders
 
 __all__ = ["ASOBS", "ASOBSEnt", "WinASOBS", "WinASOBSEnt", "candidate_bitsets",
            "window_refine", "DFS_FROM"]
@@ -101,7 +101,13 @@ class ASOBS:
     Parameters
     ----------
     sampler : {"uniform", "entropy"}
-        How orders are sampled; "entropy" puts high-entropy variables first (ASOBS-ENT).
+        How orders are sampled; "entropy": ASOBS-ENT (positions filled front to back
+        with probability proportional to the entropy of the unplaced variables).
+    high_entropy : {"last", "first"}
+        Entropy sampler only: whether ASOBS processes high-entropy variables last
+        (default: the paper's sampler with the paper's end-to-front walk) or first
+        (BLIP's behaviour); see :mod:`~bnsl_dist.search.ordering.samplers` for why
+        "last" is the default.
     local_search : {"none", "swap", "window"}
         Improvement after each ASOBS pass (see the module docstring).
     entropies : sequence of float, optional
@@ -138,13 +144,15 @@ class ASOBS:
 
     def __init__(self, *, sampler: str | None = None, local_search: str | None = None,
                  entropies: Sequence[float] | None = None, max_window: int = 5,
-                 max_sweeps: int = 1_000_000, closure: str = "auto") -> None:
+                 max_sweeps: int = 1_000_000, closure: str = "auto",
+                 high_entropy: str = "last") -> None:
         self.sampler = self._default_sampler if sampler is None else sampler
         self.local_search = self._default_local if local_search is None else local_search
         self.entropies = entropies
         self.max_window = max_window
         self.max_sweeps = max_sweeps
         self.closure = closure
+        self.high_entropy = high_entropy
 
     def _check(self) -> None:
         if self.sampler not in _SAMPLERS:
@@ -157,6 +165,9 @@ class ASOBS:
             raise InvalidConfigError(f"{self.name}: max_window must be >= 1")
         if int(self.max_sweeps) < 1:
             raise InvalidConfigError(f"{self.name}: max_sweeps must be >= 1")
+        if self.high_entropy not in ("first", "last"):
+            raise InvalidConfigError(f"{self.name}: high_entropy must be 'first' or 'last', "
+                                     f"got {self.high_entropy!r}")
         if self.closure not in _CLOSURES:
             raise InvalidConfigError(f"{self.name}: closure must be one of {_CLOSURES}, "
                                      f"got {self.closure!r}")
@@ -168,8 +179,10 @@ class ASOBS:
         if self.sampler == "entropy":
             weights, _ = entropy_weights(cache, self.entropies)
 
+            direction = str(self.high_entropy)
+
             def draw(g: np.random.Generator, m: int) -> NDArray[np.int64]:
-                return weighted_orders(g, m, weights)
+                return entropy_orders(g, m, weights, direction)
         else:
             def draw(g: np.random.Generator, m: int) -> NDArray[np.int64]:
                 return uniform_orders(g, m, n)
