@@ -1,18 +1,26 @@
 """Numba kernels of parent-set exploration (inputs validated by the drivers).
 
-Independence selection keeps three structures in caller-allocated arrays:
+Independence selection keeps its state in caller-allocated arrays:
 
 * the **closed store**: every exactly scored set, as a chain ``(gen, add)`` (the set is
-  the closed set ``gen`` plus variable ``add``; id 0 is the empty set), with its size,
-  64-bit Zobrist hash, q (product of arities), exact score and BIC;
-* the **open list**: a binary max-heap of entries ``(priority, seq, gen, add, hash)``
-  ordered by priority, then by push order ``seq`` (deterministic ties);
-* a **hash set** (open addressing, 0 = empty) of the hashes of the sets that are
-  open or closed, so that a set is pushed once.
+  closed set ``gen`` plus variable ``add``; id 0 is ∅, ids 1..n-1 the singletons),
+  with its size, 64-bit Zobrist hash, q (product of arities), exact score and BIC,
+  and a hash map from set hash to closed id;
+* the **open list**, kept lazily: the children P ∪ {Y} of a closed set P are not pushed
+  one by one. Their priority BIC*(P,{Y}) = [BIC(P) + pen (q(P) − 1) − BIC(∅)] + BIC(Y)
+  − pen r_Y (q(P) − 1) (pen = (ln N/2)(r_X − 1)) is, among candidates Y of one arity
+  r_Y, increasing in BIC(Y). So each arity class of candidates is sorted once by
+  BIC(Y), each closed P keeps one pointer per class, and a binary heap holds one
+  entry per P: its best unexpanded child. Pops cost O(log #closed), not O(C log #open).
 
-Sets are identified by their Zobrist hash (XOR of one random 64-bit key per member):
-a collision, about 2^-64 per pair of sets, could only skip a candidate of this
-approximate search. Dominance pruning verifies members, so it is exact.
+This is the eager algorithm of ALGORITHMS.md §3 exactly: a child reaches the heap in
+the order (priority desc, then push order) that eager pushing would give it, and a
+popped child is scored only if its *owner* is the current generator — the generator
+that would have pushed it first (lowest (generator rank, candidate position); a
+generator G' of S = G' ∪ {u} pushes S unless the BIC bound proves S dominated). So a
+set is scored once, with the priority of the first generator that pushed it. (Sets
+are identified by Zobrist hashes; a collision, about 2^-64 per pair of sets, could only
+change the search order. Dominance pruning verifies members, so it is exact.)
 
 References
 ----------
@@ -30,20 +38,21 @@ import numpy as np
 from bnsl_dist.scores._kernels import KIND_BDEU, KIND_BIC, config_ids
 
 # Status codes returned by is_search.
-ST_CHUNK = 0  # popped max_pops sets
+ST_CHUNK = 0  # scored max_pops sets
 ST_EMPTY = 1  # the open list is empty
-ST_GROW_CLOSED = 2  # the closed store is full
-ST_GROW_HEAP = 3  # the heap arrays are full and below their maximum size
+ST_GROW = 2  # the closed store is full
 
 # Indices of the int64 ``state`` array shared with the driver.
 S_CLOSED = 0
 S_HEAP = 1
-S_SEQ = 2
-S_POPS = 3
-S_TRIMS = 4
-S_REUSED = 5
+S_POPS = 2
+S_TRIMS = 3
+S_REUSED = 4
+S_SKIPPED = 5
+N_STATE = 6
 
 _RADIX_LIMIT = 1 << 40
+_GOLDEN = 0x9E3779B97F4A7C15
 
 
 @nb.njit(cache=True, nogil=True)
@@ -52,7 +61,7 @@ def zobrist_keys(n, seed):
     out = np.empty(n, dtype=np.uint64)
     x = np.uint64(seed)
     for i in range(n):
-        x += np.uint64(0x9E3779B97F4A7C15)
+        x += np.uint64(_GOLDEN)
         z = x
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
@@ -63,125 +72,116 @@ def zobrist_keys(n, seed):
     return out
 
 
-# ---------------------------------------------------------------------- hash set
+# ---------------------------------------------------------------------- closed map
 @nb.njit(cache=True, nogil=True, inline="always")
 def _slot(key, mask):
-    return np.int64((key * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)) & mask
+    return np.int64((key * np.uint64(_GOLDEN)) >> np.uint64(20)) & mask
 
 
 @nb.njit(cache=True, nogil=True)
-def hset_add(table, key):
-    """Insert ``key`` (non-zero); False if it was already there. IN/OUT table."""
+def map_put(table, c_hash, cid):
+    """Insert closed id ``cid`` under its hash (table: int64, -1 = empty). IN/OUT table."""
+    mask = table.shape[0] - 1
+    i = _slot(c_hash[cid], mask)
+    while table[i] >= 0:
+        i = (i + 1) & mask
+    table[i] = cid
+
+
+@nb.njit(cache=True, nogil=True)
+def map_get(table, c_hash, key):
+    """Closed id of the set with hash ``key``, or -1."""
     mask = table.shape[0] - 1
     i = _slot(key, mask)
     while True:
-        k = table[i]
-        if k == np.uint64(0):
-            table[i] = key
-            return True
-        if k == key:
-            return False
+        c = table[i]
+        if c < 0:
+            return np.int64(-1)
+        if c_hash[c] == key:
+            return c
         i = (i + 1) & mask
 
 
 @nb.njit(cache=True, nogil=True)
-def hset_has(table, key):
-    mask = table.shape[0] - 1
-    i = _slot(key, mask)
-    while True:
-        k = table[i]
-        if k == np.uint64(0):
-            return False
-        if k == key:
-            return True
-        i = (i + 1) & mask
-
-
-@nb.njit(cache=True, nogil=True)
-def hset_rebuild(table, c_hash, n_closed, h_hash, h_size):
-    """Clear ``table`` and insert the hashes of the closed sets and open entries."""
+def map_rebuild(table, c_hash, n_closed):
     for i in range(table.shape[0]):
-        table[i] = np.uint64(0)
-    for i in range(n_closed):
-        hset_add(table, c_hash[i])
-    for i in range(h_size):
-        hset_add(table, h_hash[i])
+        table[i] = -1
+    for c in range(n_closed):
+        map_put(table, c_hash, c)
 
 
 # ---------------------------------------------------------------------- heap
 @nb.njit(cache=True, nogil=True, inline="always")
-def _better(pa, sa, pb, sb):
-    return pa > pb or (pa == pb and sa < sb)
+def _better(pa, ra, qa, pb, rb, qb):
+    """Order of the open list: priority desc, then generator rank, then candidate pos."""
+    if pa != pb:
+        return pa > pb
+    if ra != rb:
+        return ra < rb
+    return qa < qb
 
 
 @nb.njit(cache=True, nogil=True)
-def _sift_down(h_prio, h_seq, h_gen, h_add, h_hash, size, i):
-    p, s, g, a, h = h_prio[i], h_seq[i], h_gen[i], h_add[i], h_hash[i]
+def _sift_down(h_prio, h_rank, h_pos, h_gen, size, i):
+    p, r, q, g = h_prio[i], h_rank[i], h_pos[i], h_gen[i]
     while True:
         c = 2 * i + 1
         if c >= size:
             break
-        if c + 1 < size and _better(h_prio[c + 1], h_seq[c + 1], h_prio[c], h_seq[c]):
+        if c + 1 < size and _better(h_prio[c + 1], h_rank[c + 1], h_pos[c + 1],
+                                    h_prio[c], h_rank[c], h_pos[c]):
             c += 1
-        if not _better(h_prio[c], h_seq[c], p, s):
+        if not _better(h_prio[c], h_rank[c], h_pos[c], p, r, q):
             break
-        h_prio[i], h_seq[i], h_gen[i], h_add[i], h_hash[i] = (h_prio[c], h_seq[c], h_gen[c],
-                                                              h_add[c], h_hash[c])
+        h_prio[i], h_rank[i], h_pos[i], h_gen[i] = h_prio[c], h_rank[c], h_pos[c], h_gen[c]
         i = c
-    h_prio[i], h_seq[i], h_gen[i], h_add[i], h_hash[i] = p, s, g, a, h
+    h_prio[i], h_rank[i], h_pos[i], h_gen[i] = p, r, q, g
 
 
 @nb.njit(cache=True, nogil=True)
-def heap_push(h_prio, h_seq, h_gen, h_add, h_hash, size, p, s, g, a, h):
-    """Push an entry; returns the new size (capacity checked by the caller)."""
+def heap_push(h_prio, h_rank, h_pos, h_gen, size, p, r, q, g):
+    """Push an entry (capacity checked by the caller); returns the new size."""
     i = size
     while i > 0:
         par = (i - 1) >> 1
-        if not _better(p, s, h_prio[par], h_seq[par]):
+        if not _better(p, r, q, h_prio[par], h_rank[par], h_pos[par]):
             break
-        h_prio[i], h_seq[i], h_gen[i], h_add[i], h_hash[i] = (h_prio[par], h_seq[par],
-                                                              h_gen[par], h_add[par],
-                                                              h_hash[par])
+        h_prio[i], h_rank[i], h_pos[i], h_gen[i] = (h_prio[par], h_rank[par], h_pos[par],
+                                                    h_gen[par])
         i = par
-    h_prio[i], h_seq[i], h_gen[i], h_add[i], h_hash[i] = p, s, g, a, h
+    h_prio[i], h_rank[i], h_pos[i], h_gen[i] = p, r, q, g
     return size + 1
 
 
 @nb.njit(cache=True, nogil=True)
-def heap_trim(h_prio, h_seq, h_gen, h_add, h_hash, size, keep):
-    """Keep the ``keep`` best entries (priority, then seq) and re-heapify; new size."""
+def heap_pop(h_prio, h_rank, h_pos, h_gen, size):
+    """Remove the top entry (read it first); returns the new size."""
+    size -= 1
+    if size > 0:
+        h_prio[0], h_rank[0], h_pos[0], h_gen[0] = (h_prio[size], h_rank[size], h_pos[size],
+                                                    h_gen[size])
+        _sift_down(h_prio, h_rank, h_pos, h_gen, size, 0)
+    return size
+
+
+@nb.njit(cache=True, nogil=True)
+def heap_trim(h_prio, h_rank, h_pos, h_gen, size, keep, c_dead):
+    """Keep the ``keep`` best entries; their dropped generators are marked dead."""
     if size <= keep:
         return size
-    neg = np.empty(size, dtype=np.float64)
-    for i in range(size):
-        neg[i] = -h_prio[i]
-    thr = -np.partition(neg, keep - 1)[keep - 1]  # the keep-th best priority
-    n_above = 0
-    for i in range(size):
-        if h_prio[i] > thr:
-            n_above += 1
-    # Among entries at the threshold, keep the earliest pushed.
-    ties = np.empty(size - n_above, dtype=np.int64)
-    nt = 0
-    for i in range(size):
-        if h_prio[i] == thr:
-            ties[nt] = h_seq[i]
-            nt += 1
-    need = keep - n_above
-    seq_cut = np.int64(-1)
-    if need > 0:
-        srt = np.sort(ties[:nt])
-        seq_cut = srt[need - 1]
-    w = 0
-    for i in range(size):
-        p = h_prio[i]
-        if p > thr or (p == thr and h_seq[i] <= seq_cut):
-            h_prio[w], h_seq[w], h_gen[w], h_add[w], h_hash[w] = (h_prio[i], h_seq[i], h_gen[i],
-                                                                  h_add[i], h_hash[i])
-            w += 1
-    for i in range(w // 2 - 1, -1, -1):
-        _sift_down(h_prio, h_seq, h_gen, h_add, h_hash, w, i)
-    return w
+    order = np.argsort(h_pos[:size], kind="mergesort")
+    order = order[np.argsort(h_rank[:size][order], kind="mergesort")]
+    neg = -h_prio[:size]
+    order = order[np.argsort(neg[order], kind="mergesort")]
+    for t in range(keep, size):
+        c_dead[h_gen[order[t]]] = True
+    kp = h_prio[order[:keep]].copy()
+    kr = h_rank[order[:keep]].copy()
+    kq = h_pos[order[:keep]].copy()
+    kg = h_gen[order[:keep]].copy()
+    for t in range(keep):  # sorted best first: already a heap
+        h_prio[t], h_rank[t], h_pos[t], h_gen[t] = kp[t], kr[t], kq[t], kg[t]
+    return keep
 
 
 # ---------------------------------------------------------------------- scoring
@@ -302,116 +302,215 @@ def score_closed_basics(codes, arities, child, kind, ess, log_n, nlogn, others, 
     return others.shape[0] + 1
 
 
+# ---------------------------------------------------------------------- lazy search
 @nb.njit(cache=True, nogil=True)
-def push_pairs(cand, cand_cid, arities, child, log_n, use_bound, max_size, z,
-               c_hash, c_bic, c_score, h_prio, h_seq, h_gen, h_add, h_hash, table, state):
-    """Push every pair of candidates with priority BIC*({Y},{Z}); IN/OUT heap, table."""
+def _rank(c_size, c_add, pos_of, g):
+    """Push order of generator g: singletons by candidate position, then pop order."""
+    if c_size[g] == 1:
+        return pos_of[c_add[g]]
+    return g
+
+
+@nb.njit(cache=True, nogil=True)
+def _head(g, c_size, c_add, c_q, c_score, c_bic, ptr, cls_off, cls_list, cls_r, cand,
+          cand_cid, pos_of, mark, pen, bic0, use_bound):
+    """Advance g's class pointers past invalid children; return (priority, pos) of its
+    best child, pos = -1 when none is left. The members of g must be marked."""
+    single = c_size[g] == 1
+    own = pos_of[c_add[g]] if single else np.int64(-1)
+    qg = c_q[g]
+    sg = c_score[g]
+    bg = c_bic[g]
+    best_p = -np.inf
+    best_pos = np.int64(-1)
+    for c in range(cls_r.shape[0]):
+        lo = cls_off[c]
+        end = cls_off[c + 1] - lo
+        p = np.int64(ptr[g, c])
+        rc = float(cls_r[c])
+        qn = qg * rc
+        bound = -pen * qn
+        if use_bound and bound <= sg:
+            ptr[g, c] = end
+            continue
+        pos = np.int64(-1)
+        while p < end:
+            pos = cls_list[lo + p]
+            if mark[cand[pos]] or (single and pos <= own) or \
+                    (use_bound and bound <= c_score[cand_cid[pos]]):
+                p += 1
+                continue
+            break
+        ptr[g, c] = p
+        if p >= end:
+            continue
+        prio = bg + c_bic[cand_cid[pos]] + pen * (qg + rc - qn - 1.0) - bic0
+        if not math.isfinite(prio):
+            ptr[g, c] = end
+            continue
+        if prio > best_p or (prio == best_p and pos < best_pos):
+            best_p = prio
+            best_pos = pos
+    return best_p, best_pos
+
+
+@nb.njit(cache=True, nogil=True)
+def _owned(g, y, pos_y, hs, qs, buf, k, table, c_hash, c_size, c_add, c_score, c_dead,
+           cand_cid, pos_of, z, pen, use_bound):
+    """True if g is the generator that pushes S = g ∪ {y} first (eager order).
+
+    ``buf[:k]`` holds the members of g. Another generator S \\ {u} of S pushes it if it
+    is closed and alive, u is a candidate (for a singleton {w}: after w), and the
+    bound does not prove S dominated by it or {u}; the first in push order wins.
+    """
+    if map_get(table, c_hash, hs) >= 0:
+        return False  # scored already (from its owner)
+    r_g = _rank(c_size, c_add, pos_of, g)
+    for t in range(k):
+        u = buf[t]
+        pu = pos_of[u]
+        if pu < 0:
+            continue
+        g2 = map_get(table, c_hash, hs ^ z[u])
+        if g2 < 0 or c_dead[g2]:
+            continue
+        if c_size[g2] == 1:
+            pw = pos_of[c_add[g2]]
+            if pw < 0 or pu <= pw:
+                continue
+            r2 = pw
+        else:
+            r2 = g2
+        if use_bound and -pen * qs <= max(c_score[g2], c_score[cand_cid[pu]]):
+            continue
+        if r2 < r_g or (r2 == r_g and pu < pos_y):
+            return False
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _open_generator(g, c_size, c_add, c_gen, c_q, c_score, c_bic, ptr, cls_off, cls_list,
+                    cls_r, cand, cand_cid, pos_of, mark, buf, pen, bic0, use_bound,
+                    h_prio, h_rank, h_pos, h_gen, size):
+    """Start g's child iterator and push its best child; returns the new heap size."""
+    for c in range(cls_r.shape[0]):
+        ptr[g, c] = 0
+    k = members_of(c_gen, c_add, g, buf)
+    for t in range(k):
+        mark[buf[t]] = True
+    prio, pos = _head(g, c_size, c_add, c_q, c_score, c_bic, ptr, cls_off, cls_list, cls_r,
+                      cand, cand_cid, pos_of, mark, pen, bic0, use_bound)
+    for t in range(k):
+        mark[buf[t]] = False
+    if pos >= 0:
+        size = heap_push(h_prio, h_rank, h_pos, h_gen, size, prio,
+                         _rank(c_size, c_add, pos_of, g), pos, g)
+    return size
+
+
+@nb.njit(cache=True, nogil=True)
+def is_init(cand, cand_cid, pos_of, cls_off, cls_list, cls_r, arities, child, log_n,
+            use_bound, max_size, c_gen, c_add, c_size, c_q, c_score, c_bic, ptr,
+            h_prio, h_rank, h_pos, h_gen, buf, mark, state):
+    """Open every candidate singleton (its children are the pairs, ALGORITHMS.md §3 step 2)."""
     if max_size < 2:
         return
     pen = 0.5 * log_n * (arities[child] - 1)
-    bic0 = c_bic[0]
     size = state[S_HEAP]
-    seq = state[S_SEQ]
     for i in range(cand.shape[0]):
-        gy = cand_cid[i]
-        qy = float(arities[cand[i]])
-        for j in range(i + 1, cand.shape[0]):
-            zz = cand[j]
-            qz = float(arities[zz])
-            qn = qy * qz
-            if use_bound and -pen * qn <= max(c_score[gy], c_score[cand_cid[j]]):
-                continue
-            h = c_hash[gy] ^ z[zz]
-            if not hset_add(table, h):
-                continue
-            prio = c_bic[gy] + c_bic[cand_cid[j]] + pen * (qy + qz - qn - 1.0) - bic0
-            if not math.isfinite(prio):
-                continue
-            size = heap_push(h_prio, h_seq, h_gen, h_add, h_hash, size, prio, seq, gy, zz, h)
-            seq += 1
+        size = _open_generator(cand_cid[i], c_size, c_add, c_gen, c_q, c_score, c_bic, ptr,
+                               cls_off, cls_list, cls_r, cand, cand_cid, pos_of, mark, buf, pen,
+                               c_bic[0], use_bound, h_prio, h_rank, h_pos, h_gen, size)
     state[S_HEAP] = size
-    state[S_SEQ] = seq
 
 
 @nb.njit(cache=True, nogil=True)
-def is_search(codes, arities, child, kind, ess, log_n, nlogn, cand, cand_cid, z, use_bound,
-              max_size, open_keep, heap_max,
-              c_gen, c_add, c_size, c_hash, c_q, c_score, c_bic, c_slot,
-              h_prio, h_seq, h_gen, h_add, h_hash, table,
-              ring, ring_radix, ring_owner,
+def is_search(codes, arities, child, kind, ess, log_n, nlogn, cand, cand_cid, pos_of,
+              cls_off, cls_list, cls_r, z, use_bound, max_size, open_keep,
+              c_gen, c_add, c_size, c_hash, c_q, c_score, c_bic, c_slot, c_dead, ptr, table,
+              h_prio, h_rank, h_pos, h_gen, ring, ring_radix, ring_owner,
               ids, tmp, counts, buf, mark, max_pops, state):
     """Pop, score and expand up to ``max_pops`` open sets (ALGORITHMS.md §3, step 3).
 
-    ``cand_cid[i]`` is the closed id of singleton ``{cand[i]}``. ``state`` (IN/OUT) holds
-    the counters S_*. Returns a status ST_*; on ST_GROW_* nothing was popped yet.
+    ``state`` (IN/OUT) holds the counters S_*. Returns a status ST_*; on ST_GROW the
+    driver enlarges the closed store (and heap, ptr, table) and calls again.
     """
     x = codes[:, child]
     r = arities[child]
     n_rows = codes.shape[0]
     pen = 0.5 * log_n * (r - 1)
     bic0 = c_bic[0]
-    n_cand = cand.shape[0]
     k_ring = ring.shape[0]
     n_closed = state[S_CLOSED]
     size = state[S_HEAP]
-    seq = state[S_SEQ]
     pops = 0
     status = ST_CHUNK
     while pops < max_pops:
         if size == 0:
             status = ST_EMPTY
             break
-        if n_closed >= c_gen.shape[0]:
-            status = ST_GROW_CLOSED
+        if n_closed >= c_gen.shape[0] or size >= h_prio.shape[0]:
+            status = ST_GROW
             break
-        if size + n_cand > h_prio.shape[0]:
-            if h_prio.shape[0] < heap_max:
-                status = ST_GROW_HEAP
-                break
-            size = heap_trim(h_prio, h_seq, h_gen, h_add, h_hash, size, open_keep)
-            hset_rebuild(table, c_hash, n_closed, h_hash, size)
+        if size >= 2 * open_keep:
+            size = heap_trim(h_prio, h_rank, h_pos, h_gen, size, open_keep, c_dead)
             state[S_TRIMS] += 1
-        # Pop the best open set P = gen ∪ {add}.
+        rank_g = h_rank[0]
+        pos = h_pos[0]
         g = h_gen[0]
-        a = h_add[0]
-        hp = h_hash[0]
-        size -= 1
-        if size > 0:
-            h_prio[0], h_seq[0], h_gen[0], h_add[0], h_hash[0] = (h_prio[size], h_seq[size],
-                                                                  h_gen[size], h_add[size],
-                                                                  h_hash[size])
-            _sift_down(h_prio, h_seq, h_gen, h_add, h_hash, size, 0)
-        qf = c_q[g] * arities[a]
-        # Configuration ids: from the generator's cached ids when possible.
+        size = heap_pop(h_prio, h_rank, h_pos, h_gen, size)
+        y = cand[pos]
+        # Move g's iterator past this child and put g back with its next child.
+        k = members_of(c_gen, c_add, g, buf)
+        for t in range(k):
+            mark[buf[t]] = True
+        c_y = 0
+        ry = arities[y]
+        while cls_r[c_y] != ry:
+            c_y += 1
+        ptr[g, c_y] += 1
+        if not c_dead[g]:
+            p2, pos2 = _head(g, c_size, c_add, c_q, c_score, c_bic, ptr, cls_off, cls_list,
+                             cls_r, cand, cand_cid, pos_of, mark, pen, bic0, use_bound)
+            if pos2 >= 0:
+                size = heap_push(h_prio, h_rank, h_pos, h_gen, size, p2, rank_g, pos2, g)
+        for t in range(k):
+            mark[buf[t]] = False
+        hs = c_hash[g] ^ z[y]
+        qf = c_q[g] * ry
+        if not _owned(g, y, pos, hs, qf, buf, k, table, c_hash, c_size, c_add, c_score,
+                      c_dead, cand_cid, pos_of, z, pen, use_bound):
+            state[S_SKIPPED] += 1
+            continue
+        # Score S = g ∪ {y}: configuration ids from g's cached ids when possible.
         slot = c_slot[g]
-        ra = arities[a]
-        if slot >= 0 and ring_owner[slot] == g and ring_radix[slot] * ra <= _RADIX_LIMIT:
+        if slot >= 0 and ring_owner[slot] == g and ring_radix[slot] * ry <= _RADIX_LIMIT:
             rg = ring_radix[slot]
-            col = codes[:, a]
+            col = codes[:, y]
             src = ring[slot]
             for t in range(n_rows):
                 ids[t] = src[t] + np.int64(col[t]) * rg
-            radix = rg * ra
+            radix = rg * ry
             state[S_REUSED] += 1
         else:
-            k = members_of(c_gen, c_add, g, buf)
-            buf[k] = a
+            buf[k] = y
             radix = config_ids(codes, buf[:k + 1], arities, ids, tmp)
         s, ll = score_from_ids(x, r, ids, radix, kind, ess, qf, log_n, nlogn, tmp, counts)
         cid = n_closed
         n_closed += 1
         c_gen[cid] = g
-        c_add[cid] = a
+        c_add[cid] = y
         c_size[cid] = c_size[g] + 1
-        c_hash[cid] = hp
+        c_hash[cid] = hs
         c_q[cid] = qf
         c_score[cid] = s
-        bic = ll - pen * qf
-        c_bic[cid] = bic
+        c_bic[cid] = ll - pen * qf
+        c_dead[cid] = False
+        c_slot[cid] = -1
+        map_put(table, c_hash, cid)
         pops += 1
         if c_size[cid] >= max_size:
             continue
-        # Keep its ids for its children.
         rs = cid % k_ring
         dst = ring[rs]
         for t in range(n_rows):
@@ -419,32 +518,11 @@ def is_search(codes, arities, child, kind, ess, log_n, nlogn, cand, cand_cid, z,
         ring_radix[rs] = radix
         ring_owner[rs] = cid
         c_slot[cid] = rs
-        # Push P ∪ {Y} for every candidate Y not in P.
-        k = members_of(c_gen, c_add, cid, buf)
-        for t in range(k):
-            mark[buf[t]] = True
-        for i in range(n_cand):
-            y = cand[i]
-            if mark[y]:
-                continue
-            qy = float(arities[y])
-            qn = qf * qy
-            gy = cand_cid[i]
-            if use_bound and -pen * qn <= max(s, c_score[gy]):
-                continue  # BIC(P ∪ {Y}) <= -pen q: dominated by P or {Y}, as are its supersets
-            prio = bic + c_bic[gy] + pen * (qf + qy - qn - 1.0) - bic0
-            if not math.isfinite(prio):
-                continue
-            h = hp ^ z[y]
-            if not hset_add(table, h):
-                continue
-            size = heap_push(h_prio, h_seq, h_gen, h_add, h_hash, size, prio, seq, cid, y, h)
-            seq += 1
-        for t in range(k):
-            mark[buf[t]] = False
+        size = _open_generator(cid, c_size, c_add, c_gen, c_q, c_score, c_bic, ptr, cls_off,
+                               cls_list, cls_r, cand, cand_cid, pos_of, mark, buf, pen, bic0,
+                               use_bound, h_prio, h_rank, h_pos, h_gen, size)
     state[S_CLOSED] = n_closed
     state[S_HEAP] = size
-    state[S_SEQ] = seq
     state[S_POPS] += pops
     return status
 

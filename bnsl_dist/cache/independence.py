@@ -18,8 +18,13 @@ Differences from BLIP, all deliberate:
   {Y} is not pushed (lossless: it and its supersets are dominated);
 * exact scoring reuses the configuration ids of the set's generator when they are
   still in a small ring of recently scored sets (one pass instead of |P|);
-* the open list is bounded by ``max_open`` (default min(n³, 2²⁰)): when it reaches
-  2·max_open entries it is cut back to the best max_open;
+* the open list is kept lazily (see :mod:`bnsl_dist.cache._explore_kernels`): one heap
+  entry per closed set, its best unexpanded child, instead of one per child; the pop
+  order and the sets scored are those of eager pushing;
+* ``max_open`` (default min(n³, 2²⁰)) bounds the closed sets that keep unexpanded
+  children: when twice as many do, those with the worst next child are dropped
+  (with the eager list BLIP drops single children; here a set's remaining children go
+  together, and only once that many sets are open);
 * with ``score="bdeu"`` the priorities are still BIC* (from the exact log-likelihoods),
   the scores stored are BDeu, and the penalty bound is not used.
 
@@ -87,22 +92,26 @@ def _ring_slots(n_rows: int) -> int:
 class _Workspace:
     """Growable arrays of one variable's search (the kernels' closed store and heap)."""
 
-    def __init__(self, n_rows: int, n_vars: int, closed_cap: int, heap_cap: int,
+    _CLOSED = ("c_gen", "c_add", "c_size", "c_hash", "c_q", "c_score", "c_bic", "c_slot",
+               "c_dead", "h_prio", "h_rank", "h_pos", "h_gen")
+
+    def __init__(self, n_rows: int, n_vars: int, cap: int, n_classes: int,
                  counts_len: int) -> None:
-        self.c_gen = np.empty(closed_cap, dtype=np.int64)
-        self.c_add = np.empty(closed_cap, dtype=np.int64)
-        self.c_size = np.empty(closed_cap, dtype=np.int64)
-        self.c_hash = np.empty(closed_cap, dtype=np.uint64)
-        self.c_q = np.empty(closed_cap, dtype=np.float64)
-        self.c_score = np.empty(closed_cap, dtype=np.float64)
-        self.c_bic = np.empty(closed_cap, dtype=np.float64)
-        self.c_slot = np.full(closed_cap, -1, dtype=np.int64)
-        self.h_prio = np.empty(heap_cap, dtype=np.float64)
-        self.h_seq = np.empty(heap_cap, dtype=np.int64)
-        self.h_gen = np.empty(heap_cap, dtype=np.int64)
-        self.h_add = np.empty(heap_cap, dtype=np.int64)
-        self.h_hash = np.empty(heap_cap, dtype=np.uint64)
-        self.table = np.zeros(_pow2(2 * (closed_cap + heap_cap)), dtype=np.uint64)
+        self.c_gen = np.empty(cap, dtype=np.int64)
+        self.c_add = np.empty(cap, dtype=np.int64)
+        self.c_size = np.empty(cap, dtype=np.int64)
+        self.c_hash = np.empty(cap, dtype=np.uint64)
+        self.c_q = np.empty(cap, dtype=np.float64)
+        self.c_score = np.empty(cap, dtype=np.float64)
+        self.c_bic = np.empty(cap, dtype=np.float64)
+        self.c_slot = np.full(cap, -1, dtype=np.int64)
+        self.c_dead = np.zeros(cap, dtype=np.bool_)
+        self.h_prio = np.empty(cap, dtype=np.float64)
+        self.h_rank = np.empty(cap, dtype=np.int64)
+        self.h_pos = np.empty(cap, dtype=np.int64)
+        self.h_gen = np.empty(cap, dtype=np.int64)
+        self.ptr = np.zeros((cap, max(n_classes, 1)), dtype=np.int64)
+        self.table = np.full(_pow2(2 * cap), -1, dtype=np.int64)
         k = _ring_slots(n_rows)
         self.ring = np.empty((k, n_rows), dtype=np.int64)
         self.ring_radix = np.zeros(k, dtype=np.int64)
@@ -112,24 +121,22 @@ class _Workspace:
         self.counts = np.empty(counts_len, dtype=np.int64)
         self.buf = np.empty(n_vars + 1, dtype=np.int64)
         self.mark = np.zeros(n_vars, dtype=np.bool_)
-        self.state = np.zeros(6, dtype=np.int64)
+        self.state = np.zeros(K.N_STATE, dtype=np.int64)
 
-    _CLOSED = ("c_gen", "c_add", "c_size", "c_hash", "c_q", "c_score", "c_bic", "c_slot")
-    _HEAP = ("h_prio", "h_seq", "h_gen", "h_add", "h_hash")
-
-    def grow(self, which: str, new_cap: int) -> None:
-        names = self._CLOSED if which == "closed" else self._HEAP
-        for nm in names:
+    def grow(self) -> None:
+        """Double the closed store (and heap, pointers, hash map)."""
+        old_cap = self.c_gen.shape[0]
+        cap = 2 * old_cap
+        for nm in self._CLOSED:
             old = getattr(self, nm)
-            new = np.full(new_cap, -1, dtype=old.dtype) if nm == "c_slot" else \
-                np.empty(new_cap, dtype=old.dtype)
-            m = min(old.shape[0], new_cap)
-            new[:m] = old[:m]
+            new = np.empty(cap, dtype=old.dtype)
+            new[:old_cap] = old
             setattr(self, nm, new)
-        self.table = np.zeros(_pow2(2 * (self.c_gen.shape[0] + self.h_prio.shape[0])),
-                              dtype=np.uint64)
-        K.hset_rebuild(self.table, self.c_hash, int(self.state[K.S_CLOSED]), self.h_hash,
-                       int(self.state[K.S_HEAP]))
+        ptr = np.zeros((cap, self.ptr.shape[1]), dtype=np.int64)
+        ptr[:old_cap] = self.ptr
+        self.ptr = ptr
+        self.table = np.full(_pow2(2 * cap), -1, dtype=np.int64)
+        K.map_rebuild(self.table, self.c_hash, int(self.state[K.S_CLOSED]))
 
 
 def _pow2(x: int) -> int:
@@ -142,7 +149,8 @@ def _pow2(x: int) -> int:
 def explore_independence(scorer: LocalScorer, child: int, *, max_indegree: int | None = None,
                          seconds: float | None = None, max_scores: int | None = None,
                          candidate_limit: int = 256, max_open: int | None = None,
-                         prune: bool = True) -> tuple[list[tuple[tuple[int, ...], float]], ExploreStats]:
+                         prune: bool = True) -> tuple[list[tuple[tuple[int, ...], float]],
+                                                      ExploreStats]:
     """Independence selection for one variable (inputs validated by the caller).
 
     Parameters
@@ -160,7 +168,8 @@ def explore_independence(scorer: LocalScorer, child: int, *, max_indegree: int |
     candidate_limit : int
         Candidate parents: the best ``candidate_limit`` singletons.
     max_open : int, optional
-        Open-list bound (default :func:`default_max_open`).
+        Open-list bound (default :func:`default_max_open`): at most this many closed
+        sets keep unexpanded children; when twice as many do, the worst are dropped.
     prune : bool
         Dominance-prune the closed list (``False`` returns every scored set, for
         diagnostics and tests).
@@ -183,44 +192,48 @@ def explore_independence(scorer: LocalScorer, child: int, *, max_indegree: int |
     ar = scorer.arities
     log_n = math.log(n_rows)
     nlogn = nlogn_table(n_rows)
-    others = np.array([u for u in range(n) if u != child], dtype=np.int64)
     max_size = n if max_indegree is None else int(max_indegree)
     keep = default_max_open(n) if max_open is None else int(max_open)
     z = K.zobrist_keys(n, _ZOBRIST_SEED)
-    counts_len = max(4 * n_rows, 1 << 14)
-    n_basic = len(others) + 1 if max_size >= 1 else 1
-    closed_cap = max(1024, 2 * n_basic)
-    # candidates are known only after the singletons are scored
-    ws = _Workspace(n_rows, n, closed_cap, 16, counts_len)
-    basics = others if max_size >= 1 else others[:0]
+    basics = (np.array([u for u in range(n) if u != child], dtype=np.int64) if max_size >= 1
+              else np.zeros(0, dtype=np.int64))
+    cand_arities = np.unique(ar[basics]) if len(basics) else np.zeros(0, dtype=np.int64)
+    ws = _Workspace(n_rows, n, max(1024, 2 * (len(basics) + 1)), len(cand_arities),
+                    max(4 * n_rows, 1 << 14))
     n_closed = K.score_closed_basics(data.codes, ar, child, kind, scorer.ess, log_n, nlogn,
                                      basics, z, ws.c_gen, ws.c_add, ws.c_size, ws.c_hash,
                                      ws.c_q, ws.c_score, ws.c_bic, ws.ids, ws.tmp, ws.counts)
     ws.state[K.S_CLOSED] = n_closed
+    K.map_rebuild(ws.table, ws.c_hash, n_closed)
     exact = n_closed
     # candidate parents: the best singletons (score desc, then index)
-    sing = ws.c_score[1:n_closed]
-    order = np.lexsort((basics, -sing))
-    order = order[:max(0, int(candidate_limit))]
+    order = np.lexsort((basics, -ws.c_score[1:n_closed]))[:max(0, int(candidate_limit))]
     cand = np.ascontiguousarray(basics[order])
-    cand_cid = np.ascontiguousarray(order + 1).astype(np.int64)
-    n_cand = len(cand)
-    heap_max = 2 * keep + n_cand
-    n_pairs = n_cand * (n_cand - 1) // 2
-    heap_cap = int(min(heap_max, max(1024, 2 * n_pairs + n_cand)))
-    if heap_cap < n_pairs:
-        heap_cap = n_pairs
-        heap_max = max(heap_max, n_pairs + n_cand)
-    ws.grow("heap", heap_cap)
+    cand_cid = (order + 1).astype(np.int64)
+    pos_of = np.full(n, -1, dtype=np.int64)
+    pos_of[cand] = np.arange(len(cand))
+    # arity classes of candidates, each sorted by BIC(Y) desc, then position
+    cls_r = np.unique(ar[cand]).astype(np.int64) if len(cand) else np.zeros(1, np.int64)
+    cls_list = np.empty(len(cand), dtype=np.int64)
+    cls_off = np.zeros(len(cls_r) + 1, dtype=np.int64)
+    at = 0
+    for c, rc in enumerate(cls_r):
+        members = np.flatnonzero(ar[cand] == rc)
+        members = members[np.lexsort((members, -ws.c_bic[cand_cid[members]]))]
+        cls_list[at:at + len(members)] = members
+        at += len(members)
+        cls_off[c + 1] = at
+    if ws.ptr.shape[1] != len(cls_r):
+        ws.ptr = np.zeros((ws.c_gen.shape[0], len(cls_r)), dtype=np.int64)
     use_bound = kind == KIND_BIC
     stopped = "complete"
-    if max_size >= 2 and n_cand >= 2 and (max_scores is None or exact < max_scores):
-        K.push_pairs(cand, cand_cid, ar, child, log_n, use_bound, max_size, z, ws.c_hash,
-                     ws.c_bic, ws.c_score, ws.h_prio, ws.h_seq, ws.h_gen, ws.h_add, ws.h_hash,
-                     ws.table, ws.state)
+    if max_size >= 2 and len(cand) >= 2:
+        K.is_init(cand, cand_cid, pos_of, cls_off, cls_list, cls_r, ar, child, log_n, use_bound,
+                  max_size, ws.c_gen, ws.c_add, ws.c_size, ws.c_q, ws.c_score, ws.c_bic, ws.ptr,
+                  ws.h_prio, ws.h_rank, ws.h_pos, ws.h_gen, ws.buf, ws.mark, ws.state)
         deadline = None if seconds is None else t0 + seconds
         chunk = 8
-        while True:
+        while int(ws.state[K.S_HEAP]) > 0:
             if max_scores is not None and exact >= max_scores:
                 stopped = "scores"
                 break
@@ -231,24 +244,26 @@ def explore_independence(scorer: LocalScorer, child: int, *, max_indegree: int |
             before = int(ws.state[K.S_POPS])
             tc = time.perf_counter()
             status = K.is_search(data.codes, ar, child, kind, scorer.ess, log_n, nlogn, cand,
-                                 cand_cid, z, use_bound, max_size, keep, heap_max,
-                                 ws.c_gen, ws.c_add, ws.c_size, ws.c_hash, ws.c_q, ws.c_score,
-                                 ws.c_bic, ws.c_slot, ws.h_prio, ws.h_seq, ws.h_gen, ws.h_add,
-                                 ws.h_hash, ws.table, ws.ring, ws.ring_radix, ws.ring_owner,
-                                 ws.ids, ws.tmp, ws.counts, ws.buf, ws.mark, want, ws.state)
+                                 cand_cid, pos_of, cls_off, cls_list, cls_r, z, use_bound,
+                                 max_size, keep, ws.c_gen, ws.c_add, ws.c_size, ws.c_hash,
+                                 ws.c_q, ws.c_score, ws.c_bic, ws.c_slot, ws.c_dead, ws.ptr,
+                                 ws.table, ws.h_prio, ws.h_rank, ws.h_pos, ws.h_gen, ws.ring,
+                                 ws.ring_radix, ws.ring_owner, ws.ids, ws.tmp, ws.counts,
+                                 ws.buf, ws.mark, want, ws.state)
             dt = time.perf_counter() - tc
             exact += int(ws.state[K.S_POPS]) - before
             if status == K.ST_EMPTY:
                 break
-            if status == K.ST_GROW_CLOSED:
-                ws.grow("closed", 2 * ws.c_gen.shape[0])
-            elif status == K.ST_GROW_HEAP:
-                ws.grow("heap", int(min(heap_max, 2 * ws.h_prio.shape[0])))
+            if status == K.ST_GROW:
+                ws.grow()
             elif dt < 0.002:
                 chunk = min(chunk * 2, 1 << 16)
             elif dt > 0.01 and chunk > 1:
                 chunk //= 2
-    elif max_scores is not None and exact >= max_scores and n_cand >= 2 and max_size >= 2:
+    elif max_scores is not None and exact >= max_scores and len(cand) >= 2 and max_size >= 2:
+        stopped = "scores"
+    if stopped == "complete" and max_scores is not None and exact >= max_scores \
+            and int(ws.state[K.S_HEAP]) > 0:
         stopped = "scores"
     n_closed = int(ws.state[K.S_CLOSED])
     keep_mask = np.zeros(n_closed, dtype=np.bool_)
