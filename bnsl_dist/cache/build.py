@@ -41,6 +41,7 @@ __all__ = [
     "assemble_cache",
     "resolve_variables",
     "cache_key",
+    "warm_up",
 ]
 
 METHODS = ("independence", "sequential")
@@ -114,7 +115,7 @@ class VariableResult:
 _WARM = False
 
 
-def _warm_up() -> None:
+def warm_up() -> None:
     """Compile the kernels once per process, before any time budget starts."""
     global _WARM
     if not _WARM:
@@ -159,7 +160,7 @@ def _explore_one(scorer_or_data: LocalScorer | CategoricalData, v: int,
         scorer = LocalScorer(scorer_or_data, settings.score, settings.ess)
     if not (isinstance(v, (int, np.integer)) and 0 <= v < scorer.n_vars):
         raise InvalidConfigError(f"variable index {v!r} out of range 0..{scorer.n_vars - 1}")
-    _warm_up()
+    warm_up()
     if settings.method == "sequential":
         sets, stats = explore_sequential(scorer, int(v), max_indegree=settings.max_indegree,
                                          seconds=settings.seconds,
