@@ -1,0 +1,313 @@
+"""Benchmark: structure search without a treewidth bound (one core, in-process).
+
+Three parts, each written to ``out/search.json`` (and a markdown table,
+``out/search.md``) as soon as it is done:
+
+* ``orders`` — ASOBS orders per second (bare passes, and passes followed by OBS and
+  adjacent swaps, BLIP's default) with both descendant trackings (closed bitsets, and
+  depth-first search), on BLIP's cache of book (n = 500, real) and on synthetic caches
+  of n = 1,556 and 10,000 variables. The synthetic caches have a realistic shape —
+  about 40 candidate parents per variable drawn near it, up to 6 parents, ~200 sets
+  per variable scored like BIC (−N·H for ∅, gains decaying with set size, a 2^k
+  penalty), best first, ∅ last — but are NOT learned from data; they measure speed,
+  not score.
+* ``blip`` — BIC of the best DAG after 10 s and 60 s for ASOBS, ASOBS-ENT and
+  WINASOBS-ENT (one 60 s run each; the 10 s figure is the same run's incumbent at 10 s),
+  and after 10 s for OBS and hill climbing with tabu (hc-tabu), on the caches BLIP
+  built (``shared/data/jkl/blip-is/``), seed 1, beside BLIP's own figures (seed 1,
+  from shared/data/README.md §5b). ASOBS-ENT gets the entropies of the train split
+  when ``shared/data/twenty`` is there (as BLIP does), else the empty-set proxy.
+* ``mirror`` — why BLIP's ASOBS-ENT trails its uniform ASOBS: the same ASOBS passes
+  followed by OBS + swaps started either from a topological order of the ASOBS DAG
+  (ours) or from that order mirrored (what BLIP does), for uniform and entropy orders.
+
+Run: ``python -m workflows.benchmarks.search [--parts orders blip mirror]
+[--long 60] [--short 10]``. Timings depend on the machine's load; the JSON records
+the load average before and after each part.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bnsl_dist.cache import ParentSetCache, read_jkl
+from bnsl_dist.search import AnytimeTrace, Budget, make_optimizer
+from workflows.benchmarks._common import OUT_DIR, SHARED_DATA, write_result
+
+BLIP_CACHES = ["nltcs", "plants", "dna", "book", "cwebkb"]
+#: BLIP's own results (shared/data/README.md §5b): (10 s, 60 s) per algorithm.
+BLIP = {
+    "nltcs": {"asobs": (-98501.775, -98485.439), "asobs-ent": (-98500.885, -98486.516),
+              "winasobs-ent": (-98485.439, -98485.439)},
+    "plants": {"asobs": (-237149.289, -236815.335), "asobs-ent": (-237265.003, -237264.530),
+               "winasobs-ent": (-234049.282, -234047.902)},
+    "dna": {"asobs": (-130459.983, -130385.503), "asobs-ent": (-130466.164, -130452.447),
+            "winasobs-ent": (-129951.035, -129927.058)},
+    "book": {"asobs": (-314297.689, -314237.708), "asobs-ent": (-314482.616, -314427.685),
+             "winasobs-ent": (-313159.749, -313139.113)},
+    "cwebkb": {"asobs": (-427905.120, -427759.690), "asobs-ent": (-428486.085, -428305.022),
+               "winasobs-ent": (-425741.017, -425713.418)},
+}
+LONG_ALGOS = ["asobs", "asobs-ent", "winasobs-ent"]
+SHORT_ALGOS = ["obs", "hc-tabu"]
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def synthetic_cache(n: int, seed: int = 0, sets_per_var: int = 200, n_candidates: int = 40,
+                    max_size: int = 6, n_samples: int = 5000, spread: int = 200
+                    ) -> ParentSetCache:
+    """A cache of realistic shape (see the module docstring), not learned from data."""
+    rng = np.random.default_rng(seed)
+    pen = 0.5 * np.log(n_samples)
+    offs = [0]
+    scores: list[np.ndarray] = []
+    sizes: list[np.ndarray] = []
+    flat: list[np.ndarray] = []
+    for v in range(n):
+        h = rng.uniform(0.05, 0.7)
+        base = -n_samples * h - pen
+        near = (v + rng.integers(-spread, spread + 1, size=n_candidates)) % n
+        cand = np.unique(near[near != v])
+        c = cand.size
+        aff = rng.gamma(0.6, 0.04 * n_samples * h, size=c)
+        m2 = 2 * sets_per_var
+        k = np.minimum(np.minimum(max_size, c), 1 + rng.geometric(0.45, size=m2))
+        pick = np.argsort(rng.random((m2, c)), axis=1)[:, :max_size]
+        pick = np.where(np.arange(max_size)[None, :] < k[:, None], pick, c)
+        pick.sort(axis=1)
+        pick, first = np.unique(pick, axis=0, return_index=True)
+        k = k[first]
+        gain = (np.concatenate([aff, [0.0]])[pick].sum(axis=1) * (1 - 0.08 * (k - 1))
+                - pen * (2.0 ** k - 1))
+        keep = gain > 0
+        pick, k, gain = pick[keep], k[keep], gain[keep]
+        best = np.lexsort((-k, -gain))[: sets_per_var - 1]
+        pick, k, gain = pick[best], k[best], gain[best]
+        flat.append(cand[pick[pick < c]])
+        sizes += [k, np.zeros(1, np.int64)]
+        scores += [base + gain, np.array([base])]
+        offs.append(offs[-1] + len(k) + 1)
+    size = np.concatenate(sizes).astype(np.int64)
+    par_offsets = np.zeros(size.size + 1, np.int64)
+    np.cumsum(size, out=par_offsets[1:])
+    return ParentSetCache(tuple(f"V{i}" for i in range(n)), np.array(offs, np.int64),
+                          np.concatenate(scores), par_offsets,
+                          np.concatenate(flat).astype(np.int64), None,
+                          {"synthetic": True, "seed": seed})
+
+
+def _blip_cache(name: str) -> ParentSetCache:
+    return read_jkl(SHARED_DATA / "jkl" / "blip-is" / f"{name}.train.bic.jkl.gz")
+
+
+def _entropies(name: str, n: int) -> tuple[list[float] | None, str]:
+    path = SHARED_DATA / "twenty" / name / "train.csv.gz"
+    if not path.is_file():
+        return None, "empty-set proxy"
+    from bnsl_dist.data import read_data
+    from bnsl_dist.scores import LocalScorer
+
+    data = read_data(path)
+    if data.n_vars != n:
+        return None, "empty-set proxy"
+    return [float(h) for h in LocalScorer(data, "ll").entropies()], f"data ({path.name})"
+
+
+def _warm_up() -> None:
+    from bnsl_dist.data import bundled_path
+
+    c = read_jkl(bundled_path("jkl/wine.BIC.3.jkl.gz"))
+    for name in LONG_ALGOS + SHORT_ALGOS:
+        list(make_optimizer(name).run(c, Budget(max_iterations=2), np.random.default_rng(0)))
+    for closure in ("bitsets", "dfs"):
+        list(make_optimizer("asobs", closure=closure, local_search="none")
+             .run(c, Budget(max_iterations=2), np.random.default_rng(0)))
+
+
+# ---------------------------------------------------------------------------- parts
+def part_orders(seconds: float) -> list[dict[str, Any]]:
+    rows = []
+    cases: list[tuple[str, Any]] = [("book (BLIP cache)", lambda: _blip_cache("book"))]
+    cases += [(f"synthetic n={n}", lambda n=n: synthetic_cache(n)) for n in (1556, 10000)]
+    for label, make in cases:
+        t0 = time.perf_counter()
+        cache = make()
+        built = time.perf_counter() - t0
+        for local in ("none", "swap"):
+            for closure in ("bitsets", "dfs"):
+                opt = make_optimizer("asobs", closure=closure, local_search=local)
+                t0, cpu0 = time.perf_counter(), time.process_time()
+                tr = AnytimeTrace.collect(opt.run(cache, Budget(seconds=seconds),
+                                                  np.random.default_rng(0)))
+                wall = time.perf_counter() - t0
+                cpu = time.process_time() - cpu0
+                rows.append({"cache": label, "n": cache.n_vars, "sets": cache.n_sets,
+                             "local_search": local, "closure": closure,
+                             "orders": tr.total_iterations, "seconds": wall,
+                             "orders_per_s": tr.total_iterations / wall,
+                             "cpu_seconds": cpu,
+                             "orders_per_cpu_s": tr.total_iterations / max(cpu, 1e-9),
+                             "best": tr.best.score if tr.best else None,
+                             "cache_seconds": built, "load": _load()})
+                print(rows[-1], flush=True)
+    return rows
+
+
+def _run(cache: ParentSetCache, name: str, seconds: float, params: dict[str, Any]
+         ) -> AnytimeTrace:
+    opt = make_optimizer(name, **params)
+    return AnytimeTrace.collect(opt.run(cache, Budget(seconds=seconds), np.random.default_rng(1)))
+
+
+def part_blip(short: float, long: float) -> list[dict[str, Any]]:
+    rows = []
+    for cname in BLIP_CACHES:
+        cache = _blip_cache(cname)
+        ent, src = _entropies(cname, cache.n_vars)
+        for name in LONG_ALGOS + SHORT_ALGOS:
+            budget = long if name in LONG_ALGOS else short
+            params = {"entropies": ent} if (name.endswith("-ent") and ent) else {}
+            load0, cpu0 = _load(), time.process_time()
+            tr = _run(cache, name, budget, params)
+            cpu = time.process_time() - cpu0
+            at = {str(int(t)): (tr.best_at(t).score if tr.best_at(t) else None)
+                  for t in (short, long) if t <= budget}
+            rows.append({"cache": cname, "n": cache.n_vars, "sets": cache.n_sets,
+                         "algorithm": name, "budget": budget, "best_at": at,
+                         "iterations": tr.total_iterations, "seconds": tr.total_seconds,
+                         "cpu_seconds": cpu,
+                         "entropies": src if name.endswith("-ent") else None,
+                         "blip": BLIP[cname].get(name), "load": [load0, _load()]})
+            print(rows[-1], flush=True)
+    return rows
+
+
+def part_mirror(seconds: float) -> list[dict[str, Any]]:
+    """Our ASOBS+swaps vs BLIP's (OBS + swaps from the MIRRORED topological order)."""
+    from bnsl_dist.search.ordering import _kernels as K
+    from bnsl_dist.search.ordering.obs import flat_cache
+    from bnsl_dist.search.ordering.samplers import (
+        entropy_weights,
+        uniform_orders,
+        weighted_orders,
+    )
+
+    rows = []
+    for cname in ("book", "cwebkb"):
+        cache = _blip_cache(cname)
+        fc = flat_cache(cache)
+        n = fc.n
+        ent, _ = _entropies(cname, n)
+        w, _ = entropy_weights(cache, ent)
+        for sampler in ("uniform", "entropy"):
+            for start in ("topological", "mirrored"):
+                rng = np.random.default_rng(1)
+                chosen = np.empty(n, np.int64)
+                best_order = np.empty(n, np.int64)
+                topo = np.empty(n, np.int64)
+                pos = np.empty(n, np.int64)
+                out = np.empty(1)
+                best, iters, t0 = -np.inf, 0, time.perf_counter()
+                while time.perf_counter() - t0 < seconds:
+                    order = (uniform_orders(rng, 1, n) if sampler == "uniform"
+                             else weighted_orders(rng, 1, w))
+                    K.run_orders(order, True, False, 1, fc.offsets, fc.par_offsets,
+                                 fc.par_flat, fc.scores, out, chosen, best_order, False)
+                    K.topological_order_near(order[0], chosen, fc.par_offsets, fc.par_flat,
+                                             topo)
+                    o = topo if start == "topological" else topo[::-1].copy()
+                    K.obs_assign(o, fc.offsets, fc.par_offsets, fc.par_flat, fc.scores, pos,
+                                 chosen)
+                    K.swap_search(o, pos, chosen, fc.offsets, fc.par_offsets, fc.par_flat,
+                                  fc.scores, 10**6)
+                    best = max(best, float(fc.scores[chosen].sum()))
+                    iters += 1
+                rows.append({"cache": cname, "sampler": sampler, "start": start,
+                             "seconds": seconds, "orders": iters, "best": best,
+                             "load": _load()})
+                print(rows[-1], flush=True)
+    return rows
+
+
+# ---------------------------------------------------------------------------- report
+def _fmt(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = []
+    if result.get("orders"):
+        lines += ["### ASOBS orders per second (one core)", "",
+                  "| cache | n | sets | per order | closure | orders/s (wall) | "
+                  "orders/s (CPU) |",
+                  "|---|---:|---:|---|---|---:|---:|"]
+        for r in result["orders"]:
+            what = "pass" if r["local_search"] == "none" else "pass + OBS + swaps"
+            lines.append(f"| {r['cache']} | {r['n']} | {r['sets']} | {what} | "
+                         f"{r['closure']} | {r['orders_per_s']:.2f} | "
+                         f"{r['orders_per_cpu_s']:.2f} |")
+        lines.append("")
+    if result.get("blip"):
+        lines += ["### Best BIC on BLIP's caches (ours / BLIP's; seed 1; one core)", "",
+                  "| cache | n | algorithm | ours 10 s | BLIP 10 s | ours 60 s | BLIP 60 s | "
+                  "CPU share |",
+                  "|---|---:|---|---:|---:|---:|---:|---:|"]
+        for r in result["blip"]:
+            b = r["blip"] or (None, None)
+            at = r["best_at"]
+            share = r["cpu_seconds"] / max(r["seconds"], 1e-9)
+            lines.append(f"| {r['cache']} | {r['n']} | {r['algorithm']} | "
+                         f"{_fmt(at.get('10'))} | {_fmt(b[0])} | {_fmt(at.get('60'))} | "
+                         f"{_fmt(b[1])} | {share:.0%} |")
+        lines.append("")
+    if result.get("mirror"):
+        lines += ["### Local search start: topological order of the ASOBS DAG vs its mirror",
+                  "", "| cache | sampler | start | orders | best |", "|---|---|---|---:|---:|"]
+        for r in result["mirror"]:
+            lines.append(f"| {r['cache']} | {r['sampler']} | {r['start']} | {r['orders']} | "
+                         f"{r['best']:.3f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--parts", nargs="*", default=["orders", "blip", "mirror"])
+    ap.add_argument("--short", type=float, default=10.0)
+    ap.add_argument("--long", type=float, default=60.0)
+    ap.add_argument("--orders-seconds", type=float, default=5.0)
+    args = ap.parse_args()
+    _warm_up()
+    result: dict[str, Any] = {"settings": vars(args)}
+    path = Path(OUT_DIR / "search.json")
+    if path.is_file():  # keep parts done earlier
+        import json
+
+        old = json.loads(path.read_text())
+        result.update({k: v for k, v in old.items() if k in ("orders", "blip", "mirror")})
+    for part in args.parts:
+        if part == "orders":
+            result["orders"] = part_orders(args.orders_seconds)
+        elif part == "blip":
+            result["blip"] = part_blip(args.short, args.long)
+        elif part == "mirror":
+            result["mirror"] = part_mirror(args.short)
+        write_result("search", result)
+    from bnsl_dist._io import atomic_write_text
+
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(OUT_DIR / "search.md", markdown(result) + "\n")
+    print(markdown(result))
+
+
+if __name__ == "__main__":
+    main()
