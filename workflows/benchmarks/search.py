@@ -17,11 +17,15 @@ Three parts, each written to ``out/search.json`` (and a markdown table,
   built (``shared/data/jkl/blip-is/``), seed 1, beside BLIP's own figures (seed 1,
   from shared/data/README.md §5b). ASOBS-ENT gets the entropies of the train split
   when ``shared/data/twenty`` is there (as BLIP does), else the empty-set proxy.
-* ``mirror`` — why BLIP's ASOBS-ENT trails its uniform ASOBS: the same ASOBS passes
-  followed by OBS + swaps started either from a topological order of the ASOBS DAG
-  (ours) or from that order mirrored (what BLIP does), for uniform and entropy orders.
+  ``asobs-ent/first`` is ASOBS-ENT processing high-entropy variables first (BLIP).
+* ``direction`` — why BLIP's ASOBS-ENT trails its uniform ASOBS: uniform orders vs
+  entropy orders whose high-entropy variables are processed first (BLIP) or last
+  (ours), at equal numbers of orders (3 seeds; load-independent).
+* ``mirror`` — the local search (OBS + swaps) started from a topological order of the
+  ASOBS DAG (ours) or from that order mirrored (ALGORITHMS.md says BLIP does this),
+  for uniform and entropy orders.
 
-Run: ``python -m workflows.benchmarks.search [--parts orders blip mirror]
+Run: ``python -m workflows.benchmarks.search [--parts orders direction mirror blip]
 [--long 60] [--short 10]``. Timings depend on the machine's load; the JSON records
 the load average before and after each part.
 """
@@ -55,7 +59,9 @@ BLIP = {
                "winasobs-ent": (-425741.017, -425713.418)},
 }
 LONG_ALGOS = ["asobs", "asobs-ent", "winasobs-ent"]
-SHORT_ALGOS = ["obs", "hc-tabu"]
+SHORT_ALGOS = ["obs", "hc-tabu", "asobs-ent/first"]  # "/first": high_entropy="first"
+#: Equal numbers of orders for the direction study (3 seeds each).
+DIRECTION_ORDERS = {"dna": 300, "book": 150, "cwebkb": 80}
 
 
 def _load() -> float:
@@ -127,7 +133,8 @@ def _warm_up() -> None:
 
     c = read_jkl(bundled_path("jkl/wine.BIC.3.jkl.gz"))
     for name in LONG_ALGOS + SHORT_ALGOS:
-        list(make_optimizer(name).run(c, Budget(max_iterations=2), np.random.default_rng(0)))
+        list(make_optimizer(name.split("/")[0]).run(c, Budget(max_iterations=2),
+                                                    np.random.default_rng(0)))
     for closure in ("bitsets", "dfs"):
         list(make_optimizer("asobs", closure=closure, local_search="none")
              .run(c, Budget(max_iterations=2), np.random.default_rng(0)))
@@ -173,21 +180,50 @@ def part_blip(short: float, long: float) -> list[dict[str, Any]]:
     for cname in BLIP_CACHES:
         cache = _blip_cache(cname)
         ent, src = _entropies(cname, cache.n_vars)
-        for name in LONG_ALGOS + SHORT_ALGOS:
-            budget = long if name in LONG_ALGOS else short
-            params = {"entropies": ent} if (name.endswith("-ent") and ent) else {}
+        for label in LONG_ALGOS + SHORT_ALGOS:
+            name, _, variant = label.partition("/")
+            budget = long if label in LONG_ALGOS else short
+            params: dict[str, Any] = {"entropies": ent} if (name.endswith("-ent") and ent) else {}
+            if variant:
+                params["high_entropy"] = variant
             load0, cpu0 = _load(), time.process_time()
             tr = _run(cache, name, budget, params)
             cpu = time.process_time() - cpu0
             at = {str(int(t)): (tr.best_at(t).score if tr.best_at(t) else None)
                   for t in (short, long) if t <= budget}
             rows.append({"cache": cname, "n": cache.n_vars, "sets": cache.n_sets,
-                         "algorithm": name, "budget": budget, "best_at": at,
+                         "algorithm": label, "budget": budget, "best_at": at,
                          "iterations": tr.total_iterations, "seconds": tr.total_seconds,
                          "cpu_seconds": cpu,
                          "entropies": src if name.endswith("-ent") else None,
                          "blip": BLIP[cname].get(name), "load": [load0, _load()]})
             print(rows[-1], flush=True)
+    return rows
+
+
+def part_direction() -> list[dict[str, Any]]:
+    """Uniform orders vs entropy orders processing high-entropy variables first (BLIP)
+    or last (ours), at equal numbers of orders, 3 seeds, bare passes and with swaps."""
+    rows = []
+    for cname, iters in DIRECTION_ORDERS.items():
+        cache = _blip_cache(cname)
+        ent, src = _entropies(cname, cache.n_vars)
+        for local in ("none", "swap"):
+            for label, kw in (("uniform", {}),
+                              ("entropy, high first", {"sampler": "entropy",
+                                                       "high_entropy": "first"}),
+                              ("entropy, high last", {"sampler": "entropy",
+                                                      "high_entropy": "last"})):
+                if ent and "sampler" in kw:
+                    kw = {**kw, "entropies": ent}
+                best = [AnytimeTrace.collect(
+                    make_optimizer("asobs", local_search=local, **kw)
+                    .run(cache, Budget(max_iterations=iters), np.random.default_rng(seed))
+                ).best.score for seed in range(3)]  # type: ignore[union-attr]
+                rows.append({"cache": cname, "n": cache.n_vars, "orders": iters,
+                             "local_search": local, "sampler": label, "best": best,
+                             "mean": float(np.mean(best)), "entropies": src})
+                print(rows[-1], flush=True)
     return rows
 
 
@@ -269,6 +305,21 @@ def markdown(result: dict[str, Any]) -> str:
                          f"{_fmt(at.get('10'))} | {_fmt(b[0])} | {_fmt(at.get('60'))} | "
                          f"{_fmt(b[1])} | {share:.0%} |")
         lines.append("")
+    if result.get("direction"):
+        lines += ["### ASOBS-ENT direction (equal orders, mean best of 3 seeds)", "",
+                  "| cache | n | orders | per order | uniform | high-entropy first (BLIP) | "
+                  "high-entropy last (ours) |", "|---|---:|---:|---|---:|---:|---:|"]
+        rows = result["direction"]
+        for r in rows:
+            if r["sampler"] != "uniform":
+                continue
+            same = {x["sampler"]: x["mean"] for x in rows
+                    if x["cache"] == r["cache"] and x["local_search"] == r["local_search"]}
+            what = "pass" if r["local_search"] == "none" else "pass + OBS + swaps"
+            lines.append(f"| {r['cache']} | {r['n']} | {r['orders']} | {what} | "
+                         f"{same['uniform']:.1f} | {same['entropy, high first']:.1f} | "
+                         f"{same['entropy, high last']:.1f} |")
+        lines.append("")
     if result.get("mirror"):
         lines += ["### Local search start: topological order of the ASOBS DAG vs its mirror",
                   "", "| cache | sampler | start | orders | best |", "|---|---|---|---:|---:|"]
@@ -281,7 +332,8 @@ def markdown(result: dict[str, Any]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--parts", nargs="*", default=["orders", "blip", "mirror"])
+    ap.add_argument("--parts", nargs="*",
+                    default=["orders", "direction", "mirror", "blip"])
     ap.add_argument("--short", type=float, default=10.0)
     ap.add_argument("--long", type=float, default=60.0)
     ap.add_argument("--orders-seconds", type=float, default=5.0)
@@ -293,12 +345,15 @@ def main() -> None:
         import json
 
         old = json.loads(path.read_text())
-        result.update({k: v for k, v in old.items() if k in ("orders", "blip", "mirror")})
+        result.update({k: v for k, v in old.items()
+                       if k in ("orders", "blip", "direction", "mirror")})
     for part in args.parts:
         if part == "orders":
             result["orders"] = part_orders(args.orders_seconds)
         elif part == "blip":
             result["blip"] = part_blip(args.short, args.long)
+        elif part == "direction":
+            result["direction"] = part_direction()
         elif part == "mirror":
             result["mirror"] = part_mirror(args.short)
         write_result("search", result)
