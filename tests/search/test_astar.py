@@ -14,7 +14,7 @@ from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.search import make_optimizer
 from bnsl_dist.search.base import Budget
-from bnsl_dist.search.exact.astar import AStar, AWAStar, BFBnB, OrderGraphSearch
+from bnsl_dist.search.exact.astar import AStar, AWAStar, BFBnB
 from bnsl_dist.search.exact.heuristics import make_heuristic
 from bnsl_dist.search.exact.pops import decompose
 from tests.naive import brute_force_best, load_jkl, naive_is_acyclic, random_cache
@@ -170,7 +170,7 @@ def test_memory_cap_stops_the_search_with_a_valid_network():
 
 def test_info_reports_nodes_and_memory():
     cache = random_cache(12, 9, max_sets_per_var=8)
-    search = OrderGraphSearch(cache, algorithm="astar", constraints="off", heuristic="simple")
+    search = AStar(constraints="off", heuristic="simple").search(cache)
     incs = list(search.incumbents(Budget(seconds=30)))
     info = incs[-1].info
     assert info["nodes_expanded"] == search.stats.nodes_expanded > 0

@@ -30,11 +30,6 @@ import numpy as np
 EMPTY_KEY = np.uint64(0xFFFFFFFFFFFFFFFF)
 _ONE = np.uint64(1)
 _ZERO = np.uint64(0)
-_M32 = np.uint64(0xFFFFFFFF)
-_M16 = np.uint64(0xFFFF)
-_M8 = np.uint64(0xFF)
-_M4 = np.uint64(0xF)
-_M2 = np.uint64(0x3)
 _K1 = np.uint64(0x5555555555555555)
 _K2 = np.uint64(0x3333333333333333)
 _K4 = np.uint64(0x0F0F0F0F0F0F0F0F)
@@ -81,25 +76,7 @@ def popcount(x):
 @nb.njit(cache=True, nogil=True, inline="always")
 def ctz(x):
     """Index of the lowest set bit of a non-zero uint64."""
-    n = 0
-    if (x & _M32) == _ZERO:
-        n += 32
-        x >>= np.uint64(32)
-    if (x & _M16) == _ZERO:
-        n += 16
-        x >>= np.uint64(16)
-    if (x & _M8) == _ZERO:
-        n += 8
-        x >>= np.uint64(8)
-    if (x & _M4) == _ZERO:
-        n += 4
-        x >>= np.uint64(4)
-    if (x & _M2) == _ZERO:
-        n += 2
-        x >>= np.uint64(2)
-    if (x & _ONE) == _ZERO:
-        n += 1
-    return n
+    return popcount((x & (~x + _ONE)) - _ONE)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
@@ -316,25 +293,60 @@ def heuristic_value(r, var_group, var_bit, goff, pdb, idx):  # OUT idx: group in
 
 
 @nb.njit(cache=True, nogil=True)
-def build_pdb(members, full, set_off, set_mask, set_cost, out):  # OUT out (2**len(members))
+def build_pdb(members, set_off, set_mask, set_cost, out):  # OUT out (2**len(members))
     """Static pattern database of one group (Yuan & Malone 2012).
 
     ``out[S]`` = least cost of placing the group members in S (a subset, as a bit index
     over ``members``) when every variable outside S may be a parent:
     out[S] = min over X in S of out[S - X] + BestScore(X, V - S).
+    BestScore(X, V - S) only depends on which group members a set contains, so each
+    member's sets are first projected onto the group and projected-dominated ones
+    dropped (a better set with a subset projection always fits first).
     """
     s = len(members)
+    pos = np.full(len(set_off) - 1, -1, dtype=np.int64)
+    for j in range(s):
+        pos[members[j]] = j
+    n_rows = 0
+    for j in range(s):
+        n_rows += set_off[members[j] + 1] - set_off[members[j]]
+    proj = np.empty(n_rows, dtype=np.int64)
+    pcost = np.empty(n_rows, dtype=np.float64)
+    poff = np.zeros(s + 1, dtype=np.int64)
+    for j in range(s):
+        x = members[j]
+        start = poff[j]
+        n = 0
+        for r in range(set_off[x], set_off[x + 1]):
+            pm = np.int64(0)
+            mk = set_mask[r]
+            while mk != _ZERO:
+                b = ctz(mk)
+                mk &= mk - _ONE
+                if pos[b] >= 0:
+                    pm |= np.int64(1) << pos[b]
+            dominated = False
+            for t in range(start, start + n):
+                if proj[t] & ~pm == 0:
+                    dominated = True
+                    break
+            if not dominated:
+                proj[start + n] = pm
+                pcost[start + n] = set_cost[r]
+                n += 1
+                if pm == 0:
+                    break  # fits everywhere: nothing after it is ever chosen
+        poff[j + 1] = start + n
     out[0] = 0.0
     for sub in range(1, 1 << s):
-        smask = _ZERO
-        for j in range(s):
-            if (sub >> j) & 1:
-                smask |= _ONE << np.uint64(members[j])
-        avail = full & ~smask
         best = np.inf
         for j in range(s):
             if (sub >> j) & 1:
-                c, _ = best_cost(members[j], avail, set_off, set_mask, set_cost)
+                c = np.inf
+                for t in range(poff[j], poff[j + 1]):
+                    if proj[t] & sub == 0:
+                        c = pcost[t]
+                        break
                 val = out[sub ^ (1 << j)] + c
                 if val < best:
                     best = val

@@ -54,7 +54,12 @@ from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.graph.dag import DAG
 from bnsl_dist.search.base import AnytimeTrace, Budget, Incumbent, Stopwatch, register
 from bnsl_dist.search.exact import _astar_kernels as K
-from bnsl_dist.search.exact.heuristics import HEURISTICS, PatternDatabase, make_heuristic
+from bnsl_dist.search.exact.heuristics import (
+    HEURISTICS,
+    PatternDatabase,
+    make_heuristic,
+    rest_bound,
+)
 from bnsl_dist.search.exact.pops import Subproblem, decompose, top_p_bound, top_p_cache
 
 __all__ = ["AStar", "AWAStar", "BFBnB", "OrderGraphSearch", "SearchStats", "CONSTRAINTS"]
@@ -65,6 +70,11 @@ _NO_WINDOW = 1 << 40
 _CHUNK = 1 << 15
 _ST_BUDGET = 10
 _ST_MEMORY = 11
+
+
+def _load(keys: NDArray[np.uint64]) -> int:
+    """Most entries in the linear-probing table before it doubles."""
+    return len(keys) * 7 // 10
 
 
 class _Search:
@@ -104,7 +114,7 @@ class _Search:
 
     def _grow(self) -> bool:
         m = self.sub.m
-        new_cap = len(self.keys) * (2 if self.ctr[K.C_ENTRIES] + m > len(self.keys) // 2 else 1)
+        new_cap = len(self.keys) * (2 if self.ctr[K.C_ENTRIES] + m > _load(self.keys) else 1)
         new_h = len(self.heap) * (2 if self.ctr[K.C_HEAP] + m > len(self.heap) else 1)
         new_s = len(self.susp) * (2 if self.ctr[K.C_SUSP] + 1 > len(self.susp) else 1)
         extra = ((new_cap - len(self.keys)) * 18 + (new_h - len(self.heap)) * 32
@@ -124,7 +134,10 @@ class _Search:
         self.peak_bytes = max(self.peak_bytes, self.nbytes)
         return True
 
-    def step(self, max_exp: int, ub: float, window: int) -> int:
+    def step(self, max_exp: int, ub: float, window: int, deadline: float = np.inf) -> int:
+        """Expand up to ``max_exp`` nodes, growing the lists as needed (not past the
+        ``deadline``, a perf_counter time); returns the kernel's status, or _ST_BUDGET /
+        _ST_MEMORY when the lists could not grow."""
         s, h = self.sub, self.heur
         target = self.expanded + max_exp
         while True:
@@ -132,9 +145,11 @@ class _Search:
                                 self.recursive, h.var_group, h.var_bit, h.goff, h.table,
                                 self.keys, self.gval, self.last, self.flag, self.heap,
                                 self.susp, self.ctr, self.mode, window, ub,
-                                s.tol, target - self.expanded, len(self.keys) // 2)
+                                s.tol, target - self.expanded, _load(self.keys))
             if st != K.ST_GROW:
                 return int(st)
+            if time.perf_counter() > deadline:
+                return _ST_BUDGET
             if not self._grow():
                 return _ST_MEMORY
 
@@ -149,9 +164,6 @@ class _Search:
                             self.gval, self.flag, self.heap, self.susp, self.ctr, self.mode)
         self.ctr[K.C_LEVEL] = -1
         self.ctr[K.C_FROZEN] = 0
-
-    def goal_cost(self) -> float:
-        return float(self.gval[self.ctr[K.C_GOAL_SLOT]])
 
     def order_to(self, key: int) -> NDArray[np.int64]:
         out = np.empty(bin(key).count("1"), dtype=np.int64)
@@ -209,9 +221,12 @@ class SearchStats:
     seconds: float = 0.0
     score: float | None = None
     bound: float | None = None
+    epsilon: float | None = None  # top-p runs: valid suboptimality bound (pops.top_p_bound)
+    epsilon_paper: float | None = None  # ... and Fan et al.'s eq. 5, for comparison
 
     def as_info(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in ("score", "bound")}
+        return {k: v for k, v in self.__dict__.items()
+                if k not in ("score", "bound") and (v is not None or not k.startswith("eps"))}
 
 
 class _SubState:
@@ -226,27 +241,21 @@ class _SubState:
 
 
 class OrderGraphSearch:
-    """One run of A*, AWA* or BFBnB over a cache; :meth:`incumbents` is the anytime stream
-    and :attr:`stats` holds the totals once the stream ends.
-
-    Parameters are those of the registered optimizers (:class:`AStar` and siblings).
+    """One run of A*, AWA* or BFBnB over a cache, with the settings of ``opt`` (an
+    :class:`AStar`, :class:`AWAStar` or :class:`BFBnB`); :meth:`incumbents` is the anytime
+    stream and :attr:`stats` holds the totals once the stream ends.
     """
 
-    def __init__(self, cache: ParentSetCache, *, algorithm: str = "astar",
-                 constraints: str = "recursive", heuristic: str = "pdb", p: int | None = None,
-                 pdb_group_size: int = 16, bound_expansions: int = 100_000,
-                 max_memory_mb: float = 2048.0) -> None:
-        _validate(algorithm, constraints, heuristic, p, pdb_group_size, bound_expansions,
-                  max_memory_mb)
+    def __init__(self, cache: ParentSetCache, opt: _OrderGraphOptimizer) -> None:
         self.cache = cache
-        self.algorithm, self.constraints, self.heuristic, self.p = (algorithm, constraints,
-                                                                    heuristic, p)
-        self.pdb_group_size = pdb_group_size
-        self.bound_expansions = bound_expansions
-        self.max_bytes = int(max_memory_mb * 2**20)
-        self.stats = SearchStats(algorithm)
+        self.algorithm, self.constraints, self.heuristic, self.p = (
+            opt.algorithm, opt.constraints, opt.heuristic, opt.p)
+        self.pdb_group_size = opt.pdb_group_size
+        self.bound_expansions = opt.bound_expansions
+        self.max_bytes = int(opt.max_memory_mb * 2**20)
+        self.stats = SearchStats(opt.algorithm)
         self._best_score = -np.inf
-        self._full_heur: list[tuple[Subproblem, PatternDatabase]] | None = None
+        self._rest: Any = None
 
     # ---------------------------------------------------------------- assembling
     def _dag(self, work: ParentSetCache) -> tuple[DAG, float]:
@@ -260,41 +269,18 @@ class OrderGraphSearch:
                 allowed[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
         return work.dag_from_indices(chosen), float(work.scores[chosen].sum())
 
-    def _rest_bound(self) -> Any:
-        """R_i of :func:`.pops.top_p_bound`: sum over j != i of a bound on j's score in
-        any DAG, from the heuristic of the unconstrained cache's subproblems."""
-        if self._full_heur is None:
-            try:
-                subs = decompose(self.cache, split=True)
-                self._full_heur = [(s, make_heuristic(s, self.heuristic, self.pdb_group_size))
-                                   for s in subs]
-            except InvalidConfigError:
-                self._full_heur = []
-        if not self._full_heur:
-            return None
-        total = sum(s.base_cost + h.value(int(s.full)) for s, h in self._full_heur)
-        where = {int(v): (k, x) for k, (s, _) in enumerate(self._full_heur)
-                 for x, v in enumerate(s.variables)}
-
-        def rest(i: int) -> float:
-            k, x = where[i]
-            s, h = self._full_heur[k]  # type: ignore[index]
-            best_i = float(self.cache.best_score(i))
-            drop = h.value(int(s.full)) - h.value(int(s.full) & ~(1 << x))
-            return -(total - drop) - best_i
-
-        return rest
-
     def _incumbent(self, sw: Stopwatch, work: ParentSetCache) -> Incumbent | None:
         dag, score = self._dag(work)
         lower = sum(s.base_cost + st.lower for s, st in zip(self.subs, self.states, strict=True))
         bound = -lower
         info: dict[str, Any] = {}
         if self.p is not None:
-            tb = top_p_bound(self.cache, work, dag, kept_bound=bound, rest_bound=self._rest_bound())
+            if self._rest is None:
+                self._rest = rest_bound(self.cache, self.heuristic, self.pdb_group_size)
+            tb = top_p_bound(self.cache, work, dag, kept_bound=bound, rest_bound=self._rest)
             bound = tb.upper_bound
-            info.update(p=self.p, epsilon=tb.epsilon, epsilon_paper=tb.epsilon_paper,
-                        n_pruned_sets=tb.n_pruned_sets, n_sets_kept=work.n_sets)
+            self.stats.epsilon, self.stats.epsilon_paper = tb.epsilon, tb.epsilon_paper
+            info.update(p=self.p, n_pruned_sets=tb.n_pruned_sets, n_sets_kept=work.n_sets)
         self.stats.score, self.stats.bound = score, max(bound, score)
         if not score > self._best_score:
             return None
@@ -340,7 +326,7 @@ class OrderGraphSearch:
                 chunk = min(chunk, cap - used)
             e0 = search.expanded
             t0 = time.perf_counter()
-            st = search.step(chunk, ub, window)
+            st = search.step(chunk, ub, window, sw.start + (sw.budget.seconds or np.inf))
             dt = time.perf_counter() - t0
             if search.expanded - e0 >= 16 and dt > 1e-4:
                 self._rate = (search.expanded - e0) / dt
@@ -375,33 +361,37 @@ class OrderGraphSearch:
     def _stop(self, status: int) -> None:
         self.stats.stopped = "memory" if status == _ST_MEMORY else "budget"
 
+    def _run_to_end(self, k: int, sw: Stopwatch, mode: int) -> bool:
+        """A* (best-first) or BFBnB (breadth-first) on subproblem k, pruning nodes whose f
+        reaches its best cost so far (they would never be expanded); False when the
+        budget or memory ends first (A* then completes its best open node greedily)."""
+        sub, st = self.subs[k], self.states[k]
+        st.search = search = self._new_search(k, mode)
+        status = self._drive(search, sw, st.cost, _NO_WINDOW)
+        if status == K.ST_GOAL:
+            st.order = search.order_to(int(sub.full))
+            st.cost = st.lower = float(K.path_cost(st.order, sub.set_off, sub.set_mask,
+                                                   sub.set_cost))
+            st.solved = True
+        elif status == K.ST_EMPTY:  # nothing beats the order we had
+            st.lower, st.solved = st.cost, True
+        else:
+            st.lower = max(st.lower, min(st.cost, search.frontier_bound()))
+            key = search.best_partial() if mode == K.MODE_BEST_FIRST else None
+            if key is not None:
+                order = _greedy(sub, self.heurs[k], self.constraints == "recursive",
+                                search.order_to(key))
+                cost = float(K.path_cost(order, sub.set_off, sub.set_mask, sub.set_cost))
+                if cost < st.cost:
+                    st.order, st.cost = order, cost
+            self._stop(status)
+        self._retire(st)
+        return st.solved
+
     def _astar(self, sw: Stopwatch) -> None:
-        for k, (sub, st) in enumerate(zip(self.subs, self.states, strict=True)):
-            if st.solved:
-                continue
-            st.search = search = self._new_search(k, K.MODE_BEST_FIRST)
-            # Successors with f >= the greedy order's cost are never expanded: drop them.
-            status = self._drive(search, sw, st.cost, _NO_WINDOW)
-            if status == K.ST_GOAL:
-                st.order = search.order_to(int(sub.full))
-                st.cost = st.lower = float(K.path_cost(st.order, sub.set_off, sub.set_mask,
-                                                       sub.set_cost))
-                st.solved = True
-            elif status == K.ST_EMPTY:  # nothing beats the greedy order
-                st.lower, st.solved = st.cost, True
-            else:
-                st.lower = max(st.lower, min(st.cost, search.frontier_bound()))
-                key = search.best_partial()
-                if key is not None:
-                    order = _greedy(sub, self.heurs[k], self.constraints == "recursive",
-                                    search.order_to(key))
-                    cost = float(K.path_cost(order, sub.set_off, sub.set_mask, sub.set_cost))
-                    if cost < st.cost:
-                        st.order, st.cost = order, cost
-                self._retire(st)
-                self._stop(status)
+        for k, st in enumerate(self.states):
+            if not st.solved and not self._run_to_end(k, sw, K.MODE_BEST_FIRST):
                 return
-            self._retire(st)
 
     def _awastar(self, sw: Stopwatch, work: ParentSetCache) -> Iterator[Incumbent]:
         for k, st in enumerate(self.states):  # window 0: a first network, quickly
@@ -451,25 +441,13 @@ class OrderGraphSearch:
         inc = self._incumbent(sw, work)
         if inc is not None:
             yield inc
-        for k, (sub, st) in enumerate(zip(self.subs, self.states, strict=True)):
+        for k, st in enumerate(self.states):
             if st.solved:
                 continue
-            st.search = search = self._new_search(k, K.MODE_BREADTH_FIRST)
-            status = self._drive(search, sw, st.cost, _NO_WINDOW)
-            if status == K.ST_GOAL:
-                st.order = search.order_to(int(sub.full))
-                st.cost = st.lower = float(K.path_cost(st.order, sub.set_off, sub.set_mask,
-                                                       sub.set_cost))
-                st.solved = True
-            elif status == K.ST_EMPTY:
-                st.lower, st.solved = st.cost, True
-            else:
-                st.lower = max(st.lower, min(st.cost, search.frontier_bound()))
-                self._retire(st)
-                self._stop(status)
+            before = st.cost
+            if not self._run_to_end(k, sw, K.MODE_BREADTH_FIRST):
                 return
-            self._retire(st)
-            if status == K.ST_GOAL:
+            if st.cost < before:
                 inc = self._incumbent(sw, work)
                 if inc is not None:
                     yield inc
@@ -551,7 +529,7 @@ class _OrderGraphOptimizer:
     algorithm: ClassVar[str]
 
     def __init__(self, *, constraints: str = "recursive", heuristic: str = "pdb",
-                 p: int | None = None, pdb_group_size: int = 16,
+                 p: int | None = None, pdb_group_size: int = 24,
                  bound_expansions: int = 100_000, max_memory_mb: float = 2048.0) -> None:
         _validate(self.algorithm, constraints, heuristic, p, pdb_group_size, bound_expansions,
                   max_memory_mb)
@@ -563,11 +541,7 @@ class _OrderGraphOptimizer:
         self.max_memory_mb = max_memory_mb
 
     def search(self, cache: ParentSetCache) -> OrderGraphSearch:
-        return OrderGraphSearch(cache, algorithm=self.algorithm, constraints=self.constraints,
-                                heuristic=self.heuristic, p=self.p,
-                                pdb_group_size=self.pdb_group_size,
-                                bound_expansions=self.bound_expansions,
-                                max_memory_mb=self.max_memory_mb)
+        return OrderGraphSearch(cache, self)
 
     def run(self, cache: ParentSetCache, budget: Budget,
             rng: np.random.Generator) -> Iterator[Incumbent]:

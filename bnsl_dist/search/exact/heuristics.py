@@ -24,16 +24,18 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
+from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.search.exact import _astar_kernels as K
-from bnsl_dist.search.exact.pops import Subproblem
+from bnsl_dist.search.exact.pops import Subproblem, decompose
 
-__all__ = ["PatternDatabase", "HEURISTICS", "make_heuristic", "partition_groups"]
+__all__ = ["PatternDatabase", "HEURISTICS", "make_heuristic", "partition_groups", "rest_bound"]
 
 HEURISTICS = ("simple", "pdb")
 
@@ -112,7 +114,7 @@ def _assemble(sub: Subproblem, groups: list[list[int]], tables: list[NDArray[np.
     return PatternDatabase(groups, var_group, var_bit, goff, table, seconds)
 
 
-def make_heuristic(sub: Subproblem, kind: str = "pdb", group_size: int = 16) -> PatternDatabase:
+def make_heuristic(sub: Subproblem, kind: str = "pdb", group_size: int = 24) -> PatternDatabase:
     """The heuristic of a subproblem: ``"simple"`` or ``"pdb"`` (static pattern databases
     with groups of at most ``group_size`` variables, at least two groups).
 
@@ -132,11 +134,31 @@ def make_heuristic(sub: Subproblem, kind: str = "pdb", group_size: int = 16) -> 
         groups = [[x] for x in range(m)]
     else:
         groups = partition_groups(sub, max(2, -(-m // group_size)))
-    full = sub.full
     tables = []
     for g in groups:
         out = np.empty(1 << len(g), dtype=np.float64)
-        K.build_pdb(np.asarray(g, dtype=np.int64), full, sub.set_off, sub.set_mask,
-                    sub.set_cost, out)
+        K.build_pdb(np.asarray(g, dtype=np.int64), sub.set_off, sub.set_mask, sub.set_cost, out)
         tables.append(out)
     return _assemble(sub, groups, tables, time.perf_counter() - t0)
+
+
+def rest_bound(cache: ParentSetCache, kind: str = "pdb",
+               group_size: int = 24) -> Callable[[int], float] | None:
+    """R_i of :func:`.pops.top_p_bound`: an upper bound on the summed log-scores of every
+    variable but i in any DAG over ``cache``, from the heuristics of its (SCC)
+    subproblems: h of the node where only i is placed. None when a component is too
+    large for an order-graph subproblem (the caller then uses the best scores)."""
+    try:
+        parts = [(s, make_heuristic(s, kind, group_size)) for s in decompose(cache)]
+    except InvalidConfigError:
+        return None
+    total = sum(s.base_cost + h.value(int(s.full)) for s, h in parts)
+    where = {int(v): (k, x) for k, (s, _) in enumerate(parts) for x, v in enumerate(s.variables)}
+
+    def rest(i: int) -> float:
+        k, x = where[i]
+        s, h = parts[k]
+        drop = h.value(int(s.full)) - h.value(int(s.full) & ~(1 << x))
+        return -(total - drop) - float(cache.best_score(i))
+
+    return rest
