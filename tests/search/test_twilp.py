@@ -80,9 +80,9 @@ def brute_force_twilp(cache, k):
     return best, best_ps
 
 
-def _run(cache, k, seconds=60.0, seed=0):
-    return list(make_optimizer("twilp", k=k).run(cache, Budget(seconds=seconds),
-                                                 np.random.default_rng(seed)))
+def _run(cache, k, seconds=60.0, seed=0, **params):
+    return list(make_optimizer("twilp", k=k, **params).run(cache, Budget(seconds=seconds),
+                                                           np.random.default_rng(seed)))
 
 
 def _check(cache, incs, k, optimum):
@@ -112,6 +112,15 @@ def test_twilp_matches_brute_force(n, seed, k):
     _check(cache, incs, k, opt)
     assert incs[-1].score == pytest.approx(opt, abs=1e-9)
     assert incs[-1].info["optimal"]
+
+
+@pytest.mark.parametrize("n,seed,k", [(6, 5, 1), (6, 6, 2)])
+def test_paper_model_with_all_rows_upfront(n, seed, k):
+    cache = random_cache(n, seed, max_sets_per_var=5)
+    opt, _ = brute_force_twilp(cache, k)
+    incs = _run(cache, k, lazy_triangles=False)
+    _check(cache, incs, k, opt)
+    assert incs[-1].score == pytest.approx(opt, abs=1e-9)
 
 
 @pytest.mark.parametrize("n,seed,k", [(8, 11, 1), (9, 12, 2), (10, 13, 3)])

@@ -36,7 +36,9 @@ from numpy.typing import NDArray
 
 from bnsl_dist.cache.parent_sets import ParentSetCache
 
-__all__ = ["Families", "Found", "Final", "integer_clusters", "fractional_clusters", "repair",
+__all__ = ["Families", "Found", "Final", "generated_row", "integer_clusters",
+           "fractional_clusters",
+           "subip_clusters", "repair",
            "greedy_dag", "eades_order", "stream_thread", "hold_back", "bits"]
 
 
@@ -57,6 +59,22 @@ class Final(NamedTuple):
     bound: float | None
     optimal: bool
     iterations: int
+
+
+def generated_row(variables: Sequence[Any], coefs: Sequence[float] | float, lb: float,
+                  ub: float, lazy: bool) -> Any:
+    """A MathOpt callback row ``lb <= sum coef * var <= ub`` (built without expressions,
+    which cost several microseconds per term)."""
+    from ortools.math_opt.python import mathopt
+
+    if isinstance(coefs, float | int):
+        terms = dict.fromkeys(variables, float(coefs))
+    else:
+        terms = {}
+        for var, c in zip(variables, coefs, strict=True):
+            terms[var] = terms.get(var, 0.0) + float(c)
+    return mathopt.GeneratedConstraint(terms=terms, lower_bound=lb, upper_bound=ub,
+                                       is_lazy=lazy)
 
 
 def bits(mask: int) -> Iterator[int]:
@@ -100,6 +118,13 @@ class Families:
                 m |= 1 << p
             masks.append(m)
         self.masks: list[int] = masks
+        n_w = max(1, (self.n + 63) // 64)
+        mw = np.zeros((len(masks), n_w), dtype=np.uint64)
+        pf_arr = np.asarray(cache.par_flat, dtype=np.int64)
+        rows = np.repeat(np.arange(len(masks)), np.diff(cache.par_offsets))
+        np.bitwise_or.at(mw, (rows, pf_arr >> 6),
+                         np.left_shift(np.uint64(1), (pf_arr & 63).astype(np.uint64)))
+        self.mask_words: NDArray[np.uint64] = mw
         self.best: NDArray[np.float64] = self.scores[np.asarray(self.start[:-1], dtype=np.int64)]
 
     @property
@@ -127,6 +152,22 @@ class Families:
             out.extend(i for i in self.sets_of(v) if not self.masks[i] & cluster)
         return out
 
+    def cluster_row(self, cluster: int) -> tuple[list[int], float, float]:
+        """The cluster constraint in its shorter equivalent form, as (set indices, lb, ub).
+
+        Either ``sum_{open sets} z >= 1`` or, using one set per variable, ``sum_{v in C}
+        sum_{S ∩ C ≠ ∅} z <= |C| - 1``: whichever has fewer terms.
+        """
+        cw = np.array([(cluster >> (64 * w)) & 0xFFFFFFFFFFFFFFFF
+                       for w in range(self.mask_words.shape[1])], dtype=np.uint64)
+        members = list(bits(cluster))
+        idx = np.concatenate([np.arange(self.start[v], self.start[v + 1]) for v in members])
+        meets = (self.mask_words[idx] & cw).any(axis=1)
+        open_, closed = idx[~meets], idx[meets]
+        if len(open_) <= len(closed):
+            return open_.tolist(), 1.0, np.inf
+        return closed.tolist(), -np.inf, float(len(members) - 1)
+
     def cluster_activity(self, cluster: int, x: NDArray[np.float64],
                          support: Sequence[int] | None = None) -> float:
         """Left-hand side of the cluster constraint at point ``x``."""
@@ -136,10 +177,54 @@ class Families:
 
 
 def _sccs(n: int, arcs: Sequence[tuple[int, int]]) -> list[list[int]]:
-    g = nx.DiGraph()
-    g.add_nodes_from(range(n))
-    g.add_edges_from(arcs)
-    return [sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1]
+    """Non-trivial strongly connected components (iterative Tarjan; arcs u -> v)."""
+    succ: dict[int, list[int]] = {}
+    for u, v in arcs:
+        succ.setdefault(u, []).append(v)
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on: set[int] = set()
+    stack: list[int] = []
+    out: list[list[int]] = []
+    counter = 0
+    for root in sorted(succ):
+        if root in index:
+            continue
+        work = [(root, 0)]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            u, i = work[-1]
+            nb = succ.get(u, ())
+            if i < len(nb):
+                work[-1] = (u, i + 1)
+                v = nb[i]
+                if v not in index:
+                    index[v] = low[v] = counter
+                    counter += 1
+                    stack.append(v)
+                    on.add(v)
+                    work.append((v, 0))
+                elif v in on:
+                    low[u] = min(low[u], index[v])
+                continue
+            work.pop()
+            if work:
+                p = work[-1][0]
+                low[p] = min(low[p], low[u])
+            if low[u] == index[u]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == u:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
 
 
 def integer_clusters(fam: Families, chosen: Sequence[int]) -> list[int]:
@@ -161,56 +246,85 @@ def integer_clusters(fam: Families, chosen: Sequence[int]) -> list[int]:
 
 
 def fractional_clusters(fam: Families, x: NDArray[np.float64], *, tol: float = 1e-6,
-                        min_violation: float = 1e-3, max_cuts: int = 20) -> list[int]:
+                        min_violation: float = 1e-3, max_cuts: int = 50,
+                        cycle_length: int = 8, max_cycles: int = 200) -> list[int]:
     """Heuristic separation of cluster constraints at a fractional point.
 
-    Candidate clusters are the strongly connected components of the graphs of arcs
+    Candidate clusters: the strongly connected components of the graphs of arcs
     ``u -> v`` whose LP weight ``sum_{S ∋ u} x[S, v]`` reaches a threshold (several
-    thresholds), each then shrunk greedily while that increases the violation. The
-    most violated (at least ``min_violation``) are returned.
+    thresholds), each shrunk greedily while that increases the violation, and the
+    simple cycles (up to ``cycle_length`` nodes, ``max_cycles`` of them) of the arcs of
+    weight >= 0.3. Returns the most violated clusters (violation >= ``min_violation``).
     """
     n = fam.n
-    support = [int(i) for i in np.nonzero(x > tol)[0]]
+    sup = [int(i) for i in np.nonzero(x > tol)[0]]
+    sx = [float(x[i]) for i in sup]
+    sown = [1 << int(fam.owner[i]) for i in sup]
+    smask = [fam.masks[i] for i in sup]
     w: dict[tuple[int, int], float] = {}
-    for i in support:
+    for i, xi in zip(sup, sx, strict=True):
         v = int(fam.owner[i])
         for p in bits(fam.masks[i]):
-            w[(p, v)] = w.get((p, v), 0.0) + float(x[i])
+            w[(p, v)] = w.get((p, v), 0.0) + xi
     if not w:
         return []
-    by_owner: dict[int, list[int]] = {}
-    for i in support:
-        by_owner.setdefault(int(fam.owner[i]), []).append(i)
 
-    def activity(cmask: int) -> float:
-        tot = 0.0
-        for v in bits(cmask):
-            for i in by_owner.get(v, ()):
-                if not fam.masks[i] & cmask:
-                    tot += float(x[i])
-        return tot
+    def violation(cmask: int) -> float:
+        act = 0.0
+        for xi, ow, mk in zip(sx, sown, smask, strict=True):
+            if ow & cmask and not mk & cmask:
+                act += xi
+        return 1.0 - act
 
-    cands: set[int] = set()
+    def shrink(cmask: int) -> tuple[int, float]:
+        """Drop, while it helps, the member whose removal raises the violation most.
+        Removing u loses u's open sets and gains the sets meeting C only in u."""
+        viol = violation(cmask)
+        while cmask.bit_count() > 2:
+            delta: dict[int, float] = {}
+            for xi, ow, mk in zip(sx, sown, smask, strict=True):
+                if not ow & cmask:
+                    continue
+                inter = mk & cmask
+                if not inter:
+                    delta[ow] = delta.get(ow, 0.0) + xi  # u = owner: its open mass is lost
+                elif not inter & (inter - 1):
+                    delta[inter] = delta.get(inter, 0.0) - xi  # opened by removing inter
+            best_u, best_d = 0, -1e-12
+            for u in bits(cmask):
+                d = delta.get(1 << u, 0.0)  # violation change = lost open mass - gained
+                if d > best_d:
+                    best_u, best_d = u, d
+            if not best_d > 1e-12:
+                break
+            cmask &= ~(1 << best_u)
+            viol += best_d
+        return cmask, viol
+
+    found: dict[int, float] = {}
+    seen: set[int] = set()
     for thr in (tol, 0.3, 0.6):
         arcs = [a for a, val in w.items() if val >= thr]
         for comp in _sccs(n, arcs):
-            cands.add(sum(1 << v for v in comp))
-    found: dict[int, float] = {}
-    for cmask in sorted(cands):
-        viol = 1.0 - activity(cmask)
-        # Greedy shrinking: drop the member whose removal increases the violation most.
-        while cmask.bit_count() > 2:
-            best_m, best_v = 0, viol
-            for u in bits(cmask):
-                m2 = cmask & ~(1 << u)
-                v2 = 1.0 - activity(m2)
-                if v2 > best_v + 1e-12:
-                    best_m, best_v = m2, v2
-            if not best_m:
+            cmask = sum(1 << v for v in comp)
+            if cmask in seen:
+                continue
+            seen.add(cmask)
+            for c in (cmask, shrink(cmask)[0]):
+                vi = violation(c)
+                if vi >= min_violation:
+                    found[c] = vi
+    if cycle_length >= 2:
+        g = nx.DiGraph()
+        g.add_edges_from(a for a, val in w.items() if val >= 0.3)
+        for t, cyc in enumerate(nx.simple_cycles(g, length_bound=cycle_length)):
+            if t >= max_cycles:
                 break
-            cmask, viol = best_m, best_v
-        if viol >= min_violation:
-            found[cmask] = viol
+            c = sum(1 << v for v in cyc)
+            if c not in found:
+                vi = violation(c)
+                if vi >= min_violation:
+                    found[c] = vi
     ranked = sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))
     return [c for c, _ in ranked[:max_cuts]]
 
@@ -378,3 +492,56 @@ def hold_back(stream: Generator[Found, None, Final], make: Callable[[Found, floa
     if pending is not None:
         yield finish(pending, final) if final is not None else pending
     return final
+
+
+def subip_clusters(fam: Families, x: NDArray[np.float64], *, tol: float = 1e-6,
+                   min_violation: float = 1e-3, det_time: float = 0.05,
+                   max_cuts: int = 20) -> list[int]:
+    """Cluster cuts at a fractional point by Cussens's sub-IP, solved with CP-SAT.
+
+    Binary ``I_v`` (v in C) and ``J_{S,v}`` (family (S, v) counted) for the families of
+    the support with a non-empty S: maximise ``sum x[S,v] J[S,v] - sum I_v`` subject to
+    ``J[S,v] <= I_v`` and ``J[S,v] <= sum_{u in S} I_u``; a cluster of value above
+    ``-1`` violates its constraint (``sum_{v in C} sum_{S ∩ C ≠ ∅} x <= |C| - 1``).
+    Every improving solution met within ``det_time`` (CP-SAT deterministic time, so the
+    result is reproducible) gives a cut.
+
+    References
+    ----------
+    J. Cussens, "Bayesian network learning with cutting planes", UAI 2011, §4;
+    M. Bartlett, J. Cussens, AIJ 244, 2017, §5.2.
+    """
+    from ortools.sat.python import cp_model
+
+    scale = 10_000
+    fams = [int(i) for i in np.nonzero(x > tol)[0] if fam.masks[int(i)]]
+    if not fams:
+        return []
+    m = cp_model.CpModel()
+    verts = sorted({int(fam.owner[i]) for i in fams} |
+                   {p for i in fams for p in bits(fam.masks[i])})
+    iv = {v: m.new_bool_var(f"I{v}") for v in verts}
+    terms = []
+    for i in fams:
+        v = int(fam.owner[i])
+        j = m.new_bool_var(f"J{i}")
+        m.add_implication(j, iv[v])
+        m.add_bool_or([iv[p] for p in bits(fam.masks[i])] + [~j])
+        terms.append((int(round(float(x[i]) * scale)), j))
+    obj = sum(c * j for c, j in terms) - scale * sum(iv.values())
+    m.add(obj >= -scale + int(min_violation * scale))
+    m.add(sum(iv.values()) >= 2)
+    m.maximize(obj)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.max_deterministic_time = det_time
+    found: list[int] = []
+
+    class _Collect(cp_model.CpSolverSolutionCallback):
+        def on_solution_callback(self) -> None:
+            c = sum(1 << v for v in verts if self.boolean_value(iv[v]))
+            if c not in found:
+                found.append(c)
+
+    solver.solve(m, _Collect())
+    return found[::-1][:max_cuts]  # the best (last found) first

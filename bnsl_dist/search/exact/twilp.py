@@ -52,7 +52,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bnsl_dist.cache.parent_sets import ParentSetCache
-from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.exceptions import InvalidConfigError, NotADAGError
 from bnsl_dist.graph import (
     TreewidthCertificate,
     min_degree_order,
@@ -67,6 +67,7 @@ from bnsl_dist.search.exact._ilp_common import (
     bits,
     eades_order,
     fractional_clusters,
+    generated_row,
     greedy_dag,
     hold_back,
     integer_clusters,
@@ -267,7 +268,7 @@ def _fractional_dense_sets(yh: NDArray[np.float64], n: int, k: int,
 class _Model:
     """The TWILP model in MathOpt: z per cached set, y per arc i -> j (i in N)."""
 
-    def __init__(self, fam: Families, k: int) -> None:
+    def __init__(self, fam: Families, k: int, lazy_triangles: bool) -> None:
         mo = _mathopt()
         n = fam.n
         self.fam, self.k, self.n = fam, k, n
@@ -278,6 +279,10 @@ class _Model:
             (i, j): m.add_binary_variable() for i in range(n) for j in range(n + k) if j != i}
         self.yvars = list(self.y.values())
         self.ykeys = list(self.y.keys())
+        self.yi = np.array([a for a, _ in self.ykeys], dtype=np.int64)
+        self.yj = np.array([b for _, b in self.ykeys], dtype=np.int64)
+        self.base_id = self.z[0].id if self.z else self.yvars[0].id
+        self.n_vars = len(self.z) + len(self.yvars)
         fs = mo.fast_sum
         y = self.y
         for v in range(n):  # (1)
@@ -299,7 +304,7 @@ class _Model:
                     pair_sets.setdefault((mem[x], b, v), []).append(i)
         for (a, b, _v), idx in sorted(pair_sets.items()):
             m.add_linear_constraint(fs(self.z[i] for i in idx) - y[a, b] - y[b, a] <= 0.0)
-        for i in range(n):  # (6): children of i form a tournament (pairs inside R: trivial)
+        for i in range(n if not lazy_triangles else 0):  # (6): children form a tournament
             for j in range(n + k):
                 for t in range(j + 1, n + k):
                     if i in (j, t) or (j >= n and t >= n):
@@ -309,7 +314,7 @@ class _Model:
         for i in range(n):  # (9); pairs with a root are trivial (7)
             for j in range(i + 1, n):
                 m.add_linear_constraint(y[i, j] + y[j, i] <= 1.0)
-        for i in range(n):  # (10): no 3-cycles (roots are on none)
+        for i in range(n if not lazy_triangles else 0):  # (10): no 3-cycles (roots: none)
             for j in range(i + 1, n):
                 for t in range(j + 1, n):
                     m.add_linear_constraint(y[i, j] + y[j, t] + y[t, i] <= 2.0)
@@ -321,27 +326,61 @@ class _Model:
         m.objective.offset = float(fam.best.sum())
         m.objective.is_maximize = True
 
-    def cluster(self, cmask: int) -> Any:
-        mo = _mathopt()
-        return mo.fast_sum(self.z[i] for i in self.fam.cluster_sets(cmask)) >= 1.0
+    def cluster(self, cmask: int, lazy: bool) -> Any:
+        idx, lb, ub = self.fam.cluster_row(cmask)
+        return generated_row([self.z[i] for i in idx], 1.0, lb, ub, lazy)
 
-    def dense(self, w: Sequence[int]) -> Any:
+    def dense(self, w: Sequence[int], lazy: bool) -> Any:
         """(12) over W ⊆ N' (root-root arcs are constants)."""
-        mo = _mathopt()
         n, k = self.n, self.k
         ws = list(w)
         const = sum(1 for a in ws for b in ws if n <= a < b)
-        lhs = mo.fast_sum(self.y[a, b] for a in ws for b in ws if a != b and a < n)
-        return lhs <= float(k * len(ws) - k * (k + 1) // 2 - const)
+        terms = [self.y[a, b] for a in ws for b in ws if a != b and a < n]
+        return generated_row(terms, 1.0, -np.inf,
+                             float(k * len(ws) - k * (k + 1) // 2 - const), lazy)
 
-    def y_matrix(self, sol: dict[Any, float]) -> NDArray[np.float64]:
+    def values(self, sol: dict[Any, float]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(z values, y matrix over N' x N') from a (sparse) solution."""
         n, k = self.n, self.k
+        flat = np.zeros(self.n_vars)
+        for var, val in sol.items():
+            flat[var.id - self.base_id] = val
+        nz = len(self.z)
         yh = np.zeros((n + k, n + k))
-        for (i, j), var in zip(self.ykeys, self.yvars, strict=True):
-            yh[i, j] = sol.get(var, 0.0)
+        yh[self.yi, self.yj] = flat[nz:]
         for a in range(k):
             yh[n + a, n + a + 1:] = 1.0
-        return yh
+        return flat[:nz], yh
+
+    def triangle_rows(self, yh: NDArray[np.float64], lazy: bool, min_violation: float = 1e-3,
+                      max_rows: int = 200) -> list[Any]:
+        """The most violated rows of (6) and (10) at ``yh``."""
+        n = self.n
+        m = yh + yh.T
+        # (6): y[i,j] + y[i,l] - y[j,l] - y[l,j] <= 1, i in N, j < l in N' (not both roots)
+        v6 = yh[:n, :, None] + yh[:n, None, :] - m[None, :, :] - 1.0
+        ii, jj, ll = np.nonzero(v6 > min_violation)
+        keep = (jj < ll) & (jj != ii) & (ll != ii) & (jj < n)  # j < l, so l may be a root
+        # (10): y[i,j] + y[j,l] + y[l,i] <= 2 on N (each 3-cycle once: i smallest)
+        a = yh[:n, :n]
+        v10 = a[:, :, None] + a[None, :, :] + a.T[:, None, :] - 2.0
+        i3, j3, l3 = np.nonzero(v10 > min_violation)
+        keep3 = (i3 < j3) & (i3 < l3) & (j3 != l3)
+        rows = [(float(v6[i, j, t]), 6, int(i), int(j), int(t))
+                for i, j, t in zip(ii[keep], jj[keep], ll[keep], strict=True)]
+        rows += [(float(v10[i, j, t]), 10, int(i), int(j), int(t))
+                 for i, j, t in zip(i3[keep3], j3[keep3], l3[keep3], strict=True)]
+        rows.sort(key=lambda r: (-r[0], r[1:]))
+        out = []
+        y = self.y
+        for _, kind, i, j, t in rows[:max_rows]:
+            if kind == 6:
+                vs = [y[i, j], y[i, t], y[j, t]] + ([y[t, j]] if t < n else [])
+                cs = [1.0, 1.0, -1.0] + ([-1.0] if t < n else [])
+                out.append(generated_row(vs, cs, -np.inf, 1.0, lazy))
+            else:
+                out.append(generated_row([y[i, j], y[j, t], y[t, i]], 1.0, -np.inf, 2.0, lazy))
+        return out
 
     def hint(self, chosen: Sequence[int], order: Sequence[int]) -> dict[Any, float]:
         vals = dict.fromkeys(self.z, 0.0)
@@ -369,14 +408,12 @@ def _y_order(ych: list[set[int]], n: int) -> list[int]:
 
 
 def _solve(fam: Families, k: int, watch: Stopwatch, seed: int, hint: tuple[list[int], list[int]],
-           node_cuts: bool, emit: Callable[[Found], None], interrupter: Any) -> Final:
+           node_cuts: bool, lazy_triangles: bool, emit: Callable[[Found], None],
+           interrupter: Any) -> Final:
     mo = _mathopt()
-    tm = _Model(fam, k)
+    tm = _Model(fam, k, lazy_triangles)
     n = fam.n
     best = [fam.score(hint[0])]
-
-    def zvals(sol: dict[Any, float]) -> NDArray[np.float64]:
-        return np.fromiter((sol.get(v, 0.0) for v in tm.z), dtype=np.float64, count=len(tm.z))
 
     def record(chosen: list[int], order: list[int], bound: float | None, it: int) -> None:
         s = fam.score(chosen)
@@ -385,18 +422,26 @@ def _solve(fam: Families, k: int, watch: Stopwatch, seed: int, hint: tuple[list[
             emit(Found(watch.elapsed(), chosen, s, bound, it, tuple(order)))
 
     def integral(sol: dict[Any, float], out: Any, bound: float | None, it: int) -> None:
-        chosen = fam.chosen_from_values(zvals(sol))
-        yh = tm.y_matrix(sol)
+        x, yh = tm.values(sol)
+        chosen = fam.chosen_from_values(x)
+        rows = tm.triangle_rows(yh, True, 0.5) if lazy_triangles else []
         ych = [set(np.nonzero(yh[u] > 0.5)[0].tolist()) for u in range(n + k)]
         cuts = integer_clusters(fam, chosen)
-        dense = _prime_cycle_sets(ych, n, k)
+        dense = [] if rows else _prime_cycle_sets(ych, n, k)
         if out is not None:
+            out.generated_constraints.extend(rows)
             for c in cuts:
-                out.add_lazy_constraint(tm.cluster(c))
+                out.generated_constraints.append(tm.cluster(c, True))
             for w in dense:
-                out.add_lazy_constraint(tm.dense(w))
-        if not cuts and not dense:
-            record(chosen, _y_order(ych, n), bound, it)
+                out.generated_constraints.append(tm.dense(w, True))
+        if not cuts and not dense and not rows:
+            try:
+                order = _y_order(ych, n)
+            except NotADAGError:  # pragma: no cover - Lemmas 2-4 exclude it; stay safe
+                order, width, _ = _order_width(fam.parents(chosen), k)
+                if width > k:
+                    return
+            record(chosen, order, bound, it)
 
     def cb(data: Any) -> Any:
         out = mo.CallbackResult()
@@ -407,11 +452,13 @@ def _solve(fam: Families, k: int, watch: Stopwatch, seed: int, hint: tuple[list[
         if data.event == mo.Event.MIP_SOLUTION:
             integral(data.solution, out, st.dual_bound, it)
             return out
-        x = zvals(data.solution)
+        x, yh = tm.values(data.solution)
+        if lazy_triangles:
+            out.generated_constraints.extend(tm.triangle_rows(yh, True))
         for c in fractional_clusters(fam, x):
-            out.add_user_cut(tm.cluster(c))
-        for w in _fractional_dense_sets(tm.y_matrix(data.solution), n, k):
-            out.add_user_cut(tm.dense(w))
+            out.generated_constraints.append(tm.cluster(c, False))
+        for w in _fractional_dense_sets(yh, n, k):
+            out.generated_constraints.append(tm.dense(w, False))
         for ch, order in _lp_heuristic(fam, x, k):
             record(ch, order, st.dual_bound, it)
         return out
@@ -423,9 +470,11 @@ def _solve(fam: Families, k: int, watch: Stopwatch, seed: int, hint: tuple[list[
     mparams = mo.ModelSolveParameters(
         solution_hints=[mo.SolutionHint(variable_values=tm.hint(*hint))])
     events = {mo.Event.MIP_SOLUTION} | ({mo.Event.MIP_NODE} if node_cuts else set())
+    nonzero = mo.SparseVectorFilter(skip_zero_values=True)
     res = mo.solve(tm.model, mo.SolverType.GSCIP, params=params, model_params=mparams,
-                   callback_reg=mo.CallbackRegistration(events=events, add_lazy_constraints=True,
-                                                        add_cuts=node_cuts),
+                   callback_reg=mo.CallbackRegistration(
+                       events=events, add_lazy_constraints=True, add_cuts=node_cuts,
+                       mip_solution_filter=nonzero, mip_node_filter=nonzero),
                    cb=cb, interrupter=interrupter)
     nodes = int(res.solve_stats.node_count)
     if res.has_primal_feasible_solution():
@@ -458,6 +507,11 @@ class TWILP:
     node_cuts : bool
         Separate (11) / (12) at fractional LP points and run the §5.2 heuristic at
         every node (default True).
+    lazy_triangles : bool
+        Add the O(n^3) rows (6) and (10) lazily too, separated by enumeration at every
+        LP point and integral candidate (default True: the model of a 37-variable
+        problem otherwise starts with ~40,000 rows and its root LP alone takes
+        seconds). ``False`` puts them all in the model, as the paper does.
     n_greedy : int
         ASOBS passes for the first DAG (then cut down to treewidth k).
 
@@ -485,13 +539,15 @@ class TWILP:
     name = "twilp"
     exact = True
 
-    def __init__(self, *, k: int, node_cuts: bool = True, n_greedy: int = 8) -> None:
+    def __init__(self, *, k: int, node_cuts: bool = True, lazy_triangles: bool = True,
+                 n_greedy: int = 8) -> None:
         if int(k) != k or k < 1:
             raise InvalidConfigError(f"twilp: k must be an integer >= 1, got {k!r}")
         if int(n_greedy) < 1:
             raise InvalidConfigError(f"twilp: n_greedy must be >= 1, got {n_greedy}")
         self.k = k
         self.node_cuts = node_cuts
+        self.lazy_triangles = lazy_triangles
         self.n_greedy = n_greedy
 
     def run(self, cache: ParentSetCache, budget: Budget,
@@ -534,7 +590,7 @@ class TWILP:
 
         interrupter = SolveInterrupter()
         stream = stream_thread(
-            lambda emit: _solve(fam, k, watch, seed, (chosen, order), self.node_cuts, emit,
-                                interrupter),
+            lambda emit: _solve(fam, k, watch, seed, (chosen, order), self.node_cuts,
+                                self.lazy_triangles, emit, interrupter),
             interrupter.interrupt)
         yield from hold_back(_prepend(first, stream), make, finish)
