@@ -98,7 +98,8 @@ class LikelihoodWeighting:
         self._var_off = np.zeros(net.n_vars + 1, dtype=np.int64)
         self._var_off[1:] = np.cumsum(ar)
 
-    def _run_row(self, ev: NDArray[np.int32], seed: np.random.SeedSequence
+    def _run_row(self, ev: NDArray[np.int32], seed: np.random.SeedSequence,
+                 counts: bool = True
                  ) -> tuple[float, NDArray[np.float64], NDArray[np.int64], float]:
         """(ln P(e) estimate, weighted state counts (normalised), best particle, its ln P)."""
         gen = np.random.default_rng(seed)
@@ -131,24 +132,26 @@ class LikelihoodWeighting:
                     ref = top
                 w = np.exp(logw - ref)
                 wsum += float(w.sum())
-                cols = (x + self._var_off[:-1][None, :]).ravel()
-                acc += np.bincount(cols, weights=np.repeat(w, n), minlength=acc.size)
+                if counts:
+                    cols = (x + self._var_off[:-1][None, :]).ravel()
+                    acc += np.bincount(cols, weights=np.repeat(w, n), minlength=acc.size)
             if self.seconds is not None and time.perf_counter() - start >= self.seconds:
                 break
         logpe = ref + np.log(wsum) - np.log(drawn) if wsum > 0 else -np.inf
         marg = acc / wsum if wsum > 0 else np.full_like(acc, np.nan)
         return float(logpe), marg, best_x, best_lp
 
-    def _run(self, evidence: Evidence | None) -> list[tuple[float, NDArray, NDArray, float]]:
+    def _run(self, evidence: Evidence | None, counts: bool = True
+             ) -> list[tuple[float, NDArray, NDArray, float]]:
         ev = as_evidence(self.net, evidence)
         # the i-th child of the seed, without advancing it: same row, same particles
         seeds = [np.random.SeedSequence(self._seed.entropy, spawn_key=self._seed.spawn_key + (i,))
                  for i in range(ev.shape[0])]
-        return [self._run_row(ev[i], seeds[i]) for i in range(ev.shape[0])]
+        return [self._run_row(ev[i], seeds[i], counts) for i in range(ev.shape[0])]
 
     def log_prob_evidence(self, evidence: Evidence | None) -> NDArray[np.float64]:
         """Estimated ln P(e) per evidence row."""
-        return np.array([r[0] for r in self._run(evidence)])
+        return np.array([r[0] for r in self._run(evidence, counts=False)])
 
     def posterior(self, evidence: Evidence | None,
                   query: Sequence[str | int] | None = None) -> Posterior:
@@ -166,7 +169,7 @@ class LikelihoodWeighting:
 
     def mpe(self, evidence: Evidence | None) -> MPEResult:
         """The most probable particle per row (approximate MPE)."""
-        res = self._run(evidence)
+        res = self._run(evidence, counts=False)
         return MPEResult(np.array([r[2] for r in res]).reshape(len(res), -1),
                          np.array([r[3] for r in res]))
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -180,7 +181,8 @@ class JunctionTree:
 
     @classmethod
     def from_network(cls, net: BayesianNetwork, order: Sequence[int] | None = None,
-                     **kwargs: int) -> JunctionTree:
+                     **kwargs: Any) -> JunctionTree:
+        """Same as :func:`build_junction_tree`."""
         return cls(net, order, **kwargs)
 
     # ------------------------------------------------------------------ building

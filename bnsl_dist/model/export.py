@@ -13,6 +13,7 @@ pgmpy is an optional dependency: it is imported only when these functions are ca
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import networkx as nx
@@ -58,8 +59,10 @@ def to_pgmpy(net: BayesianNetwork) -> Any:
     >>> m.get_cpds("B").values.tolist()                          # doctest: +SKIP
     [[0.9, 0.2], [0.1, 0.8]]
     """
-    from pgmpy.factors.discrete import TabularCPD
-    from pgmpy.models import DiscreteBayesianNetwork
+    with warnings.catch_warnings():  # pgmpy's own deprecation notices on import
+        warnings.simplefilter("ignore", FutureWarning)
+        from pgmpy.factors.discrete import TabularCPD
+        from pgmpy.models import DiscreteBayesianNetwork
 
     names = net.names
     ar = net.arities

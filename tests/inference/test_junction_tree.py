@@ -216,3 +216,31 @@ def test_evidence_parsing():
         parse_assignments("X0")
     with pytest.raises(DataError, match="permutation|each of the"):
         build_junction_tree(net, [0, 0, 1])
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_certificate_orders(k):
+    # a network grown inside a k-tree: the reverse insertion order is a perfect
+    # elimination order of width <= k; a min-fill certificate works as well
+    from bnsl_dist.graph import KTree, certify
+
+    rng = np.random.default_rng(20 + k)
+    n = 9
+    t = KTree(k, list(range(k + 1)))
+    parents: list[tuple[int, ...]] = [tuple(range(v)) for v in range(k + 1)]
+    for v in range(k + 1, n):
+        cid = int(rng.integers(t.n_cliques))
+        members = t.clique(cid)
+        m = int(rng.integers(0, k + 1))
+        parents.append(tuple(sorted(int(x) for x in rng.choice(members, m, replace=False))))
+        t.add(v, cid)
+    dag = DAG.from_parents(parents)
+    ar = rng.integers(2, 4, size=n)
+    cpts = tuple(rng.dirichlet(np.ones(ar[v]), size=int(np.prod([ar[p] for p in parents[v]])))
+                 for v in range(n))
+    net = BayesianNetwork(dag, tuple(tuple(str(s) for s in range(r)) for r in ar), cpts)
+    ev = _random_evidence(net, 4, 0.3, rng)
+    for order in (t.perfect_elimination_order(), certify(dag).order):
+        jt = build_junction_tree(net, order)
+        assert jt.width <= k
+        _check_against_brute_force(net, jt, ev)
