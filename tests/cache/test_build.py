@@ -145,3 +145,15 @@ def test_explore_variable_checks_its_inputs(asia):
         explore_variable(LocalScorer(asia, "ll"), 0, method="sequential")
     with pytest.raises(InvalidConfigError, match="not both"):
         explore_variable(asia, 0, settings=ExploreSettings(), method="sequential")
+
+
+@pytest.mark.parametrize("method", ["independence", "sequential"])
+def test_one_and_two_variables(method):
+    one = CategoricalData.from_array(np.array([[0], [1], [1]]))
+    c1 = build_cache(one, method=method, scores_per_variable=10)
+    assert c1.n_vars == 1 and c1.sets_of(0)[0][0] == ()
+    x = np.random.default_rng(1).integers(0, 2, size=(200, 1))
+    two = CategoricalData.from_array(np.column_stack([x[:, 0], x[:, 0]]))
+    c2 = build_cache(two, method=method, scores_per_variable=10)
+    assert [ps for ps, _ in c2.sets_of(0)] == [(1,), ()]
+    assert [ps for ps, _ in c2.sets_of(1)] == [(0,), ()]

@@ -39,7 +39,7 @@ def _same(a: ParentSetCache, b: ParentSetCache) -> None:
 @pytest.mark.parametrize("kwargs,batch_size", [
     ({"method": "independence", "scores_per_variable": 150}, None),
     ({"method": "independence", "scores_per_variable": 150, "score": "bdeu"}, 3),
-    ({"method": "sequential", "max_indegree": 2}, 7),
+    ({"method": "sequential", "max_indegree": 2, "progress": True}, 7),
 ])
 def test_dask_build_equals_serial_build(client, child, kwargs, batch_size):
     from bnsl_dist.orchestrate.explore import build_cache_distributed
@@ -93,3 +93,29 @@ def test_cache_dir_saves_and_reuses(client, child, tmp_path):
                                     **{**kw, "scores_per_variable": 61})
     assert len(list(tmp_path.glob("cache-*.jkl"))) == 2
     assert other.meta["scores_per_variable"] == 61
+
+
+@pytest.mark.slow  # starts a second cluster
+def test_cli_build_on_a_local_cluster_fills_its_cache_dir(client, child, tmp_path):
+    from click.testing import CliRunner
+
+    from bnsl_dist.cli import main
+    from bnsl_dist.data import read_data
+    from bnsl_dist.orchestrate.explore import build_cache_distributed
+
+    data = tmp_path / "child.csv"
+    write_csv(child.select(list(range(8))), data, header=True)
+    res = CliRunner().invoke(main, ["cache", "build", str(data), "--scores-per-variable", "40",
+                                    "--workers", "2", "--cache-dir", str(tmp_path / "cd"),
+                                    "-o", str(tmp_path / "a.jkl")])
+    assert res.exit_code == 0, res.output
+    stored = list((tmp_path / "cd").glob("cache-*.jkl"))
+    assert len(stored) == 1
+    a = read_jkl(tmp_path / "a.jkl")
+    _same(a, read_jkl(stored[0]))
+    local = read_data(data)
+    _same(a, build_cache(local, scores_per_variable=40))
+    # the library finds the CLI's cache (same key)
+    again = build_cache_distributed(client, local, scores_per_variable=40,
+                                    cache_dir=tmp_path / "cd")
+    assert again.meta["source"] == str(stored[0])
