@@ -38,7 +38,7 @@ from bnsl_dist.cache.parent_sets import ParentSetCache
 
 __all__ = ["Families", "Found", "Final", "generated_row", "integer_clusters",
            "fractional_clusters",
-           "subip_clusters", "repair",
+           "subip_clusters", "repair", "order_search", "lp_order",
            "greedy_dag", "eades_order", "stream_thread", "hold_back", "bits"]
 
 
@@ -126,6 +126,9 @@ class Families:
                          np.left_shift(np.uint64(1), (pf_arr & 63).astype(np.uint64)))
         self.mask_words: NDArray[np.uint64] = mw
         self.best: NDArray[np.float64] = self.scores[np.asarray(self.start[:-1], dtype=np.int64)]
+        self.offsets = np.ascontiguousarray(cache.offsets, dtype=np.int64)
+        self.par_offsets = np.ascontiguousarray(cache.par_offsets, dtype=np.int64)
+        self.par_flat = np.ascontiguousarray(cache.par_flat, dtype=np.int64)
 
     @property
     def n_sets(self) -> int:
@@ -370,18 +373,39 @@ def repair(fam: Families, order: Sequence[int],
     return chosen
 
 
+def order_search(fam: Families, orders: NDArray[np.int64], max_sweeps: int = 50) -> list[int]:
+    """The best DAG of ASOBS + OBS + adjacent swaps over the given orders (rows).
+
+    Uses the numba kernels of :mod:`bnsl_dist.search.ordering` (deterministic).
+    """
+    from bnsl_dist.search.ordering import _kernels as OK
+
+    orders = np.ascontiguousarray(orders, dtype=np.int64)
+    n = fam.n
+    out_scores = np.empty(orders.shape[0], dtype=np.float64)
+    chosen = np.empty(n, dtype=np.int64)
+    order = np.empty(n, dtype=np.int64)
+    OK.run_orders(orders, True, True, max_sweeps, fam.offsets, fam.par_offsets, fam.par_flat,
+                  fam.scores, out_scores, chosen, order, False)
+    return [int(i) for i in chosen]
+
+
 def greedy_dag(fam: Families, rng: np.random.Generator, n_orders: int = 8) -> list[int]:
-    """The best of ``n_orders`` ASOBS passes over random orders (deterministic given rng)."""
-    best: list[int] | None = None
-    best_s = -np.inf
-    for _ in range(max(1, n_orders)):
-        order = [int(v) for v in rng.permutation(fam.n)]
-        chosen = repair(fam, order)
-        s = fam.score(chosen)
-        if s > best_s:
-            best, best_s = chosen, s
-    assert best is not None
-    return best
+    """The best of ``n_orders`` random orders, each by ASOBS then OBS with adjacent swaps
+    (deterministic given rng)."""
+    orders = np.stack([rng.permutation(fam.n) for _ in range(max(1, n_orders))])
+    return order_search(fam, orders)
+
+
+def lp_order(fam: Families, x: NDArray[np.float64], tol: float = 1e-6) -> list[int]:
+    """An order from an LP point: Eades-Lin-Smyth on the arc weights
+    ``w(u -> v) = sum_{S ∋ u} x[S, v]`` (parents first)."""
+    w: dict[tuple[int, int], float] = {}
+    for i in np.nonzero(x > tol)[0].tolist():
+        v = int(fam.owner[i])
+        for p in bits(fam.masks[i]):
+            w[(p, v)] = w.get((p, v), 0.0) + float(x[i])
+    return eades_order(fam.n, w)
 
 
 def eades_order(n: int, weights: dict[tuple[int, int], float]) -> list[int]:

@@ -66,6 +66,8 @@ from bnsl_dist.search.exact._ilp_common import (
     greedy_dag,
     hold_back,
     integer_clusters,
+    lp_order,
+    order_search,
     repair,
     stream_thread,
     subip_clusters,
@@ -98,8 +100,9 @@ def scip_parameters(seed: int, seconds: float | None, nodes: int | None) -> Any:
 
 
 def _lp_repairs(fam: Families, x: NDArray[np.float64], tol: float = 1e-6) -> list[list[int]]:
-    """Two DAGs from an LP point (TWILP §5.2): preferring each variable's sets by LP value,
-    and by score among the sets with a non-zero value; repaired into DAGs by ASOBS."""
+    """DAGs from an LP point: two as in TWILP §5.2 (each variable's sets preferred by LP
+    value, or by score among those with a non-zero value; repaired by ASOBS), and one
+    by ASOBS + OBS + swaps on the Eades-Lin-Smyth order of the LP's arc weights."""
     prefs_val: list[list[int]] = []
     prefs_score: list[list[int]] = []
     conf = np.zeros(fam.n)
@@ -111,7 +114,8 @@ def _lp_repairs(fam: Families, x: NDArray[np.float64], tol: float = 1e-6) -> lis
         prefs_val.append(sorted(nz, key=lambda i: (-x[i], i)))
         conf[v] = xs.max() if hi > lo else 0.0
     order = [int(v) for v in np.lexsort((np.arange(fam.n), -conf))]
-    return [repair(fam, order, prefs_val), repair(fam, order, prefs_score)]
+    by_order = order_search(fam, np.asarray([lp_order(fam, x, tol)]))
+    return [repair(fam, order, prefs_val), repair(fam, order, prefs_score), by_order]
 
 
 def _scip_lazy(fam: Families, watch: Stopwatch, seed: int, hint: Sequence[int],
@@ -152,6 +156,8 @@ def _scip_lazy(fam: Families, watch: Stopwatch, seed: int, hint: Sequence[int],
             return out
         x = values(data.solution)
         stats = data.mip_stats
+        if stats.dual_bound <= best[0] + 1e-9 * max(1.0, abs(best[0])):
+            out.terminate = True  # our own incumbent (unknown to SCIP) is proved optimal
         if data.event == mo.Event.MIP_SOLUTION:
             chosen = fam.chosen_from_values(x)
             cuts = integer_clusters(fam, chosen)

@@ -71,6 +71,8 @@ from bnsl_dist.search.exact._ilp_common import (
     greedy_dag,
     hold_back,
     integer_clusters,
+    lp_order,
+    order_search,
     stream_thread,
 )
 from bnsl_dist.search.exact.ilp import _mathopt, _prepend, scip_parameters
@@ -449,6 +451,8 @@ def _solve(fam: Families, k: int, watch: Stopwatch, seed: int, hint: tuple[list[
             return out
         st = data.mip_stats
         it = int(st.explored_nodes)
+        if st.dual_bound <= best[0] + 1e-9 * max(1.0, abs(best[0])):
+            out.terminate = True  # our own incumbent (unknown to SCIP) is proved optimal
         if data.event == mo.Event.MIP_SOLUTION:
             integral(data.solution, out, st.dual_bound, it)
             return out
@@ -486,14 +490,17 @@ def _solve(fam: Families, k: int, watch: Stopwatch, seed: int, hint: tuple[list[
 
 def _lp_heuristic(fam: Families, x: NDArray[np.float64], k: int,
                   tol: float = 1e-6) -> list[tuple[list[int], list[int]]]:
-    """§5.2 on an LP point: by LP value, and by score among the non-zero sets."""
+    """§5.2 on an LP point (by LP value; by score among the non-zero sets), plus the DAG
+    of ASOBS + swaps on the LP's Eades-Lin-Smyth order, cut down to treewidth k."""
     by_val, by_score = [], []
     for v in range(fam.n):
         lo, hi = fam.start[v], fam.start[v + 1]
         nz = [lo + int(j) for j in np.nonzero(x[lo:hi] > tol)[0]]
         by_val.append(sorted(nz, key=lambda i: (-x[i], i))[:1])
         by_score.append(nz[:1])  # sets are stored best first
-    return [feasibility_heuristic(fam, by_val, k), feasibility_heuristic(fam, by_score, k)]
+    by_order = order_search(fam, np.asarray([lp_order(fam, x, tol)]))
+    return [feasibility_heuristic(fam, by_val, k), feasibility_heuristic(fam, by_score, k),
+            fit_treewidth(fam, by_order, k)]
 
 
 @register("twilp")
