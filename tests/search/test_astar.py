@@ -188,12 +188,14 @@ def test_same_budget_same_result():
         assert runs[0] == runs[1]
 
 
-def test_pattern_database_is_admissible_on_every_node():
+@pytest.mark.parametrize("group_size", [3, 4])  # three breadth-first groups; a bisection
+def test_pattern_database_is_admissible_on_every_node(group_size):
     # h(U) <= the exact cost to finish from U (computed here by brute force over orders).
     cache = random_cache(7, 31, max_sets_per_var=8)
     sub = decompose(cache, split=False)[0]
-    heur = make_heuristic(sub, "pdb", group_size=3)
-    assert len(heur.groups) >= 2
+    heur = make_heuristic(sub, "pdb", group_size=group_size)
+    assert len(heur.groups) == (3 if group_size == 3 else 2)
+    assert sorted(x for g in heur.groups for x in g) == list(range(7))
     sets = [[(frozenset(ps), s) for ps, s in cache.sets_of(v)] for v in range(7)]
     best = [cache.best_score(v) for v in range(7)]
     for mask in range(1 << 7):

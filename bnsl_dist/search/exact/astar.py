@@ -271,7 +271,8 @@ class OrderGraphSearch:
 
     def _incumbent(self, sw: Stopwatch, work: ParentSetCache) -> Incumbent | None:
         dag, score = self._dag(work)
-        lower = sum(s.base_cost + st.lower for s, st in zip(self.subs, self.states, strict=True))
+        lower = float(sum(s.base_cost + st.lower
+                          for s, st in zip(self.subs, self.states, strict=True)))
         bound = -lower
         info: dict[str, Any] = {}
         if self.p is not None:

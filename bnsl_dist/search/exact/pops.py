@@ -300,7 +300,8 @@ def top_p_bound(cache: ParentSetCache, pruned: ParentSetCache, dag: DAG,
     i a pruned set, and then scores at most s_i(P'_i) + R_i, where P'_i is i's best
     pruned set and R_i = ``rest_bound(i)`` bounds the total local score of all the
     other variables in any DAG (default: the sum of their best scores; a pattern
-    database gives a tighter one). The upper bound is the larger of the two.
+    database gives a tighter one). The upper bound is the larger of the two (taken equal
+    to the score when within 1e-9 relative: rounding of sums in another order).
 
     The paper's eq. 5, adapted to log-scores, is
     ``epsilon_paper = s(N) / sum_i (s_i(P_i) + d_i)``, d_i = max(0, s_i(P'_i) - s_i(P_i)).
@@ -331,4 +332,6 @@ def top_p_bound(cache: ParentSetCache, pruned: ParentSetCache, dag: DAG,
         denom_paper += sv + max(0.0, best_pruned - sv)
         rest = total_best - best[v] if rest_bound is None else rest_bound(v)
         upper = max(upper, best_pruned + rest)
+    if upper - score <= 1e-9 * max(1.0, abs(score)):
+        upper = score  # equal up to rounding (a DAG cannot beat a proven bound)
     return TopPBound(_ratio(score, upper), _ratio(score, denom_paper), upper, n_pruned)
