@@ -1,24 +1,24 @@
 """Shared machinery of the OR-Tools structure learners (``ilp``, ``twilp``).
 
-- :class:`Families`: a cache's parent sets as Python-int bit masks, the form the
-  separation routines and repair heuristics below work on;
-- cluster constraints (Cussens 2011): the sets that keep a cluster C "open"
-  (v in C takes a set with no member in C), integer separation from the strongly
-  connected components / cycles of a chosen graph, and a heuristic separation of
-  fractional LP points from the SCCs of their weighted arc graph;
+- :class:`Families`: a cache's parent sets as Python-int bit masks (and uint64 words),
+  with the two equivalent forms of a cluster constraint's row;
 - :func:`repair`: an ASOBS-style pass that turns per-variable preferences into a DAG
   (each variable takes its first preferred set avoiding its current descendants);
+  :func:`order_search` / :func:`greedy_dag`: ASOBS + OBS + swaps over orders (the
+  numba kernels of :mod:`bnsl_dist.search.ordering`); :func:`lp_order`;
 - :func:`eades_order`: the Eades-Lin-Smyth feedback-arc-set ordering heuristic;
-- :func:`stream_thread`: run a blocking solve on a thread and stream what its
-  callbacks emit to a generator (the solver thread only collects, never yields).
+- :func:`stream_thread` / :func:`hold_back`: run a blocking solve on a thread, stream
+  what its callbacks emit (the solver thread only collects), and turn it into strictly
+  improving incumbents whose last one carries the final bound.
 
-All helpers are deterministic: ties are broken by index.
+Cluster separation lives in :mod:`bnsl_dist.search.exact._ilp_separation`. All
+helpers are deterministic: ties are broken by index.
 
 References
 ----------
 J. Cussens, "Bayesian network learning with cutting planes", UAI 2011, §3 (cluster
-constraints, separation). P. Eades, X. Lin, W. F. Smyth, "A fast and effective
-heuristic for the feedback arc set problem", Information Processing Letters 47(6), 1993.
+constraints). P. Eades, X. Lin, W. F. Smyth, "A fast and effective heuristic for the
+feedback arc set problem", Information Processing Letters 47(6), 1993.
 M. Scanagatta et al., "Learning Bayesian networks with thousands of variables",
 NIPS 2015, §3 (ASOBS: best parent set avoiding descendants).
 """
@@ -30,15 +30,12 @@ import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any, NamedTuple
 
-import networkx as nx
 import numpy as np
 from numpy.typing import NDArray
 
 from bnsl_dist.cache.parent_sets import ParentSetCache
 
-__all__ = ["Families", "Found", "Final", "generated_row", "integer_clusters",
-           "fractional_clusters",
-           "subip_clusters", "repair", "order_search", "lp_order",
+__all__ = ["Families", "Found", "Final", "generated_row", "repair", "order_search", "lp_order",
            "greedy_dag", "eades_order", "stream_thread", "hold_back", "bits"]
 
 
@@ -177,159 +174,6 @@ class Families:
         idx = range(self.n_sets) if support is None else support
         return float(sum(x[i] for i in idx
                          if (cluster >> int(self.owner[i])) & 1 and not self.masks[i] & cluster))
-
-
-def _sccs(n: int, arcs: Sequence[tuple[int, int]]) -> list[list[int]]:
-    """Non-trivial strongly connected components (iterative Tarjan; arcs u -> v)."""
-    succ: dict[int, list[int]] = {}
-    for u, v in arcs:
-        succ.setdefault(u, []).append(v)
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    on: set[int] = set()
-    stack: list[int] = []
-    out: list[list[int]] = []
-    counter = 0
-    for root in sorted(succ):
-        if root in index:
-            continue
-        work = [(root, 0)]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on.add(root)
-        while work:
-            u, i = work[-1]
-            nb = succ.get(u, ())
-            if i < len(nb):
-                work[-1] = (u, i + 1)
-                v = nb[i]
-                if v not in index:
-                    index[v] = low[v] = counter
-                    counter += 1
-                    stack.append(v)
-                    on.add(v)
-                    work.append((v, 0))
-                elif v in on:
-                    low[u] = min(low[u], index[v])
-                continue
-            work.pop()
-            if work:
-                p = work[-1][0]
-                low[p] = min(low[p], low[u])
-            if low[u] == index[u]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    comp.append(w)
-                    if w == u:
-                        break
-                if len(comp) > 1:
-                    out.append(sorted(comp))
-    return out
-
-
-def integer_clusters(fam: Families, chosen: Sequence[int]) -> list[int]:
-    """Violated cluster constraints of an integral choice: each non-trivial SCC of its
-    graph, and one directed cycle inside each (empty list when the graph is a DAG)."""
-    arcs = [(p, v) for v, i in enumerate(chosen) for p in bits(fam.masks[int(i)])]
-    out: list[int] = []
-    g = nx.DiGraph()
-    g.add_nodes_from(range(fam.n))
-    g.add_edges_from(arcs)
-    for comp in _sccs(fam.n, arcs):
-        cmask = sum(1 << v for v in comp)
-        out.append(cmask)
-        cyc = nx.find_cycle(g.subgraph(comp), source=comp[0])
-        ymask = sum(1 << int(a) for a, _ in cyc)
-        if ymask != cmask:
-            out.append(ymask)
-    return out
-
-
-def fractional_clusters(fam: Families, x: NDArray[np.float64], *, tol: float = 1e-6,
-                        min_violation: float = 1e-3, max_cuts: int = 50,
-                        cycle_length: int = 8, max_cycles: int = 200) -> list[int]:
-    """Heuristic separation of cluster constraints at a fractional point.
-
-    Candidate clusters: the strongly connected components of the graphs of arcs
-    ``u -> v`` whose LP weight ``sum_{S ∋ u} x[S, v]`` reaches a threshold (several
-    thresholds), each shrunk greedily while that increases the violation, and the
-    simple cycles (up to ``cycle_length`` nodes, ``max_cycles`` of them) of the arcs of
-    weight >= 0.3. Returns the most violated clusters (violation >= ``min_violation``).
-    """
-    n = fam.n
-    sup = [int(i) for i in np.nonzero(x > tol)[0]]
-    sx = [float(x[i]) for i in sup]
-    sown = [1 << int(fam.owner[i]) for i in sup]
-    smask = [fam.masks[i] for i in sup]
-    w: dict[tuple[int, int], float] = {}
-    for i, xi in zip(sup, sx, strict=True):
-        v = int(fam.owner[i])
-        for p in bits(fam.masks[i]):
-            w[(p, v)] = w.get((p, v), 0.0) + xi
-    if not w:
-        return []
-
-    def violation(cmask: int) -> float:
-        act = 0.0
-        for xi, ow, mk in zip(sx, sown, smask, strict=True):
-            if ow & cmask and not mk & cmask:
-                act += xi
-        return 1.0 - act
-
-    def shrink(cmask: int) -> tuple[int, float]:
-        """Drop, while it helps, the member whose removal raises the violation most.
-        Removing u loses u's open sets and gains the sets meeting C only in u."""
-        viol = violation(cmask)
-        while cmask.bit_count() > 2:
-            delta: dict[int, float] = {}
-            for xi, ow, mk in zip(sx, sown, smask, strict=True):
-                if not ow & cmask:
-                    continue
-                inter = mk & cmask
-                if not inter:
-                    delta[ow] = delta.get(ow, 0.0) + xi  # u = owner: its open mass is lost
-                elif not inter & (inter - 1):
-                    delta[inter] = delta.get(inter, 0.0) - xi  # opened by removing inter
-            best_u, best_d = 0, -1e-12
-            for u in bits(cmask):
-                d = delta.get(1 << u, 0.0)  # violation change = lost open mass - gained
-                if d > best_d:
-                    best_u, best_d = u, d
-            if not best_d > 1e-12:
-                break
-            cmask &= ~(1 << best_u)
-            viol += best_d
-        return cmask, viol
-
-    found: dict[int, float] = {}
-    seen: set[int] = set()
-    for thr in (tol, 0.3, 0.6):
-        arcs = [a for a, val in w.items() if val >= thr]
-        for comp in _sccs(n, arcs):
-            cmask = sum(1 << v for v in comp)
-            if cmask in seen:
-                continue
-            seen.add(cmask)
-            for c in (cmask, shrink(cmask)[0]):
-                vi = violation(c)
-                if vi >= min_violation:
-                    found[c] = vi
-    if cycle_length >= 2:
-        g = nx.DiGraph()
-        g.add_edges_from(a for a, val in w.items() if val >= 0.3)
-        for t, cyc in enumerate(nx.simple_cycles(g, length_bound=cycle_length)):
-            if t >= max_cycles:
-                break
-            c = sum(1 << v for v in cyc)
-            if c not in found:
-                vi = violation(c)
-                if vi >= min_violation:
-                    found[c] = vi
-    ranked = sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))
-    return [c for c, _ in ranked[:max_cuts]]
 
 
 def repair(fam: Families, order: Sequence[int],
@@ -516,56 +360,3 @@ def hold_back(stream: Generator[Found, None, Final], make: Callable[[Found, floa
     if pending is not None:
         yield finish(pending, final) if final is not None else pending
     return final
-
-
-def subip_clusters(fam: Families, x: NDArray[np.float64], *, tol: float = 1e-6,
-                   min_violation: float = 1e-3, det_time: float = 0.05,
-                   max_cuts: int = 20) -> list[int]:
-    """Cluster cuts at a fractional point by Cussens's sub-IP, solved with CP-SAT.
-
-    Binary ``I_v`` (v in C) and ``J_{S,v}`` (family (S, v) counted) for the families of
-    the support with a non-empty S: maximise ``sum x[S,v] J[S,v] - sum I_v`` subject to
-    ``J[S,v] <= I_v`` and ``J[S,v] <= sum_{u in S} I_u``; a cluster of value above
-    ``-1`` violates its constraint (``sum_{v in C} sum_{S ∩ C ≠ ∅} x <= |C| - 1``).
-    Every improving solution met within ``det_time`` (CP-SAT deterministic time, so the
-    result is reproducible) gives a cut.
-
-    References
-    ----------
-    J. Cussens, "Bayesian network learning with cutting planes", UAI 2011, §4;
-    M. Bartlett, J. Cussens, AIJ 244, 2017, §5.2.
-    """
-    from ortools.sat.python import cp_model
-
-    scale = 10_000
-    fams = [int(i) for i in np.nonzero(x > tol)[0] if fam.masks[int(i)]]
-    if not fams:
-        return []
-    m = cp_model.CpModel()
-    verts = sorted({int(fam.owner[i]) for i in fams} |
-                   {p for i in fams for p in bits(fam.masks[i])})
-    iv = {v: m.new_bool_var(f"I{v}") for v in verts}
-    terms = []
-    for i in fams:
-        v = int(fam.owner[i])
-        j = m.new_bool_var(f"J{i}")
-        m.add_implication(j, iv[v])
-        m.add_bool_or([iv[p] for p in bits(fam.masks[i])] + [~j])
-        terms.append((int(round(float(x[i]) * scale)), j))
-    obj = sum(c * j for c, j in terms) - scale * sum(iv.values())
-    m.add(obj >= -scale + int(min_violation * scale))
-    m.add(sum(iv.values()) >= 2)
-    m.maximize(obj)
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.max_deterministic_time = det_time
-    found: list[int] = []
-
-    class _Collect(cp_model.CpSolverSolutionCallback):
-        def on_solution_callback(self) -> None:
-            c = sum(1 << v for v in verts if self.boolean_value(iv[v]))
-            if c not in found:
-                found.append(c)
-
-    solver.solve(m, _Collect())
-    return found[::-1][:max_cuts]  # the best (last found) first

@@ -37,9 +37,9 @@ from bnsl_dist.search.exact._ilp_common import (
     Found,
     bits,
     eades_order,
-    integer_clusters,
     repair,
 )
+from bnsl_dist.search.exact._ilp_separation import integer_clusters
 
 __all__ = ["cpsat_cuts", "cpsat_order", "Stopper", "SCALE", "DET_TIME_PER_ITERATION"]
 

@@ -61,15 +61,17 @@ from bnsl_dist.search.exact._ilp_common import (
     Families,
     Final,
     Found,
-    fractional_clusters,
     generated_row,
     greedy_dag,
     hold_back,
-    integer_clusters,
     lp_order,
     order_search,
     repair,
     stream_thread,
+)
+from bnsl_dist.search.exact._ilp_separation import (
+    fractional_clusters,
+    integer_clusters,
     subip_clusters,
 )
 

@@ -55,8 +55,6 @@ from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError, NotADAGError
 from bnsl_dist.graph import (
     TreewidthCertificate,
-    min_degree_order,
-    min_fill_order,
     moral_graph,
 )
 from bnsl_dist.search.base import Budget, Incumbent, Stopwatch, register
@@ -65,15 +63,20 @@ from bnsl_dist.search.exact._ilp_common import (
     Final,
     Found,
     bits,
-    eades_order,
-    fractional_clusters,
     generated_row,
     greedy_dag,
     hold_back,
-    integer_clusters,
     lp_order,
     order_search,
     stream_thread,
+)
+from bnsl_dist.search.exact._ilp_separation import fractional_clusters, integer_clusters
+from bnsl_dist.search.exact._twilp_heuristics import (
+    best_subset,
+    feasibility_heuristic,
+    fit_treewidth,
+    order_width,
+    root_graph_arcs,
 )
 from bnsl_dist.search.exact.ilp import _mathopt, _prepend, scip_parameters
 
@@ -81,126 +84,6 @@ __all__ = ["TWILP", "fit_treewidth", "root_graph_arcs", "feasibility_heuristic"]
 
 _SEED_MAX = 2**31 - 1
 _TIME_MARGIN = 0.03
-
-
-# ---------------------------------------------------------------------------- heuristics
-def _best_subset(fam: Families, v: int, allowed: int) -> int:
-    """v's best cached set inside the ``allowed`` mask (∅ always fits)."""
-    for i in fam.sets_of(v):
-        if not fam.masks[i] & ~allowed:
-            return i
-    raise AssertionError("a cache always holds the empty set")  # pragma: no cover
-
-
-def _elimination(adj: list[set[int]], order: Sequence[int], k: int) -> tuple[int, set[int]]:
-    """Replay an elimination: (width, first bag wider than k, or an empty set)."""
-    g = [set(s) for s in adj]
-    width, bag = 0, set()
-    for v in order:
-        nb = g[v]
-        if len(nb) > width:
-            width = len(nb)
-        if len(nb) > k and not bag:
-            bag = {v} | nb
-        for a in nb:
-            g[a].discard(v)
-            g[a].update(nb)
-            g[a].discard(a)
-        g[v] = set()
-    return width, bag
-
-
-def _order_width(parents: Sequence[Sequence[int]], k: int) -> tuple[list[int], int, set[int]]:
-    adj = moral_graph(parents)
-    order, width = min_fill_order(adj)
-    if width > k:
-        o2, w2 = min_degree_order(adj)
-        if w2 < width:
-            order, width = o2, w2
-    bag: set[int] = set()
-    if width > k:
-        _, bag = _elimination(adj, order, k)
-    return order, width, bag
-
-
-def fit_treewidth(fam: Families, chosen: Sequence[int], k: int) -> tuple[list[int], list[int]]:
-    """Remove arcs from a DAG until min-fill / min-degree certify treewidth <= k.
-
-    Each step removes, among the arcs touching the first elimination bag wider than k,
-    the one whose loss is least (the child then takes its best cached subset of its
-    remaining parents). Returns the new choice and an elimination order of width <= k.
-    """
-    chosen = [int(i) for i in chosen]
-    while True:
-        parents = fam.parents(chosen)
-        order, width, bag = _order_width(parents, k)
-        if width <= k:
-            return chosen, order
-        best: tuple[float, int, int] | None = None
-        for v, i in enumerate(chosen):
-            for p in bits(fam.masks[i]):
-                if p in bag or v in bag:
-                    j = _best_subset(fam, v, fam.masks[i] & ~(1 << p))
-                    loss = float(fam.scores[i] - fam.scores[j])
-                    if best is None or loss < best[0]:
-                        best = (loss, v, j)
-        assert best is not None  # a bag wider than k always contains arcs
-        chosen[best[1]] = best[2]
-
-
-def feasibility_heuristic(fam: Families, prefs: Sequence[Sequence[int]],
-                          k: int) -> tuple[list[int], list[int]]:
-    """TWILP §5.2 for one preference list: the first preferred set of every variable,
-    a feedback arc set removed (Eades-Lin-Smyth), then :func:`fit_treewidth`."""
-    chosen = [int(p[0]) if len(p) else _best_subset(fam, v, 0) for v, p in enumerate(prefs)]
-    weights = {(p, v): 1.0 for v, i in enumerate(chosen) for p in bits(fam.masks[i])}
-    pos = {v: t for t, v in enumerate(eades_order(fam.n, weights))}
-    for v, i in enumerate(chosen):
-        keep = fam.masks[i]
-        for p in bits(fam.masks[i]):
-            if pos[p] > pos[v]:  # a backward arc: part of the feedback arc set
-                keep &= ~(1 << p)
-        if keep != fam.masks[i]:
-            chosen[v] = _best_subset(fam, v, keep)
-    return fit_treewidth(fam, chosen, k)
-
-
-def root_graph_arcs(adj: Sequence[set[int]], order: Sequence[int],
-                    k: int) -> list[tuple[int, int]]:
-    """The arcs of a root graph (a k-tree on N ∪ R) containing a graph of width <= k.
-
-    ``order`` is an elimination order of ``adj`` of width <= k (n >= k + 1). Nodes are
-    inserted in reverse elimination order: the t-th of the first k points to the
-    earlier ones and to roots ``n .. n+k-1-t``; every later one to a k-clique holding
-    its later neighbours. Roots point to the roots of larger index.
-    """
-    n = len(adj)
-    g = [set(s) for s in adj]
-    higher: dict[int, set[int]] = {}
-    for v in order:
-        nb = g[v]
-        higher[v] = set(nb)
-        for a in nb:
-            g[a].discard(v)
-            g[a].update(nb)
-            g[a].discard(a)
-        g[v] = set()
-    ins = list(reversed(list(order)))
-    arcs: list[tuple[int, int]] = []
-    cliques: list[frozenset[int]] = []
-    for t, v in enumerate(ins):
-        if t < k:
-            kids = list(ins[:t]) + [n + r for r in range(k - t)]
-            if t == k - 1:
-                cliques.append(frozenset(ins[:k]))
-        else:
-            h = higher[v]
-            kc = next(c for c in cliques if h <= c)
-            kids = sorted(kc)
-            cliques.extend((kc - {x}) | {v} for x in kc)
-        arcs.extend((v, c) for c in kids)
-    arcs.extend((n + a, n + b) for a in range(k) for b in range(a + 1, k))
-    return arcs
 
 
 # ---------------------------------------------------------------------------- separation
@@ -440,7 +323,7 @@ def _solve(fam: Families, k: int, watch: Stopwatch, seed: int, hint: tuple[list[
             try:
                 order = _y_order(ych, n)
             except NotADAGError:  # pragma: no cover - Lemmas 2-4 exclude it; stay safe
-                order, width, _ = _order_width(fam.parents(chosen), k)
+                order, width, _ = order_width(fam.parents(chosen), k)
                 if width > k:
                     return
             record(chosen, order, bound, it)
@@ -584,7 +467,7 @@ class TWILP:
             return dataclasses.replace(inc, bound=bound)
 
         if k == 0:  # a single variable: only the empty DAG
-            chosen = [_best_subset(fam, v, 0) for v in range(n)]
+            chosen = [best_subset(fam, v, 0) for v in range(n)]
             found = Found(watch.elapsed(), chosen, fam.score(chosen), None, 0, tuple(range(n)))
             yield finish(make(found, found.score), Final(found.score, True, 0))
             return
