@@ -114,10 +114,11 @@ def reference_search(codes, ar, child, budget, max_size, cand_limit, score="bic"
 
 
 @pytest.mark.parametrize("net,n_rows,child,budget,max_size,cand_limit,score", [
-    ("sachs", 500, 0, 120, 11, 256, "bic"),
-    ("sachs", 500, 5, 200, 3, 6, "bic"),
-    ("child", 800, 8, 150, 20, 256, "bic"),
-    ("child", 800, 3, 150, 20, 10, "bdeu"),
+    ("sachs", 500, 0, 400, 11, 256, "bic"),
+    ("sachs", 500, 5, 300, 3, 6, "bic"),
+    ("child", 800, 8, 400, 20, 256, "bic"),
+    ("child", 800, 3, 400, 20, 10, "bdeu"),
+    ("child", 3000, 12, 300, 2, 256, "bic"),
 ])
 def test_search_order_matches_a_direct_transcription(net, n_rows, child, budget, max_size,
                                                      cand_limit, score):

@@ -12,6 +12,7 @@ Run: ``python -m workflows.benchmarks.cache [--max-vars 40]`` (writes out/cache.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from typing import Any
 
@@ -58,6 +59,7 @@ def main() -> None:
     args = ap.parse_args()
 
     warm_up()
+    load_start = os.getloadavg()
     runs = []
     client_cm = None
     client = None
@@ -105,6 +107,8 @@ def main() -> None:
         "command": "python -m workflows.benchmarks.cache "
                    + (f"--max-vars {args.max_vars} " if args.max_vars else "")
                    + f"--seconds-per-variable {args.seconds_per_variable}",
+        "load_average_1_5_15min": {"start": [round(x, 2) for x in load_start],
+                                   "end": [round(x, 2) for x in os.getloadavg()]},
         "results": runs})
     print(f"wrote {path}")
 
