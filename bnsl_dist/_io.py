@@ -24,7 +24,7 @@ def atomic_writer(path: str | os.PathLike[str], write: Callable[[IO[bytes]], Non
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual mode
         with os.fdopen(fd, "wb") as raw:
             if target.name.endswith(".gz"):
-                with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+                with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as gz:
                     write(gz)  # type: ignore[arg-type]
             else:
                 write(raw)
