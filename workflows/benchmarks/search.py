@@ -136,8 +136,9 @@ def _warm_up() -> None:
         list(make_optimizer(name.split("/")[0]).run(c, Budget(max_iterations=2),
                                                     np.random.default_rng(0)))
     for closure in ("bitsets", "dfs"):
-        list(make_optimizer("asobs", closure=closure, local_search="none")
-             .run(c, Budget(max_iterations=2), np.random.default_rng(0)))
+        for local in ("none", "swap", "window"):
+            list(make_optimizer("asobs", closure=closure, local_search=local)
+                 .run(c, Budget(max_iterations=2), np.random.default_rng(0)))
 
 
 # ---------------------------------------------------------------------------- parts
@@ -175,12 +176,15 @@ def _run(cache: ParentSetCache, name: str, seconds: float, params: dict[str, Any
     return AnytimeTrace.collect(opt.run(cache, Budget(seconds=seconds), np.random.default_rng(1)))
 
 
-def part_blip(short: float, long: float) -> list[dict[str, Any]]:
+def part_blip(short: float, long: float, algos: list[str] | None = None
+              ) -> list[dict[str, Any]]:
     rows = []
     for cname in BLIP_CACHES:
         cache = _blip_cache(cname)
         ent, src = _entropies(cname, cache.n_vars)
         for label in LONG_ALGOS + SHORT_ALGOS:
+            if algos and label not in algos:
+                continue
             name, _, variant = label.partition("/")
             budget = long if label in LONG_ALGOS else short
             params: dict[str, Any] = {"entropies": ent} if (name.endswith("-ent") and ent) else {}
@@ -337,6 +341,8 @@ def main() -> None:
     ap.add_argument("--short", type=float, default=10.0)
     ap.add_argument("--long", type=float, default=60.0)
     ap.add_argument("--orders-seconds", type=float, default=5.0)
+    ap.add_argument("--algos", nargs="*", default=None,
+                    help="blip part: only these algorithms (their rows replace earlier ones)")
     args = ap.parse_args()
     _warm_up()
     result: dict[str, Any] = {"settings": vars(args)}
@@ -351,7 +357,15 @@ def main() -> None:
         if part == "orders":
             result["orders"] = part_orders(args.orders_seconds)
         elif part == "blip":
-            result["blip"] = part_blip(args.short, args.long)
+            rows = part_blip(args.short, args.long, args.algos)
+            if args.algos and result.get("blip"):
+                done = {(r["cache"], r["algorithm"]) for r in rows}
+                keep = [r for r in result["blip"] if (r["cache"], r["algorithm"]) not in done]
+                order = {(c, a): i for i, (c, a) in enumerate(
+                    (c, a) for c in BLIP_CACHES for a in LONG_ALGOS + SHORT_ALGOS)}
+                rows = sorted(keep + rows, key=lambda r: order.get((r["cache"],
+                                                                    r["algorithm"]), 1 << 30))
+            result["blip"] = rows
         elif part == "direction":
             result["direction"] = part_direction()
         elif part == "mirror":

@@ -1,17 +1,26 @@
 """ASOBS, ASOBS-ENT and the window search (Win-ASOBS).
 
-ASOBS relaxes OBS's consistency rule: processing a sampled order, each variable takes
-its best cached set containing none of its current descendants, so arcs to later
-variables (back-arcs) are allowed when acyclic; for the same order ASOBS scores at
-least as well as OBS. Ancestor and descendant bitsets are kept transitively closed by
-a numba kernel.
+ASOBS relaxes OBS's consistency rule: walking a sampled order from its last variable
+to its first (the paper's "j = n, ..., 1"), each variable takes its best cached set
+containing none of its current descendants, so arcs from later variables
+(back-arcs) are allowed when acyclic. A variable's predecessors are never its
+descendants then, so its OBS choice stays available: ASOBS >= OBS for the same order.
+Ancestor and descendant bitsets are kept transitively closed by a numba kernel (or,
+above ``DFS_FROM`` variables, descendants are found by search; same DAGs).
+
+ASOBS-ENT samples orders filled front to back with probabilities proportional to the
+entropies of the unplaced variables, so that high-entropy variables are processed
+LAST by default (``high_entropy="last"``; BLIP processes them first, which measures
+worse than uniform orders — see :mod:`~bnsl_dist.search.ordering.samplers`).
 
 After each ASOBS pass a local improvement starts FROM the ASOBS solution (BLIP feeds its
 local search a mirrored order instead — a bug we do not copy): a topological order of
 the ASOBS DAG is taken (the one closest to the sampled order), OBS is run on it (its
-result is at least the ASOBS DAG, which is consistent with that order) and then either
-adjacent swaps (``local_search="swap"``, BLIP's ASOBS) or the window search
-(``local_search="window"``, Win-ASOBS) until no move improves.
+result is at least the ASOBS DAG, which is consistent with that order), then adjacent
+swaps until none improves (``local_search="swap"``, BLIP's ASOBS), and with
+``local_search="window"`` (Win-ASOBS) the window search after that: swaps are its
+cheapest moves (a block of one moved by one step), so doing them first reaches good
+orders sooner (measured on book: -313159 instead of -313179 after the same 20 s).
 
 Registered names (same class, different defaults):
 
@@ -52,7 +61,7 @@ _CLOSURES = ("auto", "bitsets", "dfs")
 #: Above this many variables "auto" tracks descendants by search instead of bitsets.
 DFS_FROM = 1024
 #: Block steps per window-kernel call between two clock checks.
-_WINDOW_CHUNK = 200_000
+_WINDOW_CHUNK = 50_000
 
 
 def candidate_bitsets(fc: FlatCache) -> NDArray[np.uint64]:
@@ -200,7 +209,7 @@ class ASOBS:
 
         use_dfs = self.closure == "dfs" or (self.closure == "auto" and n > DFS_FROM)
         yield from search_orders(cache, budget, rng, draw=draw, use_asobs=True,
-                                 use_swaps=self.local_search == "swap",
+                                 use_swaps=self.local_search in ("swap", "window"),
                                  max_sweeps=int(self.max_sweeps), refine=refine,
                                  use_dfs=use_dfs)
 

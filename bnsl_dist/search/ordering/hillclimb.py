@@ -34,8 +34,9 @@ from bnsl_dist.search.ordering.obs import exact_total, flat_cache
 
 __all__ = ["HillClimbTabu"]
 
-#: Steps per kernel call between two clock checks.
-_CHUNK = 64
+#: Steps per kernel call between two clock checks: about this many cached sets scanned
+#: per call (a step scans every set), at least one step and at most 64.
+_CHUNK_WORK = 200_000
 
 
 @register("hc-tabu")
@@ -89,6 +90,7 @@ class HillClimbTabu:
         empty_rows = np.array([fc.offsets[v] + int(np.flatnonzero(
             sizes[fc.offsets[v]:fc.offsets[v + 1]] == 0)[0]) for v in range(n)],
             dtype=np.int64)
+        chunk = max(1, min(64, _CHUNK_WORK // max(1, cache.n_sets)))
         watch = budget.stopwatch()
         best = -np.inf
         best_chosen = empty_rows.copy()
@@ -110,7 +112,7 @@ class HillClimbTabu:
             fstate = np.array([start, start], dtype=np.float64)
             while True:
                 over = HK.hc_steps(chosen, climb_best, fc.offsets, fc.par_offsets, fc.par_flat,
-                                   fc.scores, tabu, state, fstate, max_no_improve, _CHUNK)
+                                   fc.scores, tabu, state, fstate, max_no_improve, chunk)
                 s = exact_total(fc, climb_best)
                 if s > best:
                     best = s
