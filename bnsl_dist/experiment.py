@@ -25,7 +25,7 @@ import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -335,7 +335,7 @@ def _versions() -> str:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _resolve_cache(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None,

@@ -87,10 +87,13 @@ def _n_vars_hint(name: str, path: str | None) -> int | None:
     try:
         from bnsl_dist.data.catalog import load_catalog
 
-        spec = load_catalog().dataset(name).spec
+        cat = load_catalog()
+        spec = cat.dataset(name).spec
+        n = getattr(spec, "n_vars", None)
+        if n is None and getattr(spec, "network", None):
+            n = getattr(cat.network(spec.network).spec, "n_vars", None)
     except Exception:  # noqa: BLE001 - a hint only
         return None
-    n = getattr(spec, "n_vars", None)
     return int(n) if n else None
 
 
@@ -112,14 +115,13 @@ def plan_grid(grid: GridConfig, results_dir: str | os.PathLike[str]) -> GridPlan
             search = None
         else:
             search += c.budget_seconds
-    cache_s: float | None = 0.0
+    cache_s: float | None = 0.0 if grid.cache.seconds_per_variable is not None else None
     spv = grid.cache.seconds_per_variable
     for spec in caches.values():
         n = _n_vars_hint(spec.dataset, spec.data_path)
-        if spv is None or n is None or cache_s is None:
-            cache_s = None if spv is not None else cache_s
-        else:
-            cache_s += spv * n
+        cache_s = None if (cache_s is None or spv is None or n is None) else cache_s + spv * n
+    if not caches:
+        cache_s = 0.0
     return GridPlan(grid, tuple(cells), pending, st.done, st.failed, tuple(caches.values()),
                     search, cache_s)
 
@@ -146,9 +148,12 @@ def format_plan(plan: GridPlan, n_workers: int) -> str:
              f"  caches to build: {len(plan.caches_to_build)}"
              + (f" (est. {_fmt_seconds(plan.cache_seconds)} of worker time)"
                 if plan.caches_to_build else ""),
-             f"  search time budgets: {_fmt_seconds(plan.search_seconds)} of worker time",
+             f"  search time budgets: {_fmt_seconds(plan.search_seconds)} of worker time"
+             + (" at most (iteration budgets may end runs earlier)"
+                if any(c.budget_iterations for c in plan.pending) else ""),
              f"  estimated wall time on {n_workers} workers: "
-             f"{_fmt_seconds(plan.estimated_seconds(n_workers))}"]
+             f"{_fmt_seconds(plan.estimated_seconds(n_workers))}"
+             + (" at most" if any(c.budget_iterations for c in plan.pending) else "")]
     by_alg: dict[str, int] = {}
     for c in plan.pending:
         name = c.label + (f" k={c.k}" if c.k is not None else "")
@@ -188,6 +193,13 @@ def warm_up(algorithms: tuple[tuple[str, str, int | None], ...]) -> dict[str, st
              for v in range(n)]
     cache = ParentSetCache.from_lists(lists, names=data.names).prune_dominated()
     cache.meta["entropies"] = [float(h) for h in sc.entropies()]
+    try:  # the cache builders' kernels (cache tasks and SEM cells build caches)
+        from bnsl_dist.cache import build_cache
+
+        for method in ("independence", "sequential"):
+            build_cache(data, method=method, scores_per_variable=20, max_indegree=2)
+    except Exception as exc:  # noqa: BLE001 - reported, never raised
+        problems["build_cache"] = f"{type(exc).__name__}: {exc}"
     for name, params_json, k in algorithms:
         try:
             params = json.loads(params_json)

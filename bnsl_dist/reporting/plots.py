@@ -11,6 +11,7 @@ categories, drawn here as the histogram's guide lines).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,6 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from bnsl_dist._io import atomic_writer  # noqa: E402
 
@@ -64,6 +66,7 @@ def plot_delta_histogram(deltas: Sequence[float], path: str | Path, *, title: st
     ax.set_xticks(_signed_log(np.array(ticks)))
     ax.set_xticklabels([f"{v:g}" for v in ticks])
     ax.set_xlim(-lim, lim)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(f"ΔBIC = BIC({a}) − BIC({b})  (signed log scale)")
     ax.set_ylabel("experiments")
     ax.set_title(title or f"{a} vs {b}: {d.size} experiments")
@@ -121,8 +124,10 @@ def plot_anytime_summary(frame: pd.DataFrame, path: str | Path, *,
                 idx = np.searchsorted(t, grid_t, side="right") - 1
                 cur = np.where(idx >= 0, np.maximum.accumulate(s)[np.maximum(idx, 0)], np.nan)
                 gaps.append((best - cur) / scale)
-            curves[lab].append(np.nanmedian(np.vstack(gaps), axis=0)
-                               if len(gaps) > 1 else gaps[0])
+            with warnings.catch_warnings():  # all-NaN columns: nothing found yet
+                warnings.simplefilter("ignore", RuntimeWarning)
+                curves[lab].append(np.nanmedian(np.vstack(gaps), axis=0)
+                                   if len(gaps) > 1 else gaps[0])
     for lab, cs in curves.items():
         if not cs:
             continue

@@ -29,7 +29,11 @@ class CellResult:
     Scores are log-scores (higher is better). ``checkpoint_scores[i]`` is the best score
     found within ``checkpoints[i]`` seconds (NaN when nothing was found by then), and
     likewise for iteration checkpoints. ``trace_*`` hold every incumbent of the run, for
-    anytime curves. ``params`` and ``versions`` are JSON text.
+    anytime curves. ``iterations`` is the iteration count the optimizer reported with
+    its last incumbent; ``elapsed`` the seconds the run took (optimizer stream only),
+    ``wall_seconds`` the whole cell (data, cache and run); ``treewidth_bound`` a min-fill
+    upper bound on the treewidth of the best DAG (cells with ``k`` only). ``params``,
+    ``extra`` (e.g. SEM imputation accuracy) and ``versions`` are JSON text.
     """
 
     key: str

@@ -147,7 +147,7 @@ def test_unbounded_vs_bounded_pairs_on_dataset():
             _row("d", "train", "twilp", 2, 0, 10, -15.0),
             _row("d", "train", "twilp", 3, 0, 10, -12.0)]
     d = paired_deltas(pd.DataFrame(rows), "ilp", "twilp")
-    assert sorted(zip(d["k"], d["delta"])) == [(2, 5.0), (3, 2.0)]
+    assert sorted(zip(d["k"], d["delta"], strict=True)) == [(2, 5.0), (3, 2.0)]
 
 
 def test_write_tables_and_defaults(tmp_path):
