@@ -202,3 +202,21 @@ def test_built_cache_when_builder_available(tmp_path):
     assert (tmp_path / "c.jkl.gz").stat().st_mtime_ns == mtime
     a = E.run_cell(cell, path)
     _check_record(a, cell, E.load_data("nltcs", "test"))
+
+
+def test_sem_cell_imputes_reproducibly():
+    g = GridConfig.model_validate({
+        "name": "s", "kind": "sem", "datasets": [{"name": "nltcs", "splits": ["test"]}],
+        "cache": {"method": "independence", "scores_per_variable": 20},
+        "algorithms": [{"name": "kmax", "k": [2]}],
+        "budget": {"iterations": 10, "seconds": 30}, "seeds": [0],
+        "sem": {"missing_rates": [0.1], "max_em_iterations": 2,
+                "search_seconds_per_variable": 0.1}})
+    (cell,) = E.expand_grid(g)
+    a, b = E.run_cell(cell), E.run_cell(cell)
+    ea = json.loads(a.extra)
+    assert ea == json.loads(b.extra) and a.dag_json == b.dag_json
+    n_cells = a.n_samples * a.n_vars
+    sd = math.sqrt(n_cells * 0.1 * 0.9)
+    assert abs(ea["missing_cells"] - 0.1 * n_cells) < 4 * sd
+    assert 0.5 < ea["imputation_accuracy"] <= 1.0 and ea["em_iterations"] <= 2
