@@ -14,7 +14,8 @@ are Kernighan-Lin min-cut bisections of the undirected parent relation graph, we
 the best sets only (top-1 POPS, as in Fan et al. section 7) or by every set (weight
 1 / (1 + reduced cost)), and a breadth-first walk over the top-1 graph cut into halves;
 the one with the largest h(start) is kept (only the all-sets bisection for groups of
-more than 20, whose tables take seconds to fill). More groups: the breadth-first cut.
+more than 20, whose tables take seconds to fill). More groups: the better of the
+breadth-first cut and repeated all-sets bisection of the largest part.
 
 References
 ----------
@@ -105,8 +106,10 @@ def partition_groups(sub: Subproblem, n_groups: int) -> list[list[int]]:
     return [g for g in groups if g]
 
 
-def _bisection(sub: Subproblem, all_sets: bool) -> list[list[int]]:
-    """Kernighan-Lin min-cut bisection (seed 0) of the undirected parent relation graph."""
+def _bisection(sub: Subproblem, all_sets: bool, max_size: int | None = None
+               ) -> list[list[int]]:
+    """Kernighan-Lin min-cut bisection (seed 0) of the undirected parent relation graph;
+    with ``max_size``, the largest part is bisected again until every part fits."""
     g = nx.Graph()
     g.add_nodes_from(range(sub.m))
     for x in range(sub.m):
@@ -118,8 +121,14 @@ def _bisection(sub: Subproblem, all_sets: bool) -> list[list[int]]:
                 if (mk >> p) & 1:
                     old = g.get_edge_data(x, p, {"weight": 0.0})["weight"]
                     g.add_edge(x, p, weight=old + w)
-    a, b = nx.algorithms.community.kernighan_lin_bisection(g, weight="weight", seed=0)
-    return [sorted(a), sorted(b)]
+    parts = [list(range(sub.m))]
+    while True:
+        parts.sort(key=lambda p: (-len(p), p))
+        if len(parts) > 1 and (max_size is None or len(parts[0]) <= max_size):
+            return sorted(sorted(p) for p in parts)
+        a, b = nx.algorithms.community.kernighan_lin_bisection(g.subgraph(parts[0]),
+                                                               weight="weight", seed=0)
+        parts[0:1] = [sorted(a), sorted(b)]
 
 
 def _pdb(sub: Subproblem, groups: list[list[int]], partition: str) -> PatternDatabase:
@@ -166,7 +175,10 @@ def make_heuristic(sub: Subproblem, kind: str = "pdb", group_size: int = 24) -> 
     if kind == "simple" or m <= 2:
         best = _pdb(sub, [[x] for x in range(m)], "singletons")
     elif n_groups > 2:
-        best = _pdb(sub, partition_groups(sub, n_groups), "breadth-first")
+        full = int(sub.full)
+        cands = [("breadth-first", partition_groups(sub, n_groups)),
+                 ("kl-recursive", _bisection(sub, True, group_size))]
+        best = max((_pdb(sub, g, name) for name, g in cands), key=lambda h: h.value(full))
     else:
         cands = [("kl-all-sets", lambda: _bisection(sub, True))]
         if -(-m // 2) <= 20:
