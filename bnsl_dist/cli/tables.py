@@ -46,7 +46,11 @@ def tables_cmd(results: str, out: str | None, at: float | None, no_plots: bool) 
         comps = default_comparisons(frame["label"].unique())
     written = write_tables(frame, comps, out_dir, at=at)
     if not no_plots:
-        from bnsl_dist.reporting.plots import plot_anytime_summary, plot_delta_histogram
+        from bnsl_dist.reporting.plots import (
+            plot_anytime,
+            plot_anytime_summary,
+            plot_delta_histogram,
+        )
         from bnsl_dist.reporting.tables import paired_deltas
 
         for c in comps:
@@ -56,5 +60,15 @@ def tables_cmd(results: str, out: str | None, at: float | None, no_plots: bool) 
             sub = frame if c.grid is None else frame[frame["grid"] == c.grid]
             written.append(plot_anytime_summary(sub, out_dir / f"{c.name}.anytime.png",
                                                 labels=[c.a, c.b], title=c.title))
+            if not d.empty:  # score vs time in the largest paired experiment
+                top = d.sort_values(["n_vars", "dataset", "split"]).iloc[-1]
+                sel = sub[(sub["dataset"] == top["dataset"]) & (sub["split"] == top["split"])
+                          & sub["label"].isin([c.a, c.b])]
+                if top["k"] is not None and str(top["k"]) not in ("<NA>", "nan"):
+                    sel = sel[sel["k"] == int(top["k"])]
+                kk = f", k={int(top['k'])}" if len(sel["k"].dropna()) else ""
+                written.append(plot_anytime(
+                    sel, out_dir / f"{c.name}.curve.png",
+                    title=f"{top['dataset']}/{top['split']} (n={int(top['n_vars'])}{kk})"))
     for p in written:
         click.echo(str(p))

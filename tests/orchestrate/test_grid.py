@@ -128,6 +128,7 @@ def test_cli_dry_run_status_run_and_tables(client, caches, tmp_path):
     md = (res_dir / "tables" / "tables.md").read_text()
     assert "kmax" in md and "k=2" in md
     assert (res_dir / "tables" / "cli__kmax_vs_kg.hist.png").is_file()
+    assert (res_dir / "tables" / "cli__kmax_vs_kg.curve.png").is_file()
 
 
 def test_cli_errors_are_one_line(tmp_path):
