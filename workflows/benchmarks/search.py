@@ -1,12 +1,13 @@
 """Benchmark: structure search without a treewidth bound (one core, in-process).
 
-Three parts, each written to ``out/search.json`` (and a markdown table,
+Four parts, each written to ``out/search.json`` (and a markdown table,
 ``out/search.md``) as soon as it is done:
 
 * ``orders`` — ASOBS orders per second (bare passes, and passes followed by OBS and
   adjacent swaps, BLIP's default) with both descendant trackings (closed bitsets, and
-  depth-first search), on BLIP's cache of book (n = 500, real) and on synthetic caches
-  of n = 1,556 and 10,000 variables. The synthetic caches have a realistic shape —
+  depth-first search; best of 2 runs), on BLIP's cache of book (n = 500, real) and on
+  synthetic caches of n = 1,556 and 10,000 variables. The synthetic caches have a
+  realistic shape —
   about 40 candidate parents per variable drawn near it, up to 6 parents, ~200 sets
   per variable scored like BIC (−N·H for ∅, gains decaying with set size, a 2^k
   penalty), best first, ∅ last — but are NOT learned from data; they measure speed,
@@ -142,7 +143,7 @@ def _warm_up() -> None:
 
 
 # ---------------------------------------------------------------------------- parts
-def part_orders(seconds: float) -> list[dict[str, Any]]:
+def part_orders(seconds: float, repeats: int = 2) -> list[dict[str, Any]]:
     rows = []
     cases: list[tuple[str, Any]] = [("book (BLIP cache)", lambda: _blip_cache("book"))]
     cases += [(f"synthetic n={n}", lambda n=n: synthetic_cache(n)) for n in (1556, 10000)]
@@ -152,20 +153,23 @@ def part_orders(seconds: float) -> list[dict[str, Any]]:
         built = time.perf_counter() - t0
         for local in ("none", "swap"):
             for closure in ("bitsets", "dfs"):
-                opt = make_optimizer("asobs", closure=closure, local_search=local)
-                t0, cpu0 = time.perf_counter(), time.process_time()
-                tr = AnytimeTrace.collect(opt.run(cache, Budget(seconds=seconds),
-                                                  np.random.default_rng(0)))
-                wall = time.perf_counter() - t0
-                cpu = time.process_time() - cpu0
-                rows.append({"cache": label, "n": cache.n_vars, "sets": cache.n_sets,
-                             "local_search": local, "closure": closure,
-                             "orders": tr.total_iterations, "seconds": wall,
-                             "orders_per_s": tr.total_iterations / wall,
-                             "cpu_seconds": cpu,
-                             "orders_per_cpu_s": tr.total_iterations / max(cpu, 1e-9),
-                             "best": tr.best.score if tr.best else None,
-                             "cache_seconds": built, "load": _load()})
+                runs = []
+                for _ in range(repeats):  # the best of a few runs: the machine is shared
+                    opt = make_optimizer("asobs", closure=closure, local_search=local)
+                    t0, cpu0 = time.perf_counter(), time.process_time()
+                    tr = AnytimeTrace.collect(opt.run(cache, Budget(seconds=seconds),
+                                                      np.random.default_rng(0)))
+                    wall = time.perf_counter() - t0
+                    cpu = time.process_time() - cpu0
+                    runs.append({"cache": label, "n": cache.n_vars, "sets": cache.n_sets,
+                                 "local_search": local, "closure": closure,
+                                 "orders": tr.total_iterations, "seconds": wall,
+                                 "orders_per_s": tr.total_iterations / wall,
+                                 "cpu_seconds": cpu,
+                                 "orders_per_cpu_s": tr.total_iterations / max(cpu, 1e-9),
+                                 "best": tr.best.score if tr.best else None,
+                                 "cache_seconds": built, "load": _load()})
+                rows.append(max(runs, key=lambda r: r["orders_per_s"]))
                 print(rows[-1], flush=True)
     return rows
 
