@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +40,12 @@ from bnsl_dist.search.base import (
     DEFAULT_CHECKPOINTS,
     AnytimeTrace,
     Budget,
+    Incumbent,
     make_optimizer,
 )
 
 __all__ = ["search_distributed", "search_serial", "run_seed", "reduce_runs", "seed_streams",
-           "iteration_checkpoints", "DEFAULT_CHECKPOINTS"]
+           "iteration_checkpoints", "drain", "DEFAULT_CHECKPOINTS"]
 
 SeedSpec = int | np.random.SeedSequence
 
@@ -69,12 +71,34 @@ def _seed_label(s: SeedSpec) -> int | list[int]:
     return int(s)
 
 
+def drain(stream: Iterator[Incumbent]) -> AnytimeTrace:
+    """Collect an optimizer's stream, doing nothing else while it runs.
+
+    Unlike ``AnytimeTrace.collect`` (whose ``total_iterations`` is the iteration of the
+    last improvement), this records the generator's return value when it gives one
+    (the optimizers of ``search/ordering`` and ``dp`` return their iteration count).
+    """
+    tr = AnytimeTrace()
+    t0 = time.perf_counter()
+    total: Any = None
+    while True:
+        try:
+            tr.append(next(stream))
+        except StopIteration as stop:
+            total = stop.value
+            break
+    tr.total_seconds = time.perf_counter() - t0
+    last = max((i.iterations for i in tr.incumbents), default=0)
+    tr.total_iterations = int(total) if isinstance(total, int | np.integer) else last
+    return tr
+
+
 def run_seed(cache: ParentSetCache, algorithm: str, params: dict[str, Any], budget: Budget,
              seed: SeedSpec) -> dict[str, Any]:
     """Run one optimizer for the whole budget; its trace as plain data (a Dask task)."""
     opt = make_optimizer(algorithm, **params)
     rng = np.random.default_rng(seed)
-    trace = AnytimeTrace.collect(opt.run(cache, budget, rng))
+    trace = drain(opt.run(cache, budget, rng))
     return {"seed": _seed_label(seed),
             "iterations": trace.total_iterations,
             "seconds": trace.total_seconds,

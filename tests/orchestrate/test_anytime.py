@@ -45,6 +45,18 @@ def test_seed_streams():
             seed_streams(bad)
 
 
+@pytest.mark.parametrize("algorithm", ["obs", "asobs", "winasobs", "hc-tabu", "dp"])
+def test_runs_record_the_iterations_performed(cache, algorithm):
+    from bnsl_dist.orchestrate.anytime import run_seed
+
+    small = random_cache(8, 3, max_sets_per_var=6)
+    run = run_seed(small, algorithm, {"restarts": 20} if algorithm == "hc-tabu" else {},
+                   Budget(max_iterations=13), 0)
+    want = 1 if algorithm == "dp" else 13  # dp: one iteration, the optimum
+    assert run["iterations"] == want
+    assert all(inc["iterations"] <= want for inc in run["incumbents"])
+
+
 def test_iteration_checkpoints():
     assert iteration_checkpoints(300) == [1, 10, 100, 300]
     assert iteration_checkpoints(1) == [1]

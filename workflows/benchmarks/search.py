@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from bnsl_dist.cache import ParentSetCache, read_jkl
+from bnsl_dist.orchestrate.anytime import drain
 from bnsl_dist.search import AnytimeTrace, Budget, make_optimizer
 from workflows.benchmarks._common import OUT_DIR, SHARED_DATA, write_result
 
@@ -157,8 +158,8 @@ def part_orders(seconds: float, repeats: int = 2) -> list[dict[str, Any]]:
                 for _ in range(repeats):  # the best of a few runs: the machine is shared
                     opt = make_optimizer("asobs", closure=closure, local_search=local)
                     t0, cpu0 = time.perf_counter(), time.process_time()
-                    tr = AnytimeTrace.collect(opt.run(cache, Budget(seconds=seconds),
-                                                      np.random.default_rng(0)))
+                    tr = drain(opt.run(cache, Budget(seconds=seconds),
+                                       np.random.default_rng(0)))
                     wall = time.perf_counter() - t0
                     cpu = time.process_time() - cpu0
                     runs.append({"cache": label, "n": cache.n_vars, "sets": cache.n_sets,
@@ -177,7 +178,7 @@ def part_orders(seconds: float, repeats: int = 2) -> list[dict[str, Any]]:
 def _run(cache: ParentSetCache, name: str, seconds: float, params: dict[str, Any]
          ) -> AnytimeTrace:
     opt = make_optimizer(name, **params)
-    return AnytimeTrace.collect(opt.run(cache, Budget(seconds=seconds), np.random.default_rng(1)))
+    return drain(opt.run(cache, Budget(seconds=seconds), np.random.default_rng(1)))
 
 
 def part_blip(short: float, long: float, algos: list[str] | None = None

@@ -16,7 +16,7 @@ Memory: 9·2^m bytes (F and the sinks) — 0.3 GB at m = 25, the default limit.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -171,9 +171,11 @@ class ExactDP:
         self.max_vars = max_vars
 
     def run(self, cache: ParentSetCache, budget: Budget,
-            rng: np.random.Generator) -> Iterator[Incumbent]:
+            rng: np.random.Generator) -> Generator[Incumbent, None, int]:
+        """Yield the optimum (bound = score); return 1 (one iteration)."""
         watch = budget.stopwatch()
         score, chosen = exact_dp_indices(cache, max_vars=self.max_vars)
         watch.tick()
         dag = cache.dag_from_indices(chosen)
         yield Incumbent(watch.elapsed(), score, dag, iterations=watch.iterations, bound=score)
+        return watch.iterations

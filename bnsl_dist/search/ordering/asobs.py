@@ -39,7 +39,7 @@ Every parameter can be overridden on any of them (e.g. ``asobs`` with
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -182,7 +182,8 @@ class ASOBS:
                                      f"got {self.closure!r}")
 
     def run(self, cache: ParentSetCache, budget: Budget,
-            rng: np.random.Generator) -> Iterator[Incumbent]:
+            rng: np.random.Generator) -> Generator[Incumbent, None, int]:
+        """Yield improving incumbents; return the number of orders processed."""
         self._check()
         n = cache.n_vars
         if self.sampler == "entropy":
@@ -208,10 +209,10 @@ class ASOBS:
                                      cand=cand_cache[0])
 
         use_dfs = self.closure == "dfs" or (self.closure == "auto" and n > DFS_FROM)
-        yield from search_orders(cache, budget, rng, draw=draw, use_asobs=True,
+        return (yield from search_orders(cache, budget, rng, draw=draw, use_asobs=True,
                                  use_swaps=self.local_search in ("swap", "window"),
                                  max_sweeps=int(self.max_sweeps), refine=refine,
-                                 use_dfs=use_dfs)
+                                 use_dfs=use_dfs))
 
 
 register("asobs")(ASOBS)

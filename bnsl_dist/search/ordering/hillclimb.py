@@ -22,7 +22,7 @@ run ends after ``1 + restarts`` climbs or when the budget ends, whichever is fir
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 
 import numpy as np
 
@@ -74,7 +74,8 @@ class HillClimbTabu:
         self.perturb = perturb
 
     def run(self, cache: ParentSetCache, budget: Budget,
-            rng: np.random.Generator) -> Iterator[Incumbent]:
+            rng: np.random.Generator) -> Generator[Incumbent, None, int]:
+        """Yield improving incumbents; return the number of climbs run."""
         if int(self.tabu_length) < 1:
             raise InvalidConfigError("hc-tabu: tabu_length must be >= 1")
         if self.restarts is not None and int(self.restarts) < 0:
@@ -97,7 +98,7 @@ class HillClimbTabu:
         climbs = 0
         while not watch.done():
             if self.restarts is not None and climbs > int(self.restarts):
-                return
+                return watch.iterations
             if climbs == 0:
                 chosen = empty_rows.copy()
             else:
@@ -122,3 +123,4 @@ class HillClimbTabu:
                 if over or watch.remaining() <= 0.0:
                     break
             watch.tick()
+        return watch.iterations

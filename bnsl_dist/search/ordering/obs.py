@@ -9,7 +9,7 @@ the same result whatever the machine.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,7 +64,7 @@ def search_orders(cache: ParentSetCache, budget: Budget, rng: np.random.Generato
                   use_asobs: bool, use_swaps: bool, max_sweeps: int = 1_000_000,
                   use_dfs: bool = False,
                   refine: Callable[..., Iterator[tuple[float, NDArray[np.int64]]]]
-                  | None = None) -> Iterator[Incumbent]:
+                  | None = None) -> Generator[Incumbent, None, int]:
     """The anytime loop: sample orders, evaluate them in batches, yield improvements.
 
     Parameters
@@ -75,6 +75,11 @@ def search_orders(cache: ParentSetCache, budget: Budget, rng: np.random.Generato
         best DAG of each batch (batch size 1 then); it improves ``chosen`` in place and
         yields (score, chosen) whenever it has something better, so long refinements
         stay anytime. One iteration = one sampled order (with its refinement).
+
+    Returns
+    -------
+    The number of iterations run (the generator's return value; incumbents only tell
+    the iteration of the last improvement).
     """
     fc = flat_cache(cache)
     n = fc.n
@@ -100,6 +105,7 @@ def search_orders(cache: ParentSetCache, budget: Budget, rng: np.random.Generato
                 if s > best:
                     best = s
                     yield _incumbent(cache, watch, s, ch)
+    return watch.iterations
 
 
 def _incumbent(cache: ParentSetCache, watch: Stopwatch, score: float,
@@ -136,11 +142,12 @@ class OBS:
         self.max_sweeps = max_sweeps
 
     def run(self, cache: ParentSetCache, budget: Budget,
-            rng: np.random.Generator) -> Iterator[Incumbent]:
+            rng: np.random.Generator) -> Generator[Incumbent, None, int]:
+        """Yield improving incumbents; return the number of orders processed."""
         if self.max_sweeps < 1:
             raise InvalidConfigError("obs: max_sweeps must be >= 1")
         n = cache.n_vars
-        yield from search_orders(cache, budget, rng,
+        return (yield from search_orders(cache, budget, rng,
                                  draw=lambda g, m: uniform_orders(g, m, n),
                                  use_asobs=False, use_swaps=bool(self.swaps),
-                                 max_sweeps=int(self.max_sweeps))
+                                 max_sweeps=int(self.max_sweeps)))
