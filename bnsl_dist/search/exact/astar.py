@@ -6,7 +6,9 @@ best cached set of X inside U (minimisation form: cost = minus log-score, reduce
 variable's best cost so arcs cost >= 0). A path from the empty set to all variables is a
 variable order, and its cost is the best network consistent with that order.
 
-* **A*** expands nodes best-first on f = g + h and stops when the goal is popped.
+* **A*** expands nodes best-first on f = g + h and stops when the goal is popped; it
+  starts from a greedy order (least f at each step) and stores no node whose f reaches
+  that order's cost (such nodes are never expanded).
 * **AWA*** (anytime window A*) freezes nodes whose layer is at most the deepest expanded
   layer minus a window w; each iteration ends at a goal (a better network, yielded with
   the proven bound min(UB, least f of the open and frozen nodes)); w then grows by one
@@ -24,7 +26,9 @@ pattern databases per subproblem).
 
 The iteration budget counts node expansions. Each incumbent's ``info`` reports
 ``nodes_expanded``, ``nodes_generated`` and ``peak_memory_bytes`` (bytes of the open and
-closed lists: hash table, heap and frozen list at their peak capacity).
+closed lists: hash table, heap and frozen list at their peak capacity). The proof of
+optimality may come after the last (strictly better) incumbent: the run's totals, final
+bound and ``proved_optimal`` are in :attr:`OrderGraphSearch.stats` (see ``solve``).
 
 References
 ----------
