@@ -179,6 +179,17 @@ def test_info_reports_nodes_and_memory():
     assert info["n_subproblems"] == 1 and info["largest_subproblem"] == 12
 
 
+def test_the_stream_returns_the_nodes_expanded():
+    cache = random_cache(12, 4, max_sets_per_var=8)
+    for cls in CLASSES:
+        search = cls(constraints="off").search(cache)
+        stream = search.incumbents(Budget(max_iterations=40))
+        with pytest.raises(StopIteration) as stop:
+            while True:
+                next(stream)
+        assert stop.value.value == search.stats.nodes_expanded <= 40
+
+
 def test_same_budget_same_result():
     cache = random_cache(13, 21, max_sets_per_var=9)
     for cls in CLASSES:

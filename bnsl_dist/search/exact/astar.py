@@ -46,7 +46,7 @@ sections 2.4, 3-5 (POPS constraints).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -458,8 +458,9 @@ class OrderGraphSearch:
                     yield inc
 
     # ---------------------------------------------------------------- public
-    def incumbents(self, budget: Budget) -> Iterator[Incumbent]:
-        """Run within ``budget``, yielding each strictly better network."""
+    def incumbents(self, budget: Budget) -> Generator[Incumbent, None, int]:
+        """Run within ``budget``, yielding each strictly better network; returns the
+        number of nodes expanded (the iterations run)."""
         sw = budget.stopwatch()
         self._expanded_done = self._generated_done = 0
         self._rate = 1e5  # expansions per second, re-measured on every chunk
@@ -488,6 +489,7 @@ class OrderGraphSearch:
         st.seconds = sw.elapsed()
         if inc is not None:
             yield inc
+        return sw.iterations
 
 
 def _validate(algorithm: str, constraints: str, heuristic: str, p: int | None,
@@ -549,9 +551,9 @@ class _OrderGraphOptimizer:
         return OrderGraphSearch(cache, self)
 
     def run(self, cache: ParentSetCache, budget: Budget,
-            rng: np.random.Generator) -> Iterator[Incumbent]:
-        """Yield each strictly better network until optimal or out of budget (the search
-        is deterministic; ``rng`` is unused)."""
+            rng: np.random.Generator) -> Generator[Incumbent, None, int]:
+        """Yield each strictly better network until optimal or out of budget, then return
+        the nodes expanded (the search is deterministic; ``rng`` is unused)."""
         return self.search(cache).incumbents(budget)
 
     def solve(self, cache: ParentSetCache, budget: Budget) -> tuple[AnytimeTrace, SearchStats]:
