@@ -35,7 +35,7 @@ import math
 import numba as nb
 import numpy as np
 
-from bnsl_dist.scores._kernels import KIND_BDEU, KIND_BIC, config_ids
+from bnsl_dist.scores._kernels import config_ids, score_from_ids
 
 # Status codes returned by is_search.
 ST_CHUNK = 0  # scored max_pops sets
@@ -185,77 +185,6 @@ def heap_trim(h_prio, h_rank, h_pos, h_gen, size, keep, c_dead):
 
 
 # ---------------------------------------------------------------------- scoring
-@nb.njit(cache=True, nogil=True)
-def score_from_ids(x, r, ids, radix, kind, ess, qf, log_n, nlogn, tmp, counts):
-    """(score, log-likelihood) of a family from its per-row parent configuration ids.
-
-    ``ids`` < ``radix``; ``qf`` = q(P) as float; kind KIND_BIC / KIND_BDEU / KIND_LL.
-    Dense counting when ``radix * r`` is small against ``counts``, else a sort.
-    """
-    n = x.shape[0]
-    size = radix * r
-    ll = 0.0
-    bd = 0.0
-    a_j = 0.0
-    a_jk = 0.0
-    lg_aj = 0.0
-    lg_ajk = 0.0
-    if kind == KIND_BDEU:
-        a_j = ess / qf
-        a_jk = ess / (qf * r)
-        lg_aj = math.lgamma(a_j)
-        lg_ajk = math.lgamma(a_jk)
-    if 2 * size <= counts.shape[0]:
-        for t in range(2 * size):
-            counts[t] = 0
-        n2 = n - n % 2
-        for t in range(0, n2, 2):
-            counts[ids[t] * r + x[t]] += 1
-            counts[size + ids[t + 1] * r + x[t + 1]] += 1
-        for t in range(n2, n):
-            counts[ids[t] * r + x[t]] += 1
-        for j in range(radix):
-            nj = 0
-            base = j * r
-            for k in range(r):
-                c = counts[base + k] + counts[size + base + k]
-                if c > 0:
-                    nj += c
-                    ll += nlogn[c]
-                    if kind == KIND_BDEU:
-                        bd += math.lgamma(a_jk + c) - lg_ajk
-            if nj > 0:
-                ll -= nlogn[nj]
-                if kind == KIND_BDEU:
-                    bd += lg_aj - math.lgamma(a_j + nj)
-    else:
-        for t in range(n):
-            tmp[t] = ids[t] * r + x[t]
-        keys = np.sort(tmp)
-        t = 0
-        while t < n:
-            j = keys[t] // r
-            nj = 0
-            while t < n and keys[t] // r == j:
-                key = keys[t]
-                c = 0
-                while t < n and keys[t] == key:
-                    c += 1
-                    t += 1
-                nj += c
-                ll += nlogn[c]
-                if kind == KIND_BDEU:
-                    bd += math.lgamma(a_jk + c) - lg_ajk
-            ll -= nlogn[nj]
-            if kind == KIND_BDEU:
-                bd += lg_aj - math.lgamma(a_j + nj)
-    if kind == KIND_BIC:
-        return ll - 0.5 * log_n * (r - 1) * qf, ll
-    if kind == KIND_BDEU:
-        return bd, ll
-    return ll, ll
-
-
 @nb.njit(cache=True, nogil=True)
 def members_of(c_gen, c_add, cid, out):
     """Write the members of closed set ``cid`` into ``out``; return their number."""

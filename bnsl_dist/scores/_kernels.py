@@ -62,19 +62,17 @@ def config_ids(codes, parents, arities, ids, tmp):
     return radix
 
 
-@nb.njit(cache=True, nogil=True, fastmath=False)
-def family_score(codes, arities, child, parents, kind, ess, qf, nlogn, ids, tmp, counts):
-    """Local score of ``child`` given ``parents``.
+@nb.njit(cache=True, nogil=True)
+def score_from_ids(x, r, ids, radix, kind, ess, qf, log_n, nlogn, tmp, counts):
+    """(score, log-likelihood) of a family from its rows' parent configuration ids.
 
-    kind: KIND_LL (log-likelihood), KIND_BIC, KIND_BDEU. ``qf`` is the true number of
-    parent configurations as float (product of arities). ``nlogn[c] = c ln c``.
-    ``ids``, ``tmp``: int64 (N,) scratch; ``counts``: int64 scratch of any size >= 1.
-    Returns (score, log_likelihood).
+    ``x``: the child's column; ``ids`` < ``radix`` (IN, int64 (N,)); ``qf`` = q(P) as
+    float; ``tmp`` int64 (N,) scratch; ``counts`` int64 scratch of any size >= 1.
+    Counting is dense when the ``radix * r`` table fits ``counts`` (four interleaved
+    tables when four fit, which breaks the store-to-load dependency of consecutive rows
+    hitting the same cell), else by sorting the row keys.
     """
-    n = codes.shape[0]
-    r = arities[child]
-    x = codes[:, child]
-    radix = config_ids(codes, parents, arities, ids, tmp)
+    n = x.shape[0]
     size = radix * r
     ll = 0.0
     bd = 0.0
@@ -87,23 +85,24 @@ def family_score(codes, arities, child, parents, kind, ess, qf, nlogn, ids, tmp,
         a_jk = ess / (qf * r)
         lg_aj = math.lgamma(a_j)
         lg_ajk = math.lgamma(a_jk)
-    if 4 * size <= counts.shape[0]:
-        # Dense: four interleaved histograms break the store-to-load dependency of
-        # consecutive rows hitting the same cell.
-        for t in range(4 * size):
+    if size <= counts.shape[0]:
+        lanes = 4 if 4 * size <= counts.shape[0] else 1
+        for t in range(lanes * size):
             counts[t] = 0
-        for t in range(n):
-            tmp[t] = ids[t] * r + x[t]
-        n4 = n - n % 4
-        for t in range(0, n4, 4):
-            counts[tmp[t]] += 1
-            counts[size + tmp[t + 1]] += 1
-            counts[2 * size + tmp[t + 2]] += 1
-            counts[3 * size + tmp[t + 3]] += 1
-        for t in range(n4, n):
-            counts[tmp[t]] += 1
-        for t in range(size):
-            counts[t] += counts[size + t] + counts[2 * size + t] + counts[3 * size + t]
+        if lanes == 4:
+            n4 = n - n % 4
+            for t in range(0, n4, 4):
+                counts[ids[t] * r + x[t]] += 1
+                counts[size + ids[t + 1] * r + x[t + 1]] += 1
+                counts[2 * size + ids[t + 2] * r + x[t + 2]] += 1
+                counts[3 * size + ids[t + 3] * r + x[t + 3]] += 1
+            for t in range(n4, n):
+                counts[ids[t] * r + x[t]] += 1
+            for t in range(size):
+                counts[t] += counts[size + t] + counts[2 * size + t] + counts[3 * size + t]
+        else:
+            for t in range(n):
+                counts[ids[t] * r + x[t]] += 1
         for j in range(radix):
             nj = 0
             base = j * r
@@ -139,11 +138,25 @@ def family_score(codes, arities, child, parents, kind, ess, qf, nlogn, ids, tmp,
             ll -= nlogn[nj]
             if kind == KIND_BDEU:
                 bd += lg_aj - math.lgamma(a_j + nj)
-    if kind == KIND_LL:
-        return ll, ll
     if kind == KIND_BIC:
-        return ll - 0.5 * math.log(n) * (r - 1) * qf, ll
-    return bd, ll
+        return ll - 0.5 * log_n * (r - 1) * qf, ll
+    if kind == KIND_BDEU:
+        return bd, ll
+    return ll, ll
+
+
+@nb.njit(cache=True, nogil=True)
+def family_score(codes, arities, child, parents, kind, ess, qf, nlogn, ids, tmp, counts):
+    """Local score of ``child`` given ``parents``.
+
+    kind: KIND_LL (log-likelihood), KIND_BIC, KIND_BDEU. ``qf`` is the true number of
+    parent configurations as float (product of arities). ``nlogn[c] = c ln c``.
+    ``ids``, ``tmp``: int64 (N,) scratch; ``counts``: int64 scratch of any size >= 1.
+    Returns (score, log_likelihood).
+    """
+    radix = config_ids(codes, parents, arities, ids, tmp)
+    return score_from_ids(codes[:, child], arities[child], ids, radix, kind, ess, qf,
+                          math.log(codes.shape[0]), nlogn, tmp, counts)
 
 
 @nb.njit(cache=True, nogil=True)
