@@ -3,6 +3,15 @@
 Importing this package imports every optimizer module so the registry is complete.
 """
 
+# Optimizer modules register themselves on import; keep this list complete.
+# (modules are added here as they land)
+import bnsl_dist.search.exact.astar  # noqa: F401,E402
+import bnsl_dist.search.exact.dp  # noqa: F401,E402
+import bnsl_dist.search.exact.ilp  # noqa: F401,E402
+import bnsl_dist.search.exact.twilp  # noqa: F401,E402
+import bnsl_dist.search.ordering  # noqa: F401,E402
+import bnsl_dist.search.qds  # noqa: F401,E402
+import bnsl_dist.search.treewidth  # noqa: F401,E402
 from bnsl_dist.search.base import (
     DEFAULT_CHECKPOINTS,
     AnytimeTrace,
@@ -16,16 +25,6 @@ from bnsl_dist.search.base import (
     optimizer_names,
     register,
 )
-
-# Optimizer modules register themselves on import; keep this list complete.
-# (modules are added here as they land)
-import bnsl_dist.search.exact.astar  # noqa: F401,E402
-import bnsl_dist.search.exact.dp  # noqa: F401,E402
-import bnsl_dist.search.exact.ilp  # noqa: F401,E402
-import bnsl_dist.search.exact.twilp  # noqa: F401,E402
-import bnsl_dist.search.ordering  # noqa: F401,E402
-import bnsl_dist.search.qds  # noqa: F401,E402
-import bnsl_dist.search.treewidth  # noqa: F401,E402
 
 __all__ = [
     "AnytimeTrace",
