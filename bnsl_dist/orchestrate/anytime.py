@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -72,25 +71,9 @@ def _seed_label(s: SeedSpec) -> int | list[int]:
 
 
 def drain(stream: Iterator[Incumbent]) -> AnytimeTrace:
-    """Collect an optimizer's stream, doing nothing else while it runs.
-
-    Unlike ``AnytimeTrace.collect`` (whose ``total_iterations`` is the iteration of the
-    last improvement), this records the generator's return value when it gives one
-    (the optimizers of ``search/ordering`` and ``dp`` return their iteration count).
-    """
-    tr = AnytimeTrace()
-    t0 = time.perf_counter()
-    total: Any = None
-    while True:
-        try:
-            tr.append(next(stream))
-        except StopIteration as stop:
-            total = stop.value
-            break
-    tr.total_seconds = time.perf_counter() - t0
-    last = max((i.iterations for i in tr.incumbents), default=0)
-    tr.total_iterations = int(total) if isinstance(total, int | np.integer) else last
-    return tr
+    """Collect an optimizer's stream, doing nothing else while it runs (its iteration
+    count is the generator's return value when it gives one)."""
+    return AnytimeTrace.collect(stream)
 
 
 def run_seed(cache: ParentSetCache, algorithm: str, params: dict[str, Any], budget: Budget,

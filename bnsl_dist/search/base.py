@@ -140,15 +140,26 @@ class AnytimeTrace:
     @classmethod
     def collect(cls, stream: Iterator[Incumbent], on_incumbent: Callable[[Incumbent], None]
                 | None = None) -> AnytimeTrace:
-        """Drain an optimizer's stream (doing nothing else while it runs)."""
+        """Drain an optimizer's stream (doing nothing else while it runs).
+
+        ``total_iterations`` is the generator's return value when it gives one (the
+        iterations actually run), else the iteration of the last improvement.
+        """
         tr = cls()
         t0 = time.perf_counter()
-        for inc in stream:
+        total: Any = None
+        while True:
+            try:
+                inc = next(stream)
+            except StopIteration as stop:
+                total = stop.value
+                break
             tr.append(inc)
             if on_incumbent is not None:
                 on_incumbent(inc)
         tr.total_seconds = time.perf_counter() - t0
-        tr.total_iterations = max((i.iterations for i in tr.incumbents), default=0)
+        last = max((i.iterations for i in tr.incumbents), default=0)
+        tr.total_iterations = int(total) if isinstance(total, int | np.integer) else last
         return tr
 
 
