@@ -51,3 +51,25 @@ def naive_bdeu(codes, arities, child, parents, ess=1.0):
 
 def naive_entropy(codes, child, parents=()):
     return -naive_ll(codes, child, list(parents)) / codes.shape[0]
+
+
+def exhaustive_cache_builder(score: str = "bic", max_indegree: int | None = None):
+    """A cache builder scoring every parent set (up to ``max_indegree``) exactly and
+    pruning nothing: an oracle-grade cache for tests of what runs on top of a cache."""
+    import itertools
+
+    from bnsl_dist.cache import ParentSetCache
+    from bnsl_dist.scores import LocalScorer
+
+    def build(data):
+        s = LocalScorer(data, score)
+        n = data.n_vars
+        d = n - 1 if max_indegree is None else max_indegree
+        lists = []
+        for v in range(n):
+            others = [u for u in range(n) if u != v]
+            lists.append([(ps, s.score(v, list(ps))) for k in range(d + 1)
+                          for ps in itertools.combinations(others, k)])
+        return ParentSetCache.from_lists(lists, names=data.names, arities=data.arities)
+
+    return build

@@ -31,7 +31,6 @@ from bnsl_dist.data.bif import read_bif
 from bnsl_dist.data.sampling import sample
 from bnsl_dist.model import fit_cpts
 from bnsl_dist.scores import LocalScorer
-from bnsl_dist.scores.entropy import conditional_entropy_matrix
 from bnsl_dist.search import Budget, make_optimizer
 from bnsl_dist.search.qds import qds_learn
 from workflows.benchmarks._common import SHARED_DATA, machine
@@ -95,7 +94,6 @@ def compare(name, train, held_out, args, variants=None):
 
 
 def curves(train, held_out, args):
-    h = conditional_entropy_matrix(train)
     top = float(LocalScorer(train, "ll").entropies().max())
     rows = []
     for eps in np.linspace(0.0, top, args.curve_points):
@@ -104,7 +102,6 @@ def curves(train, held_out, args):
         rows.append({"epsilon": float(eps), "n_roots": per[0]["n_roots"],
                      **{k: _mean(per, k) for k in ("time", "bdeu", "heldout_ll", "arcs")}})
         print(json.dumps(rows[-1]))
-    del h
     return rows
 
 

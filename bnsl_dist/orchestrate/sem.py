@@ -19,7 +19,7 @@ from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.data.network import BayesianNetwork
 from bnsl_dist.search.base import Budget
 from bnsl_dist.sem.imputation import complete_rows
-from bnsl_dist.sem.structural_em import SEMResult, structural_em
+from bnsl_dist.sem.structural_em import SEMResult, sem_cache_settings, structural_em
 
 __all__ = ["DaskEStep", "structural_em_distributed"]
 
@@ -65,11 +65,7 @@ def structural_em_distributed(client: Client, data: CategoricalData, *, k: int =
     if distribute_cache:
         from bnsl_dist.orchestrate.explore import build_cache_distributed
 
-        settings: dict[str, Any] = {"method": "independence", "seconds_per_variable": 1.0}
-        settings.update(cache_settings or {})
-        if "scores_per_variable" in (cache_settings or {}) and \
-                "seconds_per_variable" not in (cache_settings or {}):
-            settings.pop("seconds_per_variable")
+        settings = sem_cache_settings(cache_settings, kwargs.get("score", "bic"))
 
         def cache_builder(d: CategoricalData):  # type: ignore[no-untyped-def]
             return build_cache_distributed(client, d, **settings)

@@ -9,7 +9,7 @@ unchanged; ``__init__`` does no work and no state carries over between runs.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
@@ -223,17 +223,3 @@ def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
     if isinstance(rng, np.random.Generator):
         return rng
     return np.random.default_rng(rng)
-
-
-def rescore(cache: ParentSetCache, dag: DAG) -> float:
-    """Sum of the DAG's cached local scores."""
-    return cache.score_dag(dag)
-
-
-def best_unconstrained(cache: ParentSetCache) -> float:
-    """Sum over variables of their best cached score: an upper bound on any DAG."""
-    return float(sum(cache.best_score(v) for v in range(cache.n_vars)))
-
-
-def chosen_score(cache: ParentSetCache, chosen: Sequence[int]) -> float:
-    return float(cache.scores[np.asarray(chosen, dtype=np.int64)].sum())

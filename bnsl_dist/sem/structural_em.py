@@ -36,7 +36,8 @@ from bnsl_dist.scores.local import LocalScorer
 from bnsl_dist.search.base import Budget, Incumbent, make_optimizer
 from bnsl_dist.sem.imputation import EStep, complete_rows
 
-__all__ = ["SEMIteration", "SEMResult", "structural_em", "random_chain", "initial_network"]
+__all__ = ["SEMIteration", "SEMResult", "structural_em", "random_chain", "initial_network",
+           "sem_cache_settings"]
 
 #: Completes rows: (network, elimination order, codes, missing mask, method) -> codes.
 EStepRunner = Callable[[BayesianNetwork, Sequence[int] | None, NDArray[np.integer],
@@ -101,6 +102,20 @@ def initial_network(data: CategoricalData, rng: np.random.Generator,
     return BayesianNetwork(dag, states, tuple(cpts)), tuple(reversed(perm))
 
 
+def sem_cache_settings(cache_settings: Mapping[str, Any] | None,
+                       score: str = "bic") -> dict[str, Any]:
+    """Keyword arguments of the M-step's cache build: independence selection, 1 s per
+    variable (the paper), unless the caller gives other settings; a score budget alone
+    replaces the default seconds."""
+    given = dict(cache_settings or {})
+    settings: dict[str, Any] = {"method": "independence", "score": score,
+                                "seconds_per_variable": 1.0}
+    settings.update(given)
+    if "scores_per_variable" in given and "seconds_per_variable" not in given:
+        settings.pop("seconds_per_variable")
+    return settings
+
+
 def _serial_e_step(net: BayesianNetwork, order: Sequence[int] | None,
                    codes: NDArray[np.integer], missing: NDArray[np.bool_],
                    method: str) -> NDArray[np.int64]:
@@ -153,11 +168,7 @@ def structural_em(data: CategoricalData, *, k: int = 4, rng: np.random.Generator
     if data.n_vars < 2:
         raise DataError("structural EM needs at least two variables", path=data.source)
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    settings = {"method": "independence", "score": score, "seconds_per_variable": 1.0}
-    settings.update(cache_settings or {})
-    if "scores_per_variable" in (cache_settings or {}) and \
-            "seconds_per_variable" not in (cache_settings or {}):
-        settings.pop("seconds_per_variable")
+    settings = sem_cache_settings(cache_settings, score)
     if cache_builder is None:
         from bnsl_dist.cache import build_cache
 

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bnsl_dist.cache import ParentSetCache
 from bnsl_dist.data import CategoricalData, resolve_data
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.graph import find_cycle
@@ -18,24 +17,8 @@ from bnsl_dist.scores import LocalScorer
 from bnsl_dist.scores.entropy import conditional_entropy_matrix
 from bnsl_dist.search import Budget, make_optimizer
 from bnsl_dist.search.qds import QDS, epsilon_for_root_fraction, qd_forest, qds_learn
+from tests.naive_scores import exhaustive_cache_builder as exhaustive_cache
 from tests.naive_scores import naive_entropy
-
-
-def exhaustive_cache(score: str, max_indegree: int | None = None):
-    """Every parent set (up to max_indegree) scored exactly: an oracle-grade cache."""
-
-    def build(data: CategoricalData) -> ParentSetCache:
-        s = LocalScorer(data, score)
-        n = data.n_vars
-        d = n - 1 if max_indegree is None else max_indegree
-        lists = []
-        for v in range(n):
-            others = [u for u in range(n) if u != v]
-            lists.append([(ps, s.score(v, list(ps))) for k in range(d + 1)
-                          for ps in itertools.combinations(others, k)])
-        return ParentSetCache.from_lists(lists, names=data.names, arities=data.arities)
-
-    return build
 
 
 def _deterministic_data(seed=0, n_rows=400):

@@ -8,12 +8,10 @@ import itertools
 import numpy as np
 import pytest
 
-from bnsl_dist.cache import ParentSetCache
-from bnsl_dist.data import CategoricalData, bundled_path
+from bnsl_dist.data import bundled_path
 from bnsl_dist.data.bif import read_bif
 from bnsl_dist.data.masking import mask_mcar
 from bnsl_dist.data.sampling import sample
-from bnsl_dist.scores import LocalScorer
 from bnsl_dist.search import Budget
 from bnsl_dist.sem import (
     complete_rows,
@@ -23,18 +21,7 @@ from bnsl_dist.sem import (
     random_chain,
     structural_em,
 )
-
-
-def exhaustive_builder(max_indegree=2):
-    def build(d: CategoricalData) -> ParentSetCache:
-        s = LocalScorer(d, "bic")
-        lists = []
-        for v in range(d.n_vars):
-            others = [u for u in range(d.n_vars) if u != v]
-            lists.append([(ps, s.score(v, list(ps))) for k in range(max_indegree + 1)
-                          for ps in itertools.combinations(others, k)])
-        return ParentSetCache.from_lists(lists, names=d.names, arities=d.arities)
-    return build
+from tests.naive_scores import exhaustive_cache_builder as exhaustive_builder
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +64,7 @@ def test_random_chain_spans_every_variable():
 def test_sem_beats_mode_and_nears_the_true_network(asia):
     net, truth, masked = asia
     res = structural_em(masked, k=2, rng=3, max_iterations=6,
-                        cache_builder=exhaustive_builder(2),
+                        cache_builder=exhaustive_builder("bic", max_indegree=2),
                         search_budget=Budget(max_iterations=200))
     acc_sem = imputation_accuracy(truth, masked, res.completed)
     acc_mode = imputation_accuracy(truth, masked, mode_impute(masked))
@@ -105,7 +92,7 @@ def test_dask_e_step_equals_serial(asia):
     from bnsl_dist.orchestrate.sem import DaskEStep
 
     _, _, masked = asia
-    kwargs = dict(k=2, rng=11, max_iterations=3, cache_builder=exhaustive_builder(2),
+    kwargs = dict(k=2, rng=11, max_iterations=3, cache_builder=exhaustive_builder("bic", max_indegree=2),
                   search_budget=Budget(max_iterations=100))
     serial = structural_em(masked, **kwargs)
     with connect(workers=2, announce=False, dashboard=False) as client:
