@@ -79,7 +79,7 @@ class _Model(BaseModel):
 
 
 class DatasetRef(_Model):
-    """A data set of the registry (``configs/datasets``, bundled names) and its splits.
+    """A data set of the registry (:mod:`bnsl_dist.datasets`, bundled names) and its splits.
 
     ``path`` gives a file instead (``{split}`` in it is replaced by each split).
     """

@@ -215,17 +215,10 @@ def expand_grid(grid: GridConfig) -> list[Cell]:
 
 
 # ---------------------------------------------------------------------------- data
-def _shared_data_dir() -> Path | None:
-    env = os.environ.get("BNSL_SHARED_DATA") or os.environ.get("BNSL_MIRROR")
-    cands = [Path(env)] if env else []
-    cands.append(Path(__file__).resolve().parents[2] / "shared" / "data")
-    return next((c for c in cands if c.is_dir()), None)
-
-
 @functools.lru_cache(maxsize=4)
 def load_data(name: str, split: str = "train", path: str | None = None) -> CategoricalData:
     """One split of a data set: an explicit file (``{split}`` replaced), a bundled data
-    set, or a registered one (``configs/datasets``). Cached per process.
+    set, or a registered one (:mod:`bnsl_dist.datasets`). Cached per process.
 
     Raises
     ------
@@ -241,18 +234,15 @@ def load_data(name: str, split: str = "train", path: str | None = None) -> Categ
         return resolve_data(p)
     if name in _BUNDLED_SPLITS:
         return resolve_data(f"{name}/{split}")
+    from bnsl_dist.datasets.catalog import load_registered, shared_data_dir
+
     try:
-        from bnsl_dist.data.catalog import load_registered
-    except ImportError:  # pragma: no cover - the registry ships with the package
-        load_registered = None
-    if load_registered is not None:
-        try:
-            return load_registered(name, split=split)
-        except DataError:
-            shared = _shared_data_dir()
-            if shared is None or not (shared / "twenty" / name).is_dir():
-                raise
-    shared = _shared_data_dir()
+        return load_registered(name, split=split)
+    except DataError:
+        shared = shared_data_dir()
+        if shared is None or not (shared / "twenty" / name).is_dir():
+            raise
+    shared = shared_data_dir()
     if shared is not None and (shared / "twenty" / name / f"{split}.csv.gz").is_file():
         from bnsl_dist.data.io import read_dataset
 

@@ -44,7 +44,7 @@ def test_learn_from_a_cache_serial(runner, tmp_path):
 
 
 def test_learn_from_data_with_exports(runner, tmp_path):
-    from bnsl_dist.data.bif import read_bif
+    from bnsl_dist.model.bif import read_bif
 
     out = tmp_path / "r.json"
     args = ["learn", "nltcs", "--algorithm", "asobs", "--param", "local_search=window",

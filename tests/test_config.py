@@ -83,8 +83,8 @@ def test_shipped_grid_parameters_fit_registered_optimizers(path):
 
 @pytest.mark.parametrize("path", GRIDS, ids=lambda p: p.stem)
 def test_shipped_grid_datasets_are_known(path, shared_data, monkeypatch):
-    from bnsl_dist.data.catalog import load_catalog
     from bnsl_dist.data.registry import _BUNDLED_SPLITS
+    from bnsl_dist.datasets.catalog import load_catalog
 
     monkeypatch.setenv("BNSL_SHARED_DATA", str(shared_data))
     cat = load_catalog()

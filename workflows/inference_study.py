@@ -38,11 +38,11 @@ import numpy as np
 
 from bnsl_dist._io import atomic_write_text
 from bnsl_dist.cache import build_cache
-from bnsl_dist.data import BayesianNetwork, CategoricalData, load_bundled_dataset, read_data
-from bnsl_dist.data.generate import random_network
-from bnsl_dist.data.sampling import sample
+from bnsl_dist.data import CategoricalData, load_bundled_dataset, read_data
 from bnsl_dist.inference import build_junction_tree, make_engine
-from bnsl_dist.model import fit_cpts
+from bnsl_dist.model import BayesianNetwork, fit_cpts
+from bnsl_dist.model.generate import random_network
+from bnsl_dist.model.sampling import sample
 from bnsl_dist.search import Budget, make_optimizer
 from workflows.benchmarks._common import SHARED_DATA, machine
 

@@ -27,9 +27,9 @@ import numpy as np
 from bnsl_dist._io import atomic_write_text
 from bnsl_dist.cache import build_cache
 from bnsl_dist.data import CategoricalData, bundled_path, read_dataset
-from bnsl_dist.data.bif import read_bif
-from bnsl_dist.data.sampling import sample
 from bnsl_dist.model import fit_cpts
+from bnsl_dist.model.bif import read_bif
+from bnsl_dist.model.sampling import sample
 from bnsl_dist.scores import LocalScorer
 from bnsl_dist.search import Budget, make_optimizer
 from bnsl_dist.search.qds import qds_learn

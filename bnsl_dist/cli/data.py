@@ -13,7 +13,7 @@ __all__ = ["data_group"]
 
 @click.group("data")
 def data_group() -> None:
-    """The dataset registry (configs/datasets/*.yaml) and network sampling."""
+    """The dataset registry (bnsl_dist/datasets/registry/*.yaml) and network sampling."""
 
 
 @data_group.command("list")
@@ -21,7 +21,7 @@ def data_group() -> None:
 @handle_errors
 def list_cmd(as_json: bool) -> None:
     """List registered datasets and networks."""
-    from bnsl_dist.data.catalog import load_catalog
+    from bnsl_dist.datasets.catalog import load_catalog
 
     cat = load_catalog()
     rows = []
@@ -53,7 +53,7 @@ def list_cmd(as_json: bool) -> None:
 @handle_errors
 def fetch_cmd(name: str, mirror: str | None, root: str | None) -> None:
     """Fetch (and verify) or materialise NAME (a dataset, NAME/SPLIT, or a network)."""
-    from bnsl_dist.data.catalog import fetch
+    from bnsl_dist.datasets.catalog import fetch
 
     for p in fetch(name, mirror, root=root):
         click.echo(str(p))
@@ -73,14 +73,14 @@ def sample_cmd(network: str, n_samples: int, seed: int, output: str, codes: bool
     """Forward-sample N rows from NETWORK (a BIF file, or a registered network name)."""
     import numpy as np
 
-    from bnsl_dist.data.bif import read_bif
     from bnsl_dist.data.io import write_csv
-    from bnsl_dist.data.sampling import sample
+    from bnsl_dist.model.bif import read_bif
+    from bnsl_dist.model.sampling import sample
 
     if Path(network).exists():
         net = read_bif(network)
     else:
-        from bnsl_dist.data.catalog import load_network
+        from bnsl_dist.datasets.catalog import load_network
 
         net = load_network(network)
     data = sample(net, n_samples, np.random.default_rng(seed))

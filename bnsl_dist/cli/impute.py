@@ -77,7 +77,7 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
                                             **kwargs)  # type: ignore[arg-type]
     write_csv(res.completed, output)
     if network_out is not None:
-        from bnsl_dist.data.bif import write_bif
+        from bnsl_dist.model.bif import write_bif
 
         write_bif(res.network, network_out)
     n_missing = 0 if d.missing is None else int(d.missing.sum())

@@ -15,9 +15,9 @@ __all__ = ["infer_cmd", "loglik_cmd"]
 
 def _load_network(spec: str) -> Any:
     """A BIF file, or the name of a bundled network (asia, alarm, child, ...)."""
-    from bnsl_dist.data.bif import read_bif
     from bnsl_dist.data.registry import bundled_path
     from bnsl_dist.exceptions import DataError
+    from bnsl_dist.model.bif import read_bif
 
     if Path(spec).exists():
         return read_bif(spec)

@@ -294,7 +294,7 @@ def _export(kind: str, result: dict[str, Any], data: Any, out: Path) -> None:
         nx.write_graphml(g, buf)
         atomic_write_bytes(out.with_suffix(".graphml"), buf.getvalue())
         return
-    from bnsl_dist.data.bif import write_bif
     from bnsl_dist.model import fit_cpts
+    from bnsl_dist.model.bif import write_bif
 
     write_bif(fit_cpts(dag, data), out.with_suffix(".bif"))

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from bnsl_dist._rng import as_rng
 from bnsl_dist.data.dataset import CategoricalData
-from bnsl_dist.data.sampling import as_rng
 from bnsl_dist.exceptions import DataError
 
 __all__ = ["mask_mcar"]

@@ -21,11 +21,11 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from bnsl_dist.data.network import BayesianNetwork
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.inference import _kernels as K
 from bnsl_dist.inference.evidence import Evidence, as_evidence, variable_index
 from bnsl_dist.inference.junction_tree import MPEResult, Posterior
+from bnsl_dist.model.network import BayesianNetwork
 
 __all__ = ["LikelihoodWeighting"]
 

@@ -16,7 +16,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bnsl_dist.data.dataset import CategoricalData
-from bnsl_dist.data.network import BayesianNetwork
 from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.inference.approximate import LikelihoodWeighting
 from bnsl_dist.inference.junction_tree import (
@@ -24,6 +23,7 @@ from bnsl_dist.inference.junction_tree import (
     JunctionTree,
     JunctionTreeTooLargeError,
 )
+from bnsl_dist.model.network import BayesianNetwork
 
 __all__ = ["Engine", "LogLikelihood", "make_engine", "log_likelihood", "align_data"]
 
@@ -55,7 +55,7 @@ def make_engine(net: BayesianNetwork, order: Sequence[int] | None = None, *,
     --------
     >>> import numpy as np
     >>> from bnsl_dist.graph import DAG
-    >>> from bnsl_dist.data import BayesianNetwork
+    >>> from bnsl_dist.model import BayesianNetwork
     >>> net = BayesianNetwork(DAG.from_parents([(), (0,)]), (("0", "1"), ("0", "1")),
     ...     (np.array([[0.5, 0.5]]), np.array([[0.9, 0.1], [0.2, 0.8]])))
     >>> make_engine(net).exact
@@ -162,7 +162,8 @@ def log_likelihood(net: BayesianNetwork, data: CategoricalData, *,
     --------
     >>> import numpy as np
     >>> from bnsl_dist.graph import DAG
-    >>> from bnsl_dist.data import BayesianNetwork, CategoricalData
+    >>> from bnsl_dist.data import CategoricalData
+    >>> from bnsl_dist.model import BayesianNetwork
     >>> net = BayesianNetwork(DAG.from_parents([(), (0,)]), (("0", "1"), ("0", "1")),
     ...     (np.array([[0.5, 0.5]]), np.array([[0.9, 0.1], [0.2, 0.8]])))
     >>> d = CategoricalData.from_array(np.array([[0, 0], [1, 1]]))

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from bnsl_dist.data.network import BayesianNetwork
 from bnsl_dist.exceptions import DataError
+from bnsl_dist.model.network import BayesianNetwork
 
 __all__ = ["Evidence", "as_evidence", "parse_assignments", "variable_index", "state_code"]
 

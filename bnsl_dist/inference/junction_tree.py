@@ -31,13 +31,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from bnsl_dist.data.network import BayesianNetwork
 from bnsl_dist.exceptions import DataError, InfeasibleError
 from bnsl_dist.graph.moral import moral_graph
 from bnsl_dist.graph.treewidth import min_fill_order
 from bnsl_dist.inference import _kernels as K
 from bnsl_dist.inference._graph import elimination_cliques
 from bnsl_dist.inference.evidence import Evidence, as_evidence, variable_index
+from bnsl_dist.model.network import BayesianNetwork
 
 __all__ = ["JunctionTree", "JunctionTreeTooLargeError", "MPEResult", "Posterior",
            "DEFAULT_MEMORY_LIMIT", "build_junction_tree"]
@@ -460,7 +460,7 @@ def build_junction_tree(net: BayesianNetwork, order: Sequence[int] | None = None
     --------
     >>> import numpy as np
     >>> from bnsl_dist.graph import DAG
-    >>> from bnsl_dist.data import BayesianNetwork
+    >>> from bnsl_dist.model import BayesianNetwork
     >>> net = BayesianNetwork(DAG.from_parents([(), (0,)], ["A", "B"]), (("0", "1"),
     ...     ("0", "1")), (np.array([[0.3, 0.7]]), np.array([[0.9, 0.1], [0.2, 0.8]])))
     >>> jt = build_junction_tree(net)

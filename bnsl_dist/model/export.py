@@ -20,9 +20,9 @@ import networkx as nx
 import numpy as np
 from numpy.typing import NDArray
 
-from bnsl_dist.data.network import BayesianNetwork
 from bnsl_dist.exceptions import DataError
 from bnsl_dist.graph.dag import DAG
+from bnsl_dist.model.network import BayesianNetwork
 
 __all__ = ["to_pgmpy", "from_pgmpy", "to_networkx", "cpt_to_pgmpy_values",
            "cpt_from_pgmpy_values"]
@@ -52,7 +52,7 @@ def to_pgmpy(net: BayesianNetwork) -> Any:
     --------
     >>> import numpy as np
     >>> from bnsl_dist.graph import DAG
-    >>> from bnsl_dist.data import BayesianNetwork
+    >>> from bnsl_dist.model import BayesianNetwork
     >>> net = BayesianNetwork(DAG.from_parents([(), (0,)], ["A", "B"]), (("a0", "a1"),
     ...     ("b0", "b1")), (np.array([[0.3, 0.7]]), np.array([[0.9, 0.1], [0.2, 0.8]])))
     >>> m = to_pgmpy(net)                                        # doctest: +SKIP

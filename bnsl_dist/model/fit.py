@@ -18,9 +18,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bnsl_dist.data.dataset import CategoricalData
-from bnsl_dist.data.network import BayesianNetwork, parent_config_index
 from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.graph.dag import DAG
+from bnsl_dist.model.network import BayesianNetwork, parent_config_index
 
 __all__ = ["fit_cpts", "family_counts", "MAX_CPT_ENTRIES"]
 

@@ -85,7 +85,7 @@ def _n_vars_hint(name: str, path: str | None) -> int | None:
     if name == "nltcs":
         return 16
     try:
-        from bnsl_dist.data.catalog import load_catalog
+        from bnsl_dist.datasets.catalog import load_catalog
 
         cat = load_catalog()
         spec = cat.dataset(name).spec

@@ -16,7 +16,7 @@ from distributed import Client
 from numpy.typing import NDArray
 
 from bnsl_dist.data.dataset import CategoricalData
-from bnsl_dist.data.network import BayesianNetwork
+from bnsl_dist.model.network import BayesianNetwork
 from bnsl_dist.search.base import Budget
 from bnsl_dist.sem.imputation import complete_rows
 from bnsl_dist.sem.structural_em import SEMResult, sem_cache_settings, structural_em

@@ -14,9 +14,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bnsl_dist.data.dataset import CategoricalData
-from bnsl_dist.data.network import BayesianNetwork
 from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.inference.junction_tree import build_junction_tree
+from bnsl_dist.model.network import BayesianNetwork
 
 __all__ = ["complete_rows", "impute", "imputation_accuracy", "mode_impute", "EStep"]
 

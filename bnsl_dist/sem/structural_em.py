@@ -28,10 +28,10 @@ from numpy.typing import NDArray
 
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.data.dataset import CategoricalData
-from bnsl_dist.data.network import BayesianNetwork
 from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.graph.dag import DAG
 from bnsl_dist.model.fit import fit_cpts
+from bnsl_dist.model.network import BayesianNetwork
 from bnsl_dist.scores.local import LocalScorer
 from bnsl_dist.search.base import Budget, Incumbent, make_optimizer
 from bnsl_dist.sem.imputation import EStep, complete_rows

@@ -10,10 +10,10 @@ import pytest
 from bnsl_dist.cache import ExploreSettings, build_cache, explore_variable, read_jkl, write_jkl
 from bnsl_dist.cache.build import cache_key
 from bnsl_dist.data import CategoricalData
-from bnsl_dist.data.bif import read_bif
 from bnsl_dist.data.registry import bundled_path
-from bnsl_dist.data.sampling import sample
 from bnsl_dist.exceptions import DataError, InvalidConfigError
+from bnsl_dist.model.bif import read_bif
+from bnsl_dist.model.sampling import sample
 from bnsl_dist.scores import LocalScorer
 from tests.cache.oracle import all_scores, non_dominated
 

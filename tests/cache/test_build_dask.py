@@ -8,9 +8,9 @@ import pytest
 from bnsl_dist.cache import build_cache, read_jkl, write_jkl
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.data import write_csv
-from bnsl_dist.data.bif import read_bif
 from bnsl_dist.data.registry import bundled_path
-from bnsl_dist.data.sampling import sample
+from bnsl_dist.model.bif import read_bif
+from bnsl_dist.model.sampling import sample
 
 pytestmark = pytest.mark.dask
 

@@ -11,9 +11,9 @@ from click.testing import CliRunner
 from bnsl_dist.cache import build_cache, read_jkl
 from bnsl_dist.cli import main
 from bnsl_dist.data import read_data, write_csv
-from bnsl_dist.data.bif import read_bif
 from bnsl_dist.data.registry import bundled_path
-from bnsl_dist.data.sampling import sample
+from bnsl_dist.model.bif import read_bif
+from bnsl_dist.model.sampling import sample
 
 
 @pytest.fixture(scope="module")

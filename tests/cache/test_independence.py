@@ -13,9 +13,9 @@ from bnsl_dist.cache import bic_star
 from bnsl_dist.cache.independence import explore_independence
 from bnsl_dist.cache.sequential import explore_sequential
 from bnsl_dist.data import CategoricalData
-from bnsl_dist.data.bif import read_bif
 from bnsl_dist.data.registry import bundled_path
-from bnsl_dist.data.sampling import sample
+from bnsl_dist.model.bif import read_bif
+from bnsl_dist.model.sampling import sample
 from bnsl_dist.scores import LocalScorer
 from tests.cache.oracle import all_scores, assert_same_families, naive_score, non_dominated
 

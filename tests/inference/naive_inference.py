@@ -11,8 +11,8 @@ import itertools
 
 import numpy as np
 
-from bnsl_dist.data.network import BayesianNetwork
 from bnsl_dist.graph.dag import DAG
+from bnsl_dist.model.network import BayesianNetwork
 
 __all__ = ["joint_table", "brute_prob_evidence", "brute_marginals", "brute_mpe",
            "random_network"]

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from bnsl_dist.cli import main
 from bnsl_dist.data import bundled_path
-from bnsl_dist.data.bif import read_bif
+from bnsl_dist.model.bif import read_bif
 from tests.inference.naive_inference import (
     brute_marginals,
     brute_mpe,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bnsl_dist.data.network import BayesianNetwork
 from bnsl_dist.exceptions import BNSLError, DataError
 from bnsl_dist.graph import DAG, elimination_width, moral_graph
 from bnsl_dist.inference import (
@@ -14,6 +13,7 @@ from bnsl_dist.inference import (
     build_junction_tree,
     parse_assignments,
 )
+from bnsl_dist.model.network import BayesianNetwork
 from tests.inference.naive_inference import (
     brute_marginals,
     brute_mpe,

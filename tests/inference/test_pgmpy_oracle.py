@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from bnsl_dist.data import bundled_path
-from bnsl_dist.data.bif import read_bif
 from bnsl_dist.inference import build_junction_tree
 from bnsl_dist.model import to_pgmpy
+from bnsl_dist.model.bif import read_bif
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

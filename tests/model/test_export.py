@@ -10,9 +10,9 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from bnsl_dist.data import BayesianNetwork, bundled_path
+from bnsl_dist.data import bundled_path
 from bnsl_dist.graph import DAG
-from bnsl_dist.model import from_pgmpy, to_networkx, to_pgmpy
+from bnsl_dist.model import BayesianNetwork, from_pgmpy, to_networkx, to_pgmpy
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -56,7 +56,7 @@ def test_round_trip_and_bif_reader_agree():
         np.testing.assert_allclose(a, b)
     # pgmpy's own BIF parser (evidence in the file's order) read back into our layout
     # gives our BIF reader's CPTs
-    from bnsl_dist.data.bif import read_bif
+    from bnsl_dist.model.bif import read_bif
 
     p = bundled_path("bif/asia.bif.gz")
     with warnings.catch_warnings():

@@ -9,9 +9,9 @@ from click.testing import CliRunner
 
 from bnsl_dist.cli import main
 from bnsl_dist.data import bundled_path, read_data, write_csv
-from bnsl_dist.data.bif import read_bif
 from bnsl_dist.data.masking import mask_mcar
-from bnsl_dist.data.sampling import sample
+from bnsl_dist.model.bif import read_bif
+from bnsl_dist.model.sampling import sample
 
 
 def test_impute_cli_serial(tmp_path):

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from bnsl_dist.data import bundled_path
-from bnsl_dist.data.bif import read_bif
 from bnsl_dist.data.masking import mask_mcar
-from bnsl_dist.data.sampling import sample
+from bnsl_dist.model.bif import read_bif
+from bnsl_dist.model.sampling import sample
 from bnsl_dist.search import Budget
 from bnsl_dist.sem import (
     complete_rows,

@@ -29,8 +29,8 @@ from typing import Any
 
 from bnsl_dist.cache import ParentSetCache, build_cache, read_jkl, write_jkl
 from bnsl_dist.data import read_data
-from bnsl_dist.data.bif import read_bif
-from bnsl_dist.data.sampling import sample
+from bnsl_dist.model.bif import read_bif
+from bnsl_dist.model.sampling import sample
 from bnsl_dist.search.base import Budget
 from bnsl_dist.search.exact.astar import AStar, AWAStar, BFBnB
 from bnsl_dist.search.exact.pops import (

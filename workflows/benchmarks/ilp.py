@@ -59,8 +59,8 @@ def log(msg: str) -> None:
 # ---------------------------------------------------------------------------- caches
 def network_cache(net: str, n_samples: int, seed: int = 1) -> ParentSetCache:
     """BDeu (ESS 1), <= 3 parents, sequential exploration (complete, dominance-pruned)."""
-    from bnsl_dist.data.bif import read_bif
-    from bnsl_dist.data.sampling import sample
+    from bnsl_dist.model.bif import read_bif
+    from bnsl_dist.model.sampling import sample
 
     path = OUT_DIR / "caches" / f"ilp_{net}_{n_samples}_s{seed}.bdeu3.jkl"
     if path.exists():

@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from bnsl_dist.data import BayesianNetwork
-from bnsl_dist.data.sampling import sample
 from bnsl_dist.graph import DAG
 from bnsl_dist.inference import build_junction_tree
+from bnsl_dist.model import BayesianNetwork
+from bnsl_dist.model.sampling import sample
 from workflows.benchmarks._common import write_result
 
 

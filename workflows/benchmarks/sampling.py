@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from bnsl_dist.data import bundled_path, random_network, read_bif, sample
+from bnsl_dist.data import bundled_path
+from bnsl_dist.model import random_network, read_bif, sample
 from workflows.benchmarks._common import SHARED_DATA, write_result
 
 

@@ -73,8 +73,8 @@ def twenty_cache(name: str, seconds_per_variable: float) -> ParentSetCache:
 
 
 def synthetic_cache(n_vars: int, seconds_per_variable: float, seed: int = 0) -> ParentSetCache:
-    from bnsl_dist.data.generate import random_network
-    from bnsl_dist.data.sampling import sample
+    from bnsl_dist.model.generate import random_network
+    from bnsl_dist.model.sampling import sample
 
     path = OUT_DIR / "caches" / f"synthetic{n_vars}.s{seed}.is{seconds_per_variable:g}.jkl.gz"
     if path.exists():

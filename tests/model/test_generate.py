@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bnsl_dist.data.generate import random_dag, random_network
 from bnsl_dist.exceptions import DataError
+from bnsl_dist.model.generate import random_dag, random_network
 
 
 def _graph(dag):
@@ -48,7 +48,7 @@ def test_arities_and_indegrees_cover_their_ranges():
 @pytest.mark.parametrize("t,d", [(1000, 1), (1000, 3), (6, 3)])
 def test_parent_distances_are_log_uniform(t, d):
     """Distances back in the order follow P(k) = ln((k+1)/k) / ln(t+1) (near parents)."""
-    from bnsl_dist.data.generate import _pick_parents
+    from bnsl_dist.model.generate import _pick_parents
 
     gen = np.random.default_rng(0)
     picks = [_pick_parents(t, d, gen) for _ in range(4000)]

@@ -13,7 +13,7 @@ The grammar (Cozman's Interchange Format, as written by bnlearn and pgmpy)::
 
 ``//`` and ``/* */`` comments are ignored, names may be double-quoted, and commas are
 optional between numbers. CPTs are converted to the project's layout
-(:mod:`bnsl_dist.data.network`): parents sorted ascending by variable index, row index
+(:mod:`bnsl_dist.model.network`): parents sorted ascending by variable index, row index
 mixed-radix with the *first* parent fastest.
 
 References
@@ -33,9 +33,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bnsl_dist._io import atomic_write_text
-from bnsl_dist.data.network import BayesianNetwork
 from bnsl_dist.exceptions import BIFFormatError, DataError, NotADAGError
 from bnsl_dist.graph.dag import DAG
+from bnsl_dist.model.network import BayesianNetwork
 
 __all__ = ["read_bif", "parse_bif", "write_bif", "format_bif"]
 

@@ -16,21 +16,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from bnsl_dist._rng import as_rng
 from bnsl_dist.data.dataset import CategoricalData, code_dtype
-from bnsl_dist.data.network import BayesianNetwork, parent_config_index
 from bnsl_dist.exceptions import DataError
+from bnsl_dist.model.network import BayesianNetwork, parent_config_index
 
-__all__ = ["sample", "as_rng"]
-
-
-def as_rng(rng: np.random.Generator | np.random.SeedSequence | int | None) -> np.random.Generator:
-    """A Generator from a Generator (returned as is), a SeedSequence, an int or None."""
-    if isinstance(rng, (bool, np.bool_)):
-        raise DataError(f"rng must be a Generator, a SeedSequence, an int or None, not {rng!r}")
-    if isinstance(rng, (np.random.Generator, np.random.SeedSequence, int, np.integer)) \
-            or rng is None:
-        return np.random.default_rng(rng)
-    raise DataError(f"rng must be a Generator, a SeedSequence, an int or None, not {rng!r}")
+__all__ = ["sample"]
 
 
 def _cumulative(cpt: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -73,7 +64,8 @@ def sample(net: BayesianNetwork, n_samples: int,
 
     Examples
     --------
-    >>> from bnsl_dist.data import bundled_path, read_bif
+    >>> from bnsl_dist.data import bundled_path
+    >>> from bnsl_dist.model import read_bif
     >>> net = read_bif(bundled_path("bif/asia.bif.gz"))
     >>> d = sample(net, 1000, rng=0)
     >>> d.n_samples, d.n_vars

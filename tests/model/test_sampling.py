@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bnsl_dist.data import BayesianNetwork, CategoricalData, bundled_path, read_bif
+from bnsl_dist.data import CategoricalData, bundled_path
 from bnsl_dist.data.masking import mask_mcar
-from bnsl_dist.data.sampling import sample
-from bnsl_dist.exceptions import DataError
+from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.graph import DAG
+from bnsl_dist.model import BayesianNetwork, read_bif
+from bnsl_dist.model.sampling import sample
 
 SIGMA = 5.0
 
@@ -113,7 +114,7 @@ def test_bad_sample_size(bad):
 
 def test_bad_rng():
     net = read_bif(bundled_path("bif/cancer.bif.gz"))
-    with pytest.raises(DataError, match="rng"):
+    with pytest.raises(InvalidConfigError, match="rng"):
         sample(net, 10, rng="seed")
 
 

@@ -1,4 +1,4 @@
-"""The dataset registry: names in ``configs/datasets/*.yaml`` -> files and recipes.
+"""The dataset catalog: names in ``registry/*.yaml`` (package data) -> files and recipes.
 
 Each YAML file is a collection with optional download ``sources``, ``networks`` and
 ``datasets``:
@@ -6,15 +6,19 @@ Each YAML file is a collection with optional download ``sources``, ``networks`` 
 * a **files** dataset lists, per split, its path in the mirror layout (e.g.
   ``twenty/nltcs/train.csv.gz``) and the SHA-256 of the uncompressed content;
 * a **bif** network is a file like the above; a **random** network is a recipe for
-  :func:`~bnsl_dist.data.generate.random_network` (parameters and seed);
+  :func:`~bnsl_dist.model.generate.random_network` (parameters and seed);
 * a **sampled** dataset names a network and, per split, ``n_samples`` and ``seed``.
 
 Networks and datasets are two name spaces (``r0`` is both the random network and the
-data sampled from it). Files live under a data root: ``$BNSL_DATA``, by default the
-user cache folder. :func:`fetch` downloads a file (or copies it from a local mirror
-with the same layout, ``$BNSL_MIRROR`` by default), checks its SHA-256 and writes it
-atomically; :func:`load_registered` materialises recipes deterministically and caches
-the generated data under ``<root>/generated/`` as Parquet, keyed by a hash of the recipe.
+data sampled from it). The YAML files ship inside the package and are read through
+:mod:`importlib.resources` (``$BNSL_DATASETS`` names another folder). Files live under
+a data root: ``$BNSL_DATA``, by default the user cache folder. :func:`fetch` downloads
+a file with pooch (or copies it from a local mirror with the same layout,
+``$BNSL_MIRROR`` by default), checks its SHA-256 and writes it atomically;
+:func:`load_registered` materialises recipes deterministically and caches the generated
+data under ``<root>/generated/`` as Parquet, keyed by a hash of the recipe. The staged
+benchmark data (``shared/data``) is found only through :func:`shared_data_dir`: an
+argument or ``$BNSL_SHARED_DATA``, never a path relative to the checkout.
 """
 
 from __future__ import annotations
@@ -25,9 +29,10 @@ import hashlib
 import io
 import json
 import os
-import urllib.error
-import urllib.request
+import urllib.parse
 from dataclasses import dataclass
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -36,21 +41,20 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bnsl_dist._io import atomic_write_bytes
-from bnsl_dist.data.bif import read_bif, write_bif
 from bnsl_dist.data.dataset import CategoricalData
-from bnsl_dist.data.generate import random_network
 from bnsl_dist.data.io import read_data, read_dataset
-from bnsl_dist.data.network import BayesianNetwork
 from bnsl_dist.data.registry import bundled_path
-from bnsl_dist.data.sampling import sample
 from bnsl_dist.exceptions import DataError, InvalidConfigError
+from bnsl_dist.model.bif import read_bif, write_bif
+from bnsl_dist.model.generate import random_network
+from bnsl_dist.model.network import BayesianNetwork
+from bnsl_dist.model.sampling import sample
 
 __all__ = ["Catalog", "load_catalog", "catalog_dir", "data_root", "fetch", "load_registered",
-           "load_network", "RECIPE_VERSION"]
+           "load_network", "shared_data_dir", "RECIPE_VERSION"]
 
 #: Bumped whenever the generator or the sampler changes what a seed produces.
 RECIPE_VERSION = 1
-_REPO_CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "datasets"
 
 
 # ---------------------------------------------------------------------------- models
@@ -135,7 +139,7 @@ NetworkSpec = Annotated[BifNetwork | RandomNetwork, Field(discriminator="kind")]
 
 
 class Collection(_Model):
-    """One YAML file of ``configs/datasets``."""
+    """One YAML file of the registry (``registry/*.yaml``)."""
 
     collection: str
     description: str = ""
@@ -152,7 +156,7 @@ class Entry:
     name: str
     spec: Any  # FilesDataset | SampledDataset | BifNetwork | RandomNetwork
     sources: tuple[Source, ...]
-    config: Path
+    config: Path  # the YAML file that registers it
 
 
 @dataclass(frozen=True)
@@ -178,34 +182,32 @@ def _field(loc: tuple[Any, ...]) -> str:
     return ".".join(str(x) for x in loc)
 
 
-def _read_collection(path: Path) -> Collection:
+def _read_collection(label: str, text: str) -> Collection:
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f", line {mark.line + 1}" if mark is not None else ""
-        raise InvalidConfigError(f"{path}{where}: invalid YAML: "
+        raise InvalidConfigError(f"{label}{where}: invalid YAML: "
                                  f"{getattr(exc, 'problem', None) or exc}") from None
-    except OSError as exc:
-        raise InvalidConfigError(f"{path}: cannot read: {exc}") from None
     if not isinstance(raw, dict):
-        raise InvalidConfigError(f"{path}: expected a mapping at the top level")
+        raise InvalidConfigError(f"{label}: expected a mapping at the top level")
     try:
         return Collection.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
         more = f" (and {exc.error_count() - 1} more problem(s))" if exc.error_count() > 1 else ""
-        raise InvalidConfigError(f"{path}: field {_field(err['loc'])!r}: {err['msg']}{more}"
+        raise InvalidConfigError(f"{label}: field {_field(err['loc'])!r}: {err['msg']}{more}"
                                  ) from None
 
 
-def catalog_dir() -> Path:
-    """``$BNSL_DATASETS`` or the repository's ``configs/datasets``."""
+def catalog_dir() -> Traversable:
+    """``$BNSL_DATASETS``, or the registry shipped in the package (``registry/``)."""
     env = os.environ.get("BNSL_DATASETS")
-    return Path(env) if env else _REPO_CONFIGS
+    return Path(env) if env else resources.files("bnsl_dist.datasets") / "registry"
 
 
-def load_catalog(directory: str | os.PathLike[str] | None = None) -> Catalog:
+def load_catalog(directory: str | os.PathLike[str] | Traversable | None = None) -> Catalog:
     """Read and validate every ``*.yaml`` of ``directory`` (default: :func:`catalog_dir`).
 
     Raises
@@ -213,32 +215,48 @@ def load_catalog(directory: str | os.PathLike[str] | None = None) -> Catalog:
     InvalidConfigError
         Naming the file and the field: bad YAML, unknown or mistyped fields, a name
         registered twice, a sampled dataset naming an unknown network.
+
+    Examples
+    --------
+    >>> cat = load_catalog()
+    >>> cat.dataset("nltcs").spec.kind, cat.network("r0").spec.n_vars
+    ('files', 2000)
     """
-    d = Path(directory) if directory is not None else catalog_dir()
-    files = sorted(d.glob("*.yaml")) if d.is_dir() else []
-    key = tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files)
-    return _load_catalog(str(d), key)
+    if directory is None:
+        d = catalog_dir()
+    elif isinstance(directory, Traversable):
+        d = directory
+    else:
+        d = Path(directory)
+    files = sorted((f for f in d.iterdir() if f.name.endswith(".yaml")),
+                   key=lambda f: f.name) if d.is_dir() else []
+    texts = []
+    for f in files:
+        try:
+            texts.append((str(f), f.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidConfigError(f"{f}: cannot read: {exc}") from None
+    return _load_catalog(str(d), tuple(texts))
 
 
 @functools.lru_cache(maxsize=8)
-def _load_catalog(directory: str, key: tuple[tuple[str, int, int], ...]) -> Catalog:
-    if not key:
+def _load_catalog(directory: str, files: tuple[tuple[str, str], ...]) -> Catalog:
+    if not files:
         raise InvalidConfigError(f"{directory}: no dataset registry (*.yaml) found")
     networks: dict[str, Entry] = {}
     datasets: dict[str, Entry] = {}
-    for fname, _, _ in key:
-        path = Path(fname)
-        col = _read_collection(path)
+    for label, text in files:
+        col = _read_collection(label, text)
         srcs = tuple(col.sources)
         for table, space, kind in ((col.networks, networks, "networks"),
                                    (col.datasets, datasets, "datasets")):
             for name, spec in table.items():
                 if name in space:
-                    raise InvalidConfigError(f"{path}: field '{kind}.{name}': already "
+                    raise InvalidConfigError(f"{label}: field '{kind}.{name}': already "
                                              f"registered in {space[name].config}")
                 if not name or "/" in name:
-                    raise InvalidConfigError(f"{path}: field '{kind}.{name}': bad name")
-                space[name] = Entry(name, spec, srcs, path)
+                    raise InvalidConfigError(f"{label}: field '{kind}.{name}': bad name")
+                space[name] = Entry(name, spec, srcs, Path(label))
     for name, e in datasets.items():
         if isinstance(e.spec, SampledDataset) and e.spec.network not in networks:
             raise InvalidConfigError(f"{e.config}: field 'datasets.{name}.network': unknown "
@@ -255,6 +273,17 @@ def data_root() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("bnsl_dist"))
+
+
+def shared_data_dir(path: str | os.PathLike[str] | None = None) -> Path | None:
+    """The staged benchmark data (``shared/data``): ``path``, else ``$BNSL_SHARED_DATA``,
+    else ``$BNSL_MIRROR`` (same layout); ``None`` when none is set or it is no folder.
+
+    Never guessed from the location of the package or of a checkout.
+    """
+    cand = path if path is not None else (os.environ.get("BNSL_SHARED_DATA")
+                                          or os.environ.get("BNSL_MIRROR"))
+    return Path(cand) if cand and Path(cand).is_dir() else None
 
 
 def _mirror(mirror: str | os.PathLike[str] | None) -> Path | None:
@@ -284,12 +313,27 @@ def _urls(name: str, split: str | None, spec: _Located, sources: tuple[Source, .
 
 
 def _download(urls: list[str], what: str) -> tuple[bytes, str]:
+    """The bytes of the first URL that answers, and that URL: ``http(s)://`` and
+    ``ftp://`` through pooch's downloaders, ``file://`` read directly."""
+    import pooch
+
     errors = []
     for url in urls:
+        scheme = urllib.parse.urlsplit(url).scheme
         try:
-            with urllib.request.urlopen(url, timeout=120) as resp:  # noqa: S310 (https URLs from the registry)
-                return resp.read(), url
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+            if scheme == "file":
+                return Path(urllib.parse.unquote(urllib.parse.urlsplit(url).path)
+                            ).read_bytes(), url
+            if scheme in ("http", "https"):
+                download = pooch.HTTPDownloader(progressbar=False, timeout=120)
+            elif scheme == "ftp":
+                download = pooch.FTPDownloader(progressbar=False, timeout=120)
+            else:
+                raise ValueError(f"unsupported URL scheme {scheme!r}")
+            buf = io.BytesIO()
+            download(url, buf, None)
+            return buf.getvalue(), url
+        except (OSError, ValueError) as exc:  # requests' errors are OSErrors
             errors.append(f"{url}: {exc}")
     if not errors:
         raise DataError(f"{what}: no download source registered")

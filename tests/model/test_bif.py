@@ -12,10 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bnsl_dist.data import BayesianNetwork, bundled_path
-from bnsl_dist.data.bif import format_bif, parse_bif, read_bif, write_bif
+from bnsl_dist.data import bundled_path
 from bnsl_dist.exceptions import BIFFormatError, DataError
 from bnsl_dist.graph import DAG
+from bnsl_dist.model import BayesianNetwork
+from bnsl_dist.model.bif import format_bif, parse_bif, read_bif, write_bif
 
 ALL_NETS = ["alarm", "andes", "asia", "barley", "cancer", "child", "diabetes", "earthquake",
             "hailfinder", "hepar2", "insurance", "link", "mildew", "munin", "munin1", "munin2",

@@ -21,11 +21,11 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from bnsl_dist._rng import as_rng
 from bnsl_dist.data.dataset import MAX_STATES
-from bnsl_dist.data.network import BayesianNetwork
-from bnsl_dist.data.sampling import as_rng
 from bnsl_dist.exceptions import DataError
 from bnsl_dist.graph.dag import DAG
+from bnsl_dist.model.network import BayesianNetwork
 
 __all__ = ["random_network", "random_dag"]
 

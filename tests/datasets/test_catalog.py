@@ -16,8 +16,8 @@ import yaml
 from click.testing import CliRunner
 
 from bnsl_dist.cli import main
-from bnsl_dist.data import bundled_path, read_bif, read_data
-from bnsl_dist.data.catalog import (
+from bnsl_dist.data import bundled_path, read_data
+from bnsl_dist.datasets.catalog import (
     FilesDataset,
     RandomNetwork,
     SampledDataset,
@@ -28,9 +28,10 @@ from bnsl_dist.data.catalog import (
     load_network,
     load_registered,
 )
-from bnsl_dist.data.generate import random_network
-from bnsl_dist.data.sampling import sample
 from bnsl_dist.exceptions import DataError, InvalidConfigError
+from bnsl_dist.model import read_bif
+from bnsl_dist.model.generate import random_network
+from bnsl_dist.model.sampling import sample
 
 TWENTY = ["nltcs", "msnbc", "kdd", "plants", "baudio", "jester", "bnetflix", "accidents",
           "tretail", "pumsb_star", "dna", "kosarek", "msweb", "book", "tmovie", "cwebkb",
@@ -106,7 +107,8 @@ def test_default_locations(monkeypatch, tmp_path):
     assert data_root() == tmp_path / "x"
     monkeypatch.delenv("BNSL_DATA")
     assert "bnsl_dist" in str(data_root())
-    assert catalog_dir().name == "datasets"
+    assert catalog_dir().name == "registry"  # package data, not a path in the checkout
+    assert "configs" not in str(catalog_dir())
 
 
 # ------------------------------------------------------------------ fetching
@@ -256,11 +258,13 @@ def test_duplicate_names_across_files(tmp_path):
 
 
 def test_every_shipped_file_is_valid_yaml_with_known_keys():
-    for f in sorted(catalog_dir().glob("*.yaml")):
+    files = [f for f in catalog_dir().iterdir() if f.name.endswith(".yaml")]
+    assert len(files) == 3
+    for f in files:
         raw = yaml.safe_load(f.read_text())
         assert set(raw) <= {"collection", "description", "citation", "sources", "networks",
                             "datasets"}
-        load_catalog(f.parent)
+    load_catalog(catalog_dir())
 
 
 # ------------------------------------------------------------------ CLI
@@ -307,18 +311,44 @@ def test_cli_sample(tmp_path, root):
     assert res.exit_code == 2 and not (tmp_path / "d.csv").exists()
 
 
-def test_download_sources_in_order_with_checksum(tmp_path, root, monkeypatch):
-    """The download path, offline: file:// URLs; a failing source falls through to the next."""
-    src = tmp_path / "src"
-    src.mkdir()
+@pytest.fixture()
+def http_dir(tmp_path):
+    """A folder served over HTTP on the loopback interface (offline)."""
+    import functools
+    import http.server
+    import threading
+
+    folder = tmp_path / "served"
+    folder.mkdir()
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield folder, f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def test_download_sources_in_order_with_checksum(tmp_path, root, monkeypatch, http_dir):
+    """The download path, offline: a loopback HTTP server (through pooch) and file://
+    URLs; a failing source falls through to the next."""
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    src, base = http_dir
     content = b"0,1\n1,1\n0,0\n"
     (src / "toy.ts.data").write_bytes(content)
     sha = hashlib.sha256(content).hexdigest()
     body = f"""
 collection: dl
 sources:
+  - url: "{base}/missing/{{name}}.{{split}}.data"
   - url: "file://{tmp_path}/missing/{{name}}.{{split}}.data"
-  - url: "file://{src}/{{name}}.{{split}}.data"
+  - url: "{base}/{{name}}.{{split}}.data"
     split_names: {{train: ts}}
 datasets:
   toy:
@@ -343,7 +373,7 @@ datasets:
 
 
 def test_shipped_urls_follow_the_documented_sources():
-    from bnsl_dist.data.catalog import _urls
+    from bnsl_dist.datasets.catalog import _urls
 
     e = load_catalog().datasets["nltcs"]
     assert _urls("nltcs", "train", e.spec.splits["train"], e.sources) == [
