@@ -11,8 +11,8 @@ Formats (compressed with gzip when the name ends in ``.gz``):
 * GOBNILP/BLIP ``.dat``: white-space separated, line 1 names, line 2 arities;
 * Parquet (integer or string/categorical columns).
 
-Missing values (``?``, empty, ``NA``) are accepted only with ``missing="mask"`` (the
-CLI's ``--missing mask``); a column without any observed value is an error.
+Missing values (``?``, empty, ``NA``) are accepted only with ``missing="mask"``
+(otherwise: :class:`~bnsl_dist.exceptions.MissingValueError`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from bnsl_dist.data.dataset import MAX_STATES, CategoricalData, Dataset
-from bnsl_dist.exceptions import DataError
+from bnsl_dist.exceptions import DataError, MissingValueError
 
 __all__ = ["read_data", "read_dataset", "write_csv", "MISSING_TOKENS"]
 
@@ -176,9 +176,8 @@ def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: M
     miss = np.isin(tok, list(MISSING_TOKENS))
     if miss.any() and missing != "mask":
         r, c = np.argwhere(miss)[0]
-        raise DataError(f"missing value {str(tok[r, c])!r} where none are allowed (accept "
-                        "them with --missing mask; missing='mask' in Python)", path=spath,
-                        line=lines[r], column=_colname(names, int(c)))
+        raise MissingValueError(f"missing value {str(tok[r, c])!r} where none are allowed",
+                                path=spath, line=lines[r], column=_colname(names, int(c)))
     cols: list[NDArray] = []
     is_label: list[bool] = []
     for j in range(width):
@@ -226,8 +225,8 @@ def _parse_parquet(path: Path, missing: MissingPolicy) -> _Raw:
     miss = df.isna().to_numpy()
     if miss.any() and missing != "mask":
         r, c = np.argwhere(miss)[0]
-        raise DataError("missing value where none are allowed", path=spath, line=int(r) + 1,
-                        column=_colname(names, int(c)))
+        raise MissingValueError("missing value where none are allowed", path=spath,
+                                line=int(r) + 1, column=_colname(names, int(c)))
     cols, is_label = [], []
     for j, name in enumerate(df.columns):
         s = df[name]
@@ -280,10 +279,6 @@ def _combine(raws: Sequence[_Raw], arities: Sequence[int] | None,
         ref.names if ref.names is not None else [f"X{i}" for i in range(width)])
     if len(final_names) != width:
         raise DataError(f"{len(final_names)} names given for {width} columns", path=ref.path)
-    for j in range(width):
-        if all(r.missing is not None and r.missing[:, j].all() for r in raws):
-            raise DataError("no observed value in this column", path=ref.path,
-                            column=_colname(final_names, j))
     states: list[tuple[str, ...] | None] = []
     codes = [np.zeros((len(r.cols[0]), width), dtype=np.int64) for r in raws]
     arity = np.zeros(width, dtype=np.int64)

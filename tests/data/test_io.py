@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from bnsl_dist.data import CategoricalData, read_data, read_dataset, resolve_data, write_csv
-from bnsl_dist.exceptions import DataError
+from bnsl_dist.exceptions import DataError, MissingValueError
 
 
 def _write(tmp_path, name, text, gz=False):
@@ -239,14 +239,10 @@ def test_bad_cells_name_physical_line_and_column(tmp_path, text, line, col):
     assert (exc.value.path, exc.value.line, exc.value.column) == (str(p), line, col)
 
 
-def test_missing_value_hint_names_the_cli_option(tmp_path):
-    with pytest.raises(DataError, match="--missing mask"):
-        read_data(_write(tmp_path, "m.csv", "a,b\n0,?\n1,1\n"))
+def test_missing_value_error_type(tmp_path):
+    p = tmp_path / "m.parquet"
+    pd.DataFrame({"a": [0, 1], "b": [1.0, None]}).to_parquet(p)
+    for path in (_write(tmp_path, "m.csv", "a,b\n0,?\n1,1\n"), p):
+        with pytest.raises(MissingValueError, match="missing value"):
+            read_data(path)
 
-
-@pytest.mark.parametrize("text", ["a,b\n0,?\n1,\n", "a,b\n0,NA\n1,?\n"])
-def test_column_without_observed_value(tmp_path, text):
-    p = _write(tmp_path, "m.csv", text)
-    with pytest.raises(DataError, match="no observed value") as exc:
-        read_data(p, missing="mask")
-    assert exc.value.column == "2 (b)" and exc.value.path == str(p)
