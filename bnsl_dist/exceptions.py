@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "BNSLError",
     "DataError",
+    "MissingValueError",
     "InvalidConfigError",
     "NotADAGError",
     "InfeasibleError",
@@ -41,6 +42,10 @@ class DataError(BNSLError, ValueError):
         self.path = path
         self.line = line
         self.column = column
+
+
+class MissingValueError(DataError):
+    """A missing value (``?``, empty, ``NA``) in data that must be complete."""
 
 
 class CacheFormatError(DataError):

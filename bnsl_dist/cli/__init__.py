@@ -1,16 +1,68 @@
-"""The `bnsl-dist` command line. Each command parses, loads config and calls one library
-function; errors are one line on stderr with exit code 2."""
+"""The `bnsl-dist` command line. Each command parses, checks its arguments, loads config
+and calls one library function.
+
+Every failure a user can cause (a project error, an OS error such as a permission, a
+full disk or an unreachable address, a bad option) is one line on stderr and exit code
+2; ``bnsl-dist --debug COMMAND ...`` shows the traceback instead.
+"""
 
 from __future__ import annotations
+
+import sys
+import traceback
+from typing import Any
 
 import click
 
 from bnsl_dist import __version__
+from bnsl_dist.exceptions import BNSLError
+
+EXIT_USAGE = 2
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _one_line(text: str) -> str:
+    return "; ".join(s.strip() for s in str(text).splitlines() if s.strip())
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and not isinstance(exc, BNSLError) and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    return _one_line(str(exc)) or type(exc).__name__
+
+
+class _Main(click.Group):
+    """A group whose errors are one line and exit code 2 (tracebacks with --debug)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (BNSLError, OSError) as exc:
+            if ctx.params.get("debug"):
+                traceback.print_exc()
+            else:
+                click.echo(f"error: {_describe(exc)}", err=True)
+            ctx.exit(EXIT_USAGE)
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            rv = super().main(*args, standalone_mode=False, **kwargs)
+        except click.ClickException as exc:
+            where = getattr(exc, "ctx", None)
+            prefix = f"{where.command_path}: " if where is not None else ""
+            click.echo(f"error: {prefix}{_one_line(exc.format_message())}", err=True)
+            sys.exit(EXIT_USAGE)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="bnsl-dist")
-def main() -> None:
+@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+def main(debug: bool) -> None:
     """Bayesian-network structure learning over categorical data, on Dask."""
 
 
@@ -37,4 +89,4 @@ def _register() -> None:
 
 _register()
 
-__all__ = ["main"]
+__all__ = ["main", "EXIT_USAGE"]

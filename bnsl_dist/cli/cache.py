@@ -7,7 +7,8 @@ import time
 
 import click
 
-from bnsl_dist.cli._common import echo_json, handle_errors
+from bnsl_dist.cli._checks import check_output_dir, check_output_file
+from bnsl_dist.cli._common import echo_json
 
 __all__ = ["cache_group"]
 
@@ -23,11 +24,12 @@ def cache_group() -> None:
               default="independence", show_default=True,
               help="Independence selection (BIC*, anytime) or sequential exploration.")
 @click.option("--score", type=click.Choice(["bic", "bdeu"]), default="bic", show_default=True)
-@click.option("--ess", type=float, default=1.0, show_default=True,
-              help="Equivalent sample size of BDeu.")
+@click.option("--ess", type=click.FloatRange(min=0, min_open=True), default=1.0,
+              show_default=True, help="Equivalent sample size of BDeu.")
 @click.option("--max-indegree", "max_indegree", type=click.IntRange(min=0), default=None,
               help="Largest parent set [no limit].")
-@click.option("--seconds-per-variable", "seconds", type=float, default=None,
+@click.option("--seconds-per-variable", "seconds", type=click.FloatRange(min=0, min_open=True),
+              default=None,
               help="Time budget per variable [independence: 1].")
 @click.option("--scores-per-variable", "scores", type=click.IntRange(min=1), default=None,
               help="Budget in exact scores per variable (reproducible).")
@@ -44,15 +46,14 @@ def cache_group() -> None:
               help="Write no '#' lines (plain GOBNILP input).")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The .jkl file to write (.gz compresses); written atomically.")
-@handle_errors
 def build_cmd(data: str, method: str, score: str, ess: float, max_indegree: int | None,
               seconds: float | None, scores: int | None, candidate_limit: int,
               max_open: int | None, workers: int | None, scheduler: str | None,
               cache_dir: str | None, no_comments: bool, output: str) -> None:
-    """Explore the parent sets of every variable of DATA (a file or bundled name) and
-    write the cache; print a JSON summary."""
+    """Explore the parent sets of every variable of DATA (a file, or a name from
+    `bnsl-dist data list`) and write the cache; print a JSON summary."""
     from bnsl_dist.cache import build_cache, write_jkl
-    from bnsl_dist.data import resolve_data
+    from bnsl_dist.cli.data import load_data
     from bnsl_dist.exceptions import InvalidConfigError
 
     if seconds is not None and scores is not None:
@@ -62,11 +63,13 @@ def build_cmd(data: str, method: str, score: str, ess: float, max_indegree: int 
         raise InvalidConfigError("give either --workers or --scheduler, not both")
     if cache_dir is not None and workers is None and scheduler is None:
         raise InvalidConfigError("--cache-dir needs --workers or --scheduler")
+    check_output_file(output, "--output")
+    check_output_dir(cache_dir, "--cache-dir")
     kwargs = dict(method=method, score=score, ess=ess, max_indegree=max_indegree,
                   seconds_per_variable=seconds, scores_per_variable=scores,
                   candidate_limit=candidate_limit, max_open=max_open,
                   progress=sys.stderr.isatty())
-    d = resolve_data(data)
+    d = load_data(data)
     t0 = time.perf_counter()
     if workers is None and scheduler is None:
         cache = build_cache(d, **kwargs)  # type: ignore[arg-type]
@@ -87,9 +90,8 @@ def build_cmd(data: str, method: str, score: str, ess: float, max_indegree: int 
 
 
 @cache_group.command("info")
-@click.argument("cache_file", type=click.Path(dir_okay=False))
+@click.argument("cache_file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-@handle_errors
 def info_cmd(cache_file: str, as_json: bool) -> None:
     """Describe CACHE_FILE: variables, parent sets per variable, in-degree histogram."""
     from bnsl_dist.cache import read_jkl

@@ -3,12 +3,56 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import click
 
-from bnsl_dist.cli._common import echo_json, handle_errors
+from bnsl_dist.cli._checks import check_output_dir, check_output_file
+from bnsl_dist.cli._common import echo_json
 
-__all__ = ["data_group"]
+if TYPE_CHECKING:
+    from bnsl_dist.data import CategoricalData
+
+__all__ = ["data_group", "load_data", "COMPLETE_DATA_HINT"]
+
+#: What a scoring command says after a missing value.
+COMPLETE_DATA_HINT = "scores need complete data: `bnsl-dist impute` completes it"
+
+
+def load_data(spec: str, *, missing: Literal["error", "mask"] = "error",
+              hint: str = COMPLETE_DATA_HINT, observed: bool = True) -> CategoricalData:
+    """DATA as every command takes it: a file, a bundled data set (``nltcs``,
+    ``nltcs/test``, ``wine``, ``child-5000``), or any dataset ``bnsl-dist data list``
+    shows, as ``NAME[/SPLIT]`` (default split: train), fetched or materialised through
+    the registry.
+
+    A missing value where ``missing="error"`` fails with ``hint`` appended (what the
+    command's user can do about it). With ``observed`` (commands that take the states
+    from the data), a column without any observed value is an error naming it.
+    """
+    import numpy as np
+
+    from bnsl_dist.datasets.catalog import load_catalog, load_registered
+    from bnsl_dist.data.registry import bundled_names, resolve_data
+    from bnsl_dist.exceptions import DataError, MissingValueError
+
+    name, _, split = spec.partition("/")
+    if Path(spec).exists() or name in {b.partition("/")[0] for b in bundled_names()}:
+        try:
+            d = resolve_data(spec, missing=missing)
+        except MissingValueError as exc:
+            exc.args = (f"{exc} ({hint})",)
+            raise
+    elif name in load_catalog().datasets:
+        d = load_registered(name, split or "train")
+    else:
+        raise DataError(f"{spec}: no such file, and not a bundled or registered data set "
+                        "(see `bnsl-dist data list`)")
+    if observed and d.missing is not None and d.missing.all(axis=0).any():
+        j = int(np.argmax(d.missing.all(axis=0)))
+        raise DataError("no observed value in this column", path=d.source,
+                        column=f"{j + 1} ({d.names[j]})")
+    return d
 
 
 @click.group("data")
@@ -18,7 +62,6 @@ def data_group() -> None:
 
 @data_group.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-@handle_errors
 def list_cmd(as_json: bool) -> None:
     """List registered datasets and networks."""
     from bnsl_dist.datasets.catalog import load_catalog
@@ -50,11 +93,11 @@ def list_cmd(as_json: bool) -> None:
               help="Local folder with the mirror layout (e.g. shared/data) to copy from.")
 @click.option("--root", type=click.Path(file_okay=False),
               help="Data root (default: $BNSL_DATA or the user cache folder).")
-@handle_errors
 def fetch_cmd(name: str, mirror: str | None, root: str | None) -> None:
     """Fetch (and verify) or materialise NAME (a dataset, NAME/SPLIT, or a network)."""
-    from bnsl_dist.datasets.catalog import fetch
+    from bnsl_dist.datasets.catalog import data_root, fetch
 
+    check_output_dir(root or data_root(), "--root" if root else "the data root ($BNSL_DATA)")
     for p in fetch(name, mirror, root=root):
         click.echo(str(p))
 
@@ -68,7 +111,6 @@ def fetch_cmd(name: str, mirror: str | None, root: str | None) -> None:
               help="CSV file to write (.gz compresses); written atomically.")
 @click.option("--codes", "codes", is_flag=True,
               help="Write integer state codes instead of state labels.")
-@handle_errors
 def sample_cmd(network: str, n_samples: int, seed: int, output: str, codes: bool) -> None:
     """Forward-sample N rows from NETWORK (a BIF file, or a registered network name)."""
     import numpy as np
@@ -77,6 +119,7 @@ def sample_cmd(network: str, n_samples: int, seed: int, output: str, codes: bool
     from bnsl_dist.model.bif import read_bif
     from bnsl_dist.model.sampling import sample
 
+    check_output_file(output, "--output")
     if Path(network).exists():
         net = read_bif(network)
     else:

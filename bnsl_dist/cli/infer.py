@@ -8,23 +8,23 @@ from typing import Any
 
 import click
 
-from bnsl_dist.cli._common import echo_json, handle_errors
+from bnsl_dist.cli._common import echo_json
 
 __all__ = ["infer_cmd", "loglik_cmd"]
 
 
 def _load_network(spec: str) -> Any:
-    """A BIF file, or the name of a bundled network (asia, alarm, child, ...)."""
-    from bnsl_dist.data.registry import bundled_path
+    """A BIF file, or a network name from `bnsl-dist data list` (asia, alarm, r0, ...)."""
+    from bnsl_dist.datasets.catalog import load_catalog, load_network
     from bnsl_dist.exceptions import DataError
     from bnsl_dist.model.bif import read_bif
 
     if Path(spec).exists():
         return read_bif(spec)
-    try:
-        return read_bif(bundled_path(f"bif/{spec}.bif.gz"))
-    except DataError:
-        raise DataError(f"{spec}: no such file, and not a bundled network") from None
+    if spec in load_catalog().networks:
+        return load_network(spec)
+    raise DataError(f"{spec}: no such file, and not a registered network "
+                    "(see `bnsl-dist data list`)")
 
 
 def _num(x: float) -> float | None:
@@ -32,16 +32,16 @@ def _num(x: float) -> float | None:
 
 
 _engine_options = [
-    click.option("--memory-limit", type=float, default=2.0, show_default=True,
-                 help="GiB the junction tree may take."),
+    click.option("--memory-limit", type=click.FloatRange(min=0, min_open=True), default=2.0,
+                 show_default=True, help="GiB the junction tree may take."),
     click.option("--approximate", "fallback", is_flag=True,
                  help="Fall back to likelihood weighting when the junction tree exceeds "
                       "the memory limit (otherwise: an error)."),
-    click.option("--samples", type=int, default=100_000, show_default=True,
+    click.option("--samples", type=click.IntRange(min=1), default=100_000, show_default=True,
                  help="Particles of the approximate fallback."),
-    click.option("--seconds", type=float, default=None,
+    click.option("--seconds", type=click.FloatRange(min=0, min_open=True), default=None,
                  help="Time limit of the approximate fallback (per query)."),
-    click.option("--seed", type=int, default=0, show_default=True,
+    click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
                  help="Seed of the approximate fallback."),
 ]
 
@@ -70,12 +70,11 @@ def _engine(net: Any, memory_limit: float, fallback: bool, samples: int,
                    "default: every unobserved variable).")
 @click.option("--mpe", is_flag=True, help="Also print the most probable explanation.")
 @_with_engine_options
-@handle_errors
 def infer_cmd(network: str, evidence: str, query: tuple[str, ...], mpe: bool,
               memory_limit: float, fallback: bool, samples: int, seconds: float | None,
               seed: int) -> None:
     """Posterior marginals, P(evidence) and optionally the MPE of a NETWORK (BIF file or
-    bundled name) given --evidence; prints JSON."""
+    network name) given --evidence; prints JSON."""
     from bnsl_dist.inference import as_evidence, parse_assignments
 
     net = _load_network(network)
@@ -111,18 +110,22 @@ def infer_cmd(network: str, evidence: str, query: tuple[str, ...], mpe: bool,
 @click.command("loglik")
 @click.argument("network", type=str)
 @click.argument("data", type=str)
+@click.option("--missing", type=click.Choice(["mask", "error"]), default="mask",
+              show_default=True,
+              help="Missing cells (?, empty, NA): count rows with ln P(observed cells), or "
+                   "fail.")
 @_with_engine_options
-@handle_errors
-def loglik_cmd(network: str, data: str, memory_limit: float, fallback: bool, samples: int,
-               seconds: float | None, seed: int) -> None:
-    """Log-likelihood of DATA (file or bundled name) under NETWORK (BIF file or bundled
-    name): {"total", "mean", "n_rows"} as JSON. Rows with missing cells (?, empty, NA)
-    count with ln P(observed cells)."""
-    from bnsl_dist.data.registry import resolve_data
+def loglik_cmd(network: str, data: str, missing: str, memory_limit: float, fallback: bool,
+               samples: int, seconds: float | None, seed: int) -> None:
+    """Log-likelihood of DATA (a file, or a dataset from `bnsl-dist data list`) under
+    NETWORK (a BIF file or a network name): {"total", "mean", "n_rows"} as JSON. Rows with
+    missing cells (?, empty, NA) count with ln P(observed cells)."""
+    from bnsl_dist.cli.data import load_data
     from bnsl_dist.inference import align_data, log_likelihood
 
     net = _load_network(network)
-    d = resolve_data(data, missing="mask")
+    d = load_data(data, missing=missing,  # type: ignore[arg-type]
+                  hint="--missing mask accepts them", observed=False)
     engine = None
     if d.missing is not None:
         align_data(net, d)  # report data errors before building anything

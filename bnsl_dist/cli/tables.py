@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from bnsl_dist.cli._common import handle_errors
+from bnsl_dist.cli._checks import check_output_dir
 
 
 @click.command("tables")
@@ -17,7 +17,6 @@ from bnsl_dist.cli._common import handle_errors
               help="Compare the best scores within this many seconds (default: end of "
                    "budget).")
 @click.option("--no-plots", is_flag=True, help="Tables only.")
-@handle_errors
 def tables_cmd(results: str, out: str | None, at: float | None, no_plots: bool) -> None:
     """Write ΔBIC tables (markdown + CSV) and plots (PNG) for the results in DIR.
 
@@ -29,11 +28,12 @@ def tables_cmd(results: str, out: str | None, at: float | None, no_plots: bool) 
     from bnsl_dist.reporting.tables import Comparison, default_comparisons, write_tables
     from bnsl_dist.results.store import ResultStore
 
+    out_dir = Path(out) if out else Path(results) / "tables"
+    check_output_dir(out_dir, "--out")
     store = ResultStore(results)
     frame = store.read_frame()
     if frame.empty:
         raise InvalidConfigError(f"{results}: no results to tabulate")
-    out_dir = Path(out) if out else Path(results) / "tables"
     comps: list[Comparison] = []
     for p in sorted((Path(results) / "grids").glob("*.json")):
         try:

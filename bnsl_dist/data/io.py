@@ -5,19 +5,24 @@ Formats (compressed with gzip when the name ends in ``.gz``):
 * headerless integer tables (``.data``/``.csv``, comma or white-space separated);
 * CSV with a header row of names, integer or string states (strings map to codes in
   sorted order; the mapping is kept in :attr:`CategoricalData.states`);
+  ``.csv`` files, and others whose first line holds a comma, are read by a CSV parser
+  (quoted fields, CRLF, a UTF-8 byte-order mark); white space around fields and blank
+  lines are ignored;
 * GOBNILP/BLIP ``.dat``: white-space separated, line 1 names, line 2 arities;
 * Parquet (integer or string/categorical columns).
 
-Missing values (``?``, empty, ``NA``) are accepted only with ``missing="mask"``.
+Missing values (``?``, empty, ``NA``) are accepted only with ``missing="mask"``
+(otherwise: :class:`~bnsl_dist.exceptions.MissingValueError`).
 """
 
 from __future__ import annotations
 
+import csv
 import gzip
 import io
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -27,7 +32,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from bnsl_dist.data.dataset import MAX_STATES, CategoricalData, Dataset
-from bnsl_dist.exceptions import DataError
+from bnsl_dist.exceptions import DataError, MissingValueError
 
 __all__ = ["read_data", "read_dataset", "write_csv", "MISSING_TOKENS"]
 
@@ -51,11 +56,13 @@ class _Raw:
 
 
 def _read_text(path: Path) -> str:
+    """The file's text; a UTF-8 byte-order mark is dropped, line ends are kept."""
     try:
         if path.name.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8", newline="") as fh:
+            with gzip.open(path, "rt", encoding="utf-8-sig", newline="") as fh:
                 return fh.read()
-        return path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            return fh.read()
     except FileNotFoundError:
         raise DataError("no such file", path=str(path)) from None
     except (OSError, UnicodeDecodeError, EOFError) as exc:
@@ -69,84 +76,108 @@ def _base_suffix(path: Path) -> str:
     return os.path.splitext(name)[1]
 
 
-def _split(line: str, delim: str | None) -> list[str]:
-    return [t.strip() for t in (line.split(delim) if delim else line.split())]
-
-
 def _is_int(tok: str) -> bool:
     return bool(_INT_RE.match(tok))
 
 
+def _records(buf: io.StringIO, comma: bool, first_line: int) -> Iterator[tuple[int, list[str]]]:
+    """(1-based line, stripped fields) of each non-blank record from ``buf``'s position.
+
+    Comma-separated text goes through the :mod:`csv` parser (quoting, CRLF, fields
+    spanning lines); other text is split at runs of white space.
+    """
+    if comma:
+        reader = csv.reader(buf)
+        line = first_line
+        for row in reader:
+            if row:
+                yield line, [t.strip() for t in row]
+            line = first_line + reader.line_num
+        return
+    for i, text in enumerate(buf, start=first_line):
+        toks = text.split()
+        if toks:
+            yield i, toks
+
+
+def _int_table(buf: io.StringIO, comma: bool, width: int) -> NDArray[np.int64] | None:
+    """The rest of ``buf`` as a table of non-negative integers, or None if it is not one."""
+    try:
+        df = pd.read_csv(buf, header=None, sep="," if comma else r"\s+", dtype=np.int64,
+                         engine="c", na_filter=False)
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError):
+        return None
+    arr = df.to_numpy()
+    return arr if df.shape[1] == width and arr.size and arr.min() >= 0 else None
+
+
 def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: MissingPolicy) -> _Raw:
-    text = _read_text(path)
     spath = str(path)
-    lines = text.splitlines()
-    while lines and not lines[-1].strip():
-        lines.pop()
-    if not lines:
+    buf = io.StringIO(_read_text(path), newline="")
+    comma = _base_suffix(path) == ".csv" or "," in buf.readline()
+    buf.seek(0)
+    records = _records(buf, comma, 1)
+    first = next(records, None)
+    if first is None:
         raise DataError("empty file", path=spath)
     dat = _base_suffix(path) == ".dat"
-    delim: str | None = "," if "," in lines[0] else None
     names: list[str] | None = None
     declared = None
-    start = 0  # index of first data line
+    body_line = first[0]  # line of the first data record
     if dat:
-        names = _split(lines[0], delim)
-        if len(lines) < 2:
+        names = first[1]
+        ar = next(records, None)
+        if ar is None:
             raise DataError("a .dat file needs a names line and an arities line", path=spath)
-        ar_tok = _split(lines[1], delim)
-        if len(ar_tok) != len(names) or not all(_is_int(t) for t in ar_tok):
-            raise DataError(f"line 2 must hold {len(names)} integer arities", path=spath, line=2)
-        declared = np.array([int(t) for t in ar_tok], dtype=np.int64)
-        start = 2
+        if len(ar[1]) != len(names) or not all(_is_int(t) for t in ar[1]):
+            raise DataError(f"line {ar[0]} must hold {len(names)} integer arities", path=spath,
+                            line=ar[0])
+        declared = np.array([int(t) for t in ar[1]], dtype=np.int64)
+        body_line = ar[0] + 1
     else:
-        first = _split(lines[0], delim)
         if header is None:
-            header = any(not _is_int(t) and t not in MISSING_TOKENS for t in first)
+            header = any(not _is_int(t) and t not in MISSING_TOKENS for t in first[1])
         if header:
-            names = first
-            start = 1
+            names = first[1]
+            body_line = first[0] + 1
     if names is not None and len(set(names)) != len(names):
         dup = next(s for s in names if names.count(s) > 1)
         raise DataError(f"duplicate variable name {dup!r}", path=spath, line=1)
-    body = lines[start:]
-    if not body:
-        raise DataError("no data rows", path=spath)
-    width = len(names) if names is not None else len(_split(body[0], delim))
+    if names is None:  # the first record is data: read it again
+        buf.seek(0)
+        records = _records(buf, comma, 1)
+    start = buf.tell()
+    width = len(names) if names is not None else len(first[1])
     if labels == "auto":
         allow_labels = names is not None and not dat
     else:
         allow_labels = labels == "always"
 
     # Fast path: a clean integer table.
-    if not allow_labels or labels == "auto":
-        try:
-            sep = delim if delim else r"\s+"
-            df = pd.read_csv(io.StringIO("\n".join(body)), header=None, sep=sep, dtype=np.int64,
-                             engine="c", na_filter=False)
-            if df.shape[1] == width:
-                arr = df.to_numpy()
-                if arr.size and arr.min() >= 0:
-                    return _Raw(spath, names, declared, [arr[:, j] for j in range(width)],
-                                [False] * width, None, start + 1)
-        except (ValueError, pd.errors.ParserError, OverflowError):
-            pass
+    if labels != "always":
+        arr = _int_table(buf, comma, width)
+        if arr is not None:
+            return _Raw(spath, names, declared, [arr[:, j] for j in range(width)],
+                        [False] * width, None, body_line)
+        buf.seek(start)
+        records = _records(buf, comma, body_line)
 
     # Slow path: find the exact problem, or build label columns / missing masks.
     rows: list[list[str]] = []
-    for i, line in enumerate(body):
-        toks = _split(line, delim)
+    lines: list[int] = []
+    for line, toks in records:
         if len(toks) != width:
-            raise DataError(f"expected {width} fields, found {len(toks)}", path=spath,
-                            line=start + i + 1)
+            raise DataError(f"expected {width} fields, found {len(toks)}", path=spath, line=line)
         rows.append(toks)
+        lines.append(line)
+    if not rows:
+        raise DataError("no data rows", path=spath)
     tok = np.array(rows, dtype=str)
     miss = np.isin(tok, list(MISSING_TOKENS))
     if miss.any() and missing != "mask":
         r, c = np.argwhere(miss)[0]
-        raise DataError(f"missing value {str(tok[r, c])!r} where none are allowed "
-                        "(pass missing='mask' to accept them)", path=spath,
-                        line=start + int(r) + 1, column=_colname(names, int(c)))
+        raise MissingValueError(f"missing value {str(tok[r, c])!r} where none are allowed",
+                                path=spath, line=lines[r], column=_colname(names, int(c)))
     cols: list[NDArray] = []
     is_label: list[bool] = []
     for j in range(width):
@@ -160,7 +191,7 @@ def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: M
             continue
         if not ints.all():
             r = int(np.nonzero(present)[0][np.argmin(ints)])
-            raise DataError(f"non-integer code {str(col[r])!r}", path=spath, line=start + r + 1,
+            raise DataError(f"non-integer code {str(col[r])!r}", path=spath, line=lines[r],
                             column=_colname(names, j))
         out = np.zeros(col.shape[0], dtype=np.int64)
         try:
@@ -169,11 +200,11 @@ def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: M
             raise DataError("code out of range", path=spath, column=_colname(names, j)) from None
         if out.min() < 0:
             r = int(np.argmin(out))
-            raise DataError(f"negative code {out[r]}", path=spath, line=start + r + 1,
+            raise DataError(f"negative code {out[r]}", path=spath, line=lines[r],
                             column=_colname(names, j))
         cols.append(out)
         is_label.append(False)
-    return _Raw(spath, names, declared, cols, is_label, miss if miss.any() else None, start + 1)
+    return _Raw(spath, names, declared, cols, is_label, miss if miss.any() else None, lines[0])
 
 
 def _colname(names: list[str] | None, j: int) -> str | int:
@@ -194,8 +225,8 @@ def _parse_parquet(path: Path, missing: MissingPolicy) -> _Raw:
     miss = df.isna().to_numpy()
     if miss.any() and missing != "mask":
         r, c = np.argwhere(miss)[0]
-        raise DataError("missing value where none are allowed", path=spath, line=int(r) + 1,
-                        column=_colname(names, int(c)))
+        raise MissingValueError("missing value where none are allowed", path=spath,
+                                line=int(r) + 1, column=_colname(names, int(c)))
     cols, is_label = [], []
     for j, name in enumerate(df.columns):
         s = df[name]

@@ -152,8 +152,10 @@ class DAG:
 
     @classmethod
     def from_json_dict(cls, obj: Mapping[str, Any], *, names: Sequence[str] | None = None,
-                       source: str = "DAG JSON") -> DAG:
-        """Parse the project's DAG JSON. With ``names``, nodes are matched to them."""
+                       source: str = "DAG JSON", partial: bool = False) -> DAG:
+        """Parse the project's DAG JSON. With ``names``, nodes are matched to them and
+        every name must appear in the JSON, unless ``partial`` (the others get no parents).
+        """
         if not isinstance(obj, Mapping) or "parents" not in obj:
             raise NotADAGError(f"{source}: expected an object with fields 'nodes' and 'parents'")
         par = obj["parents"]
@@ -180,6 +182,15 @@ class DAG:
                     raise NotADAGError(f"{source}: field 'parents.{child}' names unknown "
                                        f"variable {p!r}")
                 plist[idx[child]].append(idx[p])
+        if names is not None and not partial:
+            named = set(nodes) | set(par) | {p for ps in par.values() for p in ps}
+            absent = [s for s in target if s not in named]
+            if absent:
+                shown = ", ".join(absent[:10]) + (", ..." if len(absent) > 10 else "")
+                raise NotADAGError(f"{source}: names {len(target) - len(absent)} of the "
+                                   f"{len(target)} data columns; missing: {shown} (allow a "
+                                   "partial DAG, --allow-partial-dag, to score them as "
+                                   "parentless)")
         try:
             return cls.from_parents(plist, target)
         except NotADAGError as exc:
@@ -190,7 +201,8 @@ class DAG:
 
     @classmethod
     def read_json(cls, path: str | os.PathLike[str], *,
-                  names: Sequence[str] | None = None) -> DAG:
+                  names: Sequence[str] | None = None, partial: bool = False) -> DAG:
+        """Read a DAG JSON file; see :meth:`from_json_dict`."""
         try:
             with open(path, encoding="utf-8") as fh:
                 obj = json.load(fh)
@@ -199,7 +211,9 @@ class DAG:
         except json.JSONDecodeError as exc:
             raise NotADAGError(f"{path}, line {exc.lineno}, column {exc.colno}: invalid JSON: "
                                f"{exc.msg}") from None
-        return cls.from_json_dict(obj, names=names, source=str(path))
+        except UnicodeDecodeError:
+            raise NotADAGError(f"{path}: not UTF-8 text") from None
+        return cls.from_json_dict(obj, names=names, source=str(path), partial=partial)
 
     def write_json(self, path: str | os.PathLike[str]) -> None:
         from bnsl_dist._io import atomic_write_text

@@ -60,7 +60,7 @@ def test_build_without_comments_and_info(data_file, tmp_path):
 
 @pytest.mark.parametrize("args,msg", [
     (["--seconds-per-variable", "1", "--scores-per-variable", "5"], "not both"),
-    (["--seconds-per-variable", "-1"], "seconds_per_variable"),
+    (["--seconds-per-variable", "-1"], "'--seconds-per-variable': -1.0"),
     (["--workers", "2", "--scheduler", "tcp://x:1"], "not both"),
     (["--cache-dir", "somewhere"], "--cache-dir needs"),
 ])

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import csv
 import gzip
+import re
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
 
 from bnsl_dist.data import CategoricalData, read_data, read_dataset, resolve_data, write_csv
-from bnsl_dist.exceptions import DataError
+from bnsl_dist.exceptions import DataError, MissingValueError
 
 
 def _write(tmp_path, name, text, gz=False):
@@ -147,3 +151,98 @@ def test_content_hash_and_views():
     np.testing.assert_array_equal(sub.codes[:, 0], d.codes[:, 3])
     assert d.take_rows(np.arange(10)).n_samples == 10
     assert sub.content_hash() != d.content_hash()
+
+
+# ---------------------------------------------------------------- CSV as pandas reads it
+_INT = re.compile(r"^-?\d+$")
+_label = st.text(alphabet="abcXYZ019 ,;'\"\né", min_size=1, max_size=6).filter(
+    lambda s: s == s.strip() and s not in ("?", "NA") and not _INT.match(s))
+
+
+@st.composite
+def _frames(draw):
+    n_rows = draw(st.integers(1, 12))
+    n_cols = draw(st.integers(1, 4))
+    names = draw(st.lists(_label, min_size=n_cols, max_size=n_cols, unique=True))
+    cols = {}
+    for name in names:
+        if draw(st.booleans()):
+            cols[name] = draw(st.lists(st.integers(0, 4), min_size=n_rows, max_size=n_rows))
+        else:
+            states = draw(st.lists(_label, min_size=1, max_size=4, unique=True))
+            cols[name] = draw(st.lists(st.sampled_from(states), min_size=n_rows,
+                                       max_size=n_rows))
+    return pd.DataFrame(cols)
+
+
+def _expected(df):
+    """Codes and states as the reader's contract defines them, from pandas' reading."""
+    codes, states = [], []
+    for name in df.columns:
+        col = df[name].to_numpy(dtype=str)
+        if all(_INT.match(v) for v in col):
+            codes.append(col.astype(np.int64))
+            states.append(None)
+        else:
+            order = sorted(set(col))
+            codes.append(np.searchsorted(order, col))
+            states.append(tuple(order))
+    return np.column_stack(codes), states
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(df=_frames(), quoting=st.sampled_from([csv.QUOTE_MINIMAL, csv.QUOTE_ALL,
+                                               csv.QUOTE_NONNUMERIC]),
+       eol=st.sampled_from(["\n", "\r\n"]), bom=st.booleans(), final_eol=st.booleans(),
+       header=st.booleans())
+def test_csv_reads_as_pandas_does(tmp_path, df, quoting, eol, bom, final_eol, header):
+    if not header:  # a headerless file holds integer codes
+        df = pd.DataFrame({f"X{j}": np.arange(len(df)) % (j + 2) for j in range(df.shape[1])})
+    text = df.to_csv(index=False, header=header, quoting=quoting, lineterminator=eol)
+    if not final_eol:
+        text = text[: -len(eol)]
+    note(repr(text))
+    p = tmp_path / "f.csv"
+    p.write_bytes(("\ufeff" if bom else "").encode() + text.encode("utf-8"))
+    ref = pd.read_csv(p, dtype=str, keep_default_na=False, header=0 if header else None)
+    d = read_data(p)
+    codes, states = _expected(ref)
+    np.testing.assert_array_equal(d.codes, codes)
+    if header:
+        assert d.names == tuple(ref.columns)
+        assert (d.states or (None,) * d.n_vars) == tuple(states)
+    else:
+        assert d.names == tuple(f"X{j}" for j in range(d.n_vars)) and d.states is None
+
+
+def test_quoted_comma_bom_crlf(tmp_path):
+    p = tmp_path / "c.csv"
+    p.write_bytes("\ufeffcity,n\r\n\"Paris, FR\",1\r\nLyon,0".encode())
+    d = read_data(p)
+    assert d.names == ("city", "n")
+    assert d.states == (("Lyon", "Paris, FR"), None)
+    np.testing.assert_array_equal(d.codes, [[1, 1], [0, 0]])
+
+
+@pytest.mark.parametrize("text,line,col", [
+    ("\ufeff0,1\r\n\"1\",0\r\n\r\n0,-1\r\n", 4, 2),
+    ("\ufeff0,1\r\n\"1\",0\r\n0,x", 3, 2),
+    ('a,b\n"two\nlines",1\nz,-1\n', 4, "2 (b)"),
+    ("a,b\n\nx,1\ny,?\n", 4, "2 (b)"),
+])
+def test_bad_cells_name_physical_line_and_column(tmp_path, text, line, col):
+    p = tmp_path / "bad.csv"
+    p.write_bytes(text.encode())
+    with pytest.raises(DataError) as exc:
+        read_data(p)
+    assert (exc.value.path, exc.value.line, exc.value.column) == (str(p), line, col)
+
+
+def test_missing_value_error_type(tmp_path):
+    p = tmp_path / "m.parquet"
+    pd.DataFrame({"a": [0, 1], "b": [1.0, None]}).to_parquet(p)
+    for path in (_write(tmp_path, "m.csv", "a,b\n0,?\n1,1\n"), p):
+        with pytest.raises(MissingValueError, match="missing value"):
+            read_data(path)
+

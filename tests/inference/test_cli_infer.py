@@ -75,7 +75,7 @@ def test_infer_default_query_and_approximate_fallback(asia, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["infer", "asia", "-e", "nosuch=1"], "unknown variable 'nosuch'"),
     (["infer", "asia", "-e", "asia=maybe"], "no state 'maybe'"),
-    (["infer", "nonet", "-e", "asia=yes"], "not a bundled network"),
+    (["infer", "nonet", "-e", "asia=yes"], "not a registered network"),
     (["infer", "asia", "-e", "asia=yes", "--memory-limit", "1e-9"], "junction tree too large"),
 ])
 def test_infer_errors_one_line_exit_2(args, message):

@@ -1,0 +1,67 @@
+"""Checks every command runs on its arguments before any compute.
+
+Each check takes the option's value (``None``: the option was not given, nothing to
+check) and the option's name, and raises :class:`~bnsl_dist.exceptions.InvalidConfigError`
+naming both; the CLI prints it as one line with exit code 2. Wiring one option is one
+call, e.g. ``check_output_file(output, "--output")``.
+
+Writability is tested by creating (and removing) a temp file where the output will go,
+so that read-only file systems, ``/proc`` and permissions are caught whoever runs the
+command (root included); folders that do not exist yet are judged by their nearest
+existing ancestor, where they would be created.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from bnsl_dist.exceptions import InvalidConfigError
+
+__all__ = ["check_output_file", "check_output_dir"]
+
+
+def _nearest_existing(p: Path) -> Path:
+    p = p.absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p
+
+
+def _probe(directory: Path, option: str, path: str | os.PathLike[str]) -> None:
+    """Create and remove a temp file in ``directory`` (an existing folder)."""
+    if not directory.is_dir():
+        raise InvalidConfigError(f"{option} {path}: {directory} is not a directory")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".bnsl-probe-", dir=directory)
+    except OSError as exc:
+        raise InvalidConfigError(f"{option} {path}: cannot write in {directory} "
+                                 f"({exc.strerror})") from None
+    os.close(fd)
+    os.unlink(tmp)
+
+
+def check_output_file(path: str | os.PathLike[str] | None, option: str) -> None:
+    """``path`` can be written atomically: not a folder or a special file, and its
+    folder (or the nearest existing ancestor, where folders will be created) takes
+    new files."""
+    if path is None:
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise InvalidConfigError(f"{option} {path}: is a directory")
+    if p.exists() and not p.is_file():
+        raise InvalidConfigError(f"{option} {path}: not a regular file")
+    _probe(_nearest_existing(p.parent), option, path)
+
+
+def check_output_dir(path: str | os.PathLike[str] | None, option: str) -> None:
+    """``path`` is a folder that takes new files, or can be created as one."""
+    if path is None:
+        return
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise InvalidConfigError(f"{option} {path}: not a directory")
+    _probe(_nearest_existing(p), option, path)
+
