@@ -31,7 +31,7 @@ from bnsl_dist.search.treewidth._driver import CacheArrays
 from tests.graph.naive_treewidth import naive_elimination_width, nx_moral, treewidth_dp
 from tests.naive import brute_force_best, naive_is_acyclic, random_cache
 
-ALGOS = [("kg", {}), ("kg-ent", {}), ("kg-ent", {"direction": "early"}), ("kmax", {})]
+ALGOS = [("kg", {}), ("kg-ent", {}), ("kg-ent", {"direction": "late"}), ("kmax", {})]
 
 
 def run(name, cache, k, iters, seed=0, **kw):
@@ -227,23 +227,77 @@ def test_iterations_do_not_depend_on_batching():
     n = cache.n_vars
     bufs = [np.empty(n, dtype=np.int64) for _ in range(3)]
     whole = np.empty(12)
-    K.kg_batch(a.offsets, a.scores, a.par_offsets, a.par_flat, a.sizes, 3, a.max_size,
-               np.zeros(0), False, np.uint64(11), 0, whole, *bufs)
+    assert K.kg_batch(a.offsets, a.scores, a.par_offsets, a.par_flat, a.sizes, 3, a.max_size,
+                      np.zeros(0), False, np.uint64(11), 0, np.inf, whole, *bufs) == -1
     parts = []
     for it0 in range(0, 12, 5):
         out = np.empty(min(5, 12 - it0))
         K.kg_batch(a.offsets, a.scores, a.par_offsets, a.par_flat, a.sizes, 3, a.max_size,
-                   np.zeros(0), False, np.uint64(11), it0, out, *bufs)
+                   np.zeros(0), False, np.uint64(11), it0, np.inf, out, *bufs)
         parts.append(out)
     assert np.array_equal(np.concatenate(parts), whole)
     assert len(set(whole.tolist())) > 1  # iterations differ from one another
-    # run() sees the same iterations as iteration_scores()
-    opt = KMax(k=3)
-    scores, _ = opt.iteration_scores(cache, Budget(max_iterations=40), 5)
-    incs = list(opt.run(cache, Budget(max_iterations=40), 5))
-    assert len(scores) == 40
-    assert incs[-1].score == pytest.approx(scores.max(), abs=1e-9)
-    assert [i.iterations for i in incs][-1] == int(np.argmax(scores)) + 1
+    # a batch stops at its first iteration above the threshold
+    thr = float(np.median(whole))
+    first = int(np.flatnonzero(whole > thr)[0])
+    out = np.full(12, np.nan)
+    assert K.kg_batch(a.offsets, a.scores, a.par_offsets, a.par_flat, a.sizes, 3, a.max_size,
+                      np.zeros(0), False, np.uint64(11), 0, thr, out, *bufs) == first
+    assert np.array_equal(out[:first + 1], whole[:first + 1]) and np.isnan(out[first + 1:]).all()
+    assert sum(cache.scores[bufs[0]]) == pytest.approx(whole[first], abs=1e-9)
+
+
+def running_maxima(scores):
+    """(iteration index from 1, score) of every strict improvement of the running max."""
+    out, best = [], -np.inf
+    for i, s in enumerate(scores):
+        if s > best:
+            best = float(s)
+            out.append((i + 1, best))
+    return out
+
+
+@pytest.mark.parametrize(("name", "kw"), ALGOS)
+def test_incumbents_are_the_running_maxima_whatever_the_batching(name, kw, monkeypatch):
+    """Every improvement is reported with its exact iteration index, so iteration
+    checkpoints do not depend on the clock-sized batches; the run returns the count."""
+    from bnsl_dist.search import AnytimeTrace
+    from bnsl_dist.search.treewidth import _driver
+
+    cache = random_cache(60, 8, max_sets_per_var=20, max_indegree=3)
+    opt = make_optimizer(name, k=3, **kw)
+    budget = Budget(max_iterations=300)
+    scores, _ = opt.iteration_scores(cache, budget, 5)
+    assert len(scores) == 300
+    want = running_maxima(scores)
+    assert len(want) >= 3
+    traces = []
+    for batch_seconds in (1e-12, 10.0):  # batches of one iteration / growing x4 per call
+        monkeypatch.setattr(_driver, "BATCH_SECONDS", batch_seconds)
+        traces.append(AnytimeTrace.collect(opt.run(cache, budget, 5)))
+    for tr in traces:
+        assert tr.total_iterations == 300
+        got = [(i.iterations, i.score) for i in tr.incumbents]
+        assert [g[0] for g in got] == [w[0] for w in want]
+        assert [g[1] for g in got] == pytest.approx([w[1] for w in want], abs=1e-9)
+        for it, s in want:
+            assert cache.score_dag(tr.best_at_iteration(it).dag) == pytest.approx(s, abs=1e-9)
+    assert [i.dag for i in traces[0].incumbents] == [i.dag for i in traces[1].incumbents]
+
+
+def test_kg_ent_default_direction_is_early():
+    """With one variable of overwhelming entropy, "early" (the default) puts it in the
+    initial clique of every order and "late" inserts it last."""
+    cache = random_cache(12, 2, max_sets_per_var=6, max_indegree=2)
+    h = [1.0] * 12
+    h[7] = 1e12
+    for direction, where in ((None, "first"), ("early", "first"), ("late", "last")):
+        kw = {} if direction is None else {"direction": direction}
+        opt = KGreedyEnt(k=2, entropies=h, **kw)
+        for seed in range(5):
+            inc = list(opt.run(cache, Budget(max_iterations=1), seed))[-1]
+            ins = inc.info["insertion_order"]
+            assert (7 in ins[:3]) if where == "first" else ins[-1] == 7
 
 
 def test_weighted_order_sampler_probabilities():

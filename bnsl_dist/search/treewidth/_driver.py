@@ -1,15 +1,18 @@
 """Shared driver of the k-tree learners: validation, cache arrays, the batched anytime loop.
 
 A learner supplies a batch kernel; the driver runs batches of iterations (sized to
-about :data:`BATCH_SECONDS` each, never past the budget's iterations), turns every
-strictly better DAG into an :class:`~bnsl_dist.search.base.Incumbent` carrying its
-:class:`~bnsl_dist.graph.TreewidthCertificate`, and stops when the budget ends.
+about :data:`BATCH_SECONDS` each, never past the budget's iterations). A batch stops
+at its first iteration that beats the best so far, so every improvement is reported
+with its exact iteration index and the incumbents of an iteration budget are the same
+whatever the clock does. Each improvement becomes an
+:class:`~bnsl_dist.search.base.Incumbent` carrying its
+:class:`~bnsl_dist.graph.TreewidthCertificate`; the run returns the iterations run.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -25,12 +28,13 @@ __all__ = ["CacheArrays", "TreewidthLearner", "MAX_CLIQUE_VARS", "BATCH_SECONDS"
 
 #: The initial clique (min(k+1, n) variables) is solved by an exact DP over its subsets.
 MAX_CLIQUE_VARS = 18
-#: Target wall time of one kernel call; incumbents are reported between calls.
+#: Target wall time of one kernel call (a call also ends at its first improvement).
 BATCH_SECONDS = 0.05
 
-#: kernel(seed, it0, out_scores, best_chosen, best_ins, best_attach) -> best offset
-BatchKernel = Callable[[int, int, NDArray[np.float64], NDArray[np.int64], NDArray[np.int64],
-                        NDArray[np.int64]], int]
+#: kernel(seed, it0, threshold, out_scores, best_chosen, best_ins, best_attach) ->
+#: offset of the first iteration scoring above threshold, or -1 (see ``kg_batch``)
+BatchKernel = Callable[[int, int, float, NDArray[np.float64], NDArray[np.int64],
+                        NDArray[np.int64], NDArray[np.int64]], int]
 
 
 @dataclass(frozen=True)
@@ -111,13 +115,19 @@ def check_k(name: str, k: Any, max_parents: Any, n_vars: int) -> tuple[int, int 
     return int(k), None if max_parents is None else int(max_parents)
 
 
-def _batches(kernel: BatchKernel, n: int, budget: Budget, seed: int, single: bool
-             ) -> Iterator[tuple[int, NDArray[np.float64], int, NDArray[np.int64],
-                                 NDArray[np.int64], NDArray[np.int64], float]]:
-    """Run the kernel in batches; yield (iterations before the batch, batch scores,
-    best offset, its chosen sets, insertion order, attach ids, elapsed)."""
+def _batches(kernel: BatchKernel, n: int, budget: Budget, seed: int, single: bool,
+             improvements: bool
+             ) -> Generator[tuple[int, NDArray[np.float64], int, NDArray[np.int64],
+                                  NDArray[np.int64], NDArray[np.int64], float], None, int]:
+    """Run the kernel in batches; yield (iterations before the batch, the scores of the
+    iterations it ran, offset of the improving iteration or -1, its chosen sets,
+    insertion order and attach ids, elapsed); return the iterations run.
+
+    With ``improvements`` a batch ends at the first iteration beating the best so far,
+    else every batch runs in full (no improvement reported)."""
     sw = budget.stopwatch()
     size = 1
+    best = -np.inf
     chosen = np.empty(n, dtype=np.int64)
     ins = np.empty(n, dtype=np.int64)
     attach = np.empty(n, dtype=np.int64)
@@ -127,16 +137,21 @@ def _batches(kernel: BatchKernel, n: int, budget: Budget, seed: int, single: boo
             size = min(size, left)
         out = np.empty(size, dtype=np.float64)
         t0 = time.perf_counter()
-        arg = kernel(seed, sw.iterations, out, chosen, ins, attach)
+        arg = int(kernel(seed, sw.iterations, best if improvements else np.inf, out, chosen,
+                         ins, attach))
         dt = time.perf_counter() - t0
+        ran = size if arg < 0 else arg + 1
         it0 = sw.iterations
-        sw.tick(size)
-        yield it0, out, int(arg), chosen, ins, attach, sw.elapsed()
+        sw.tick(ran)
+        if arg >= 0:
+            best = float(out[arg])
+        yield it0, out[:ran], arg, chosen, ins, attach, sw.elapsed()
         if single:
-            return
-        per = max(dt / size, 1e-7)
+            break
+        per = max(dt / ran, 1e-7)
         target = min(BATCH_SECONDS, sw.remaining())
         size = int(min(max(1.0, target / per), 4 * size, 1_000_000))
+    return sw.iterations
 
 
 class TreewidthLearner:
@@ -157,11 +172,15 @@ class TreewidthLearner:
         return k, self._kernel(cache, arrays)
 
     def run(self, cache: ParentSetCache, budget: Budget,
-            rng: np.random.Generator | int | None) -> Iterator[Incumbent]:
-        """Yield every strictly better bounded-treewidth DAG until the budget ends.
+            rng: np.random.Generator | int | None) -> Generator[Incumbent, None, int]:
+        """Yield every strictly better bounded-treewidth DAG until the budget ends;
+        return the number of iterations run.
 
-        One iteration builds one DAG. Each incumbent's ``info`` holds ``certificate``
-        (a :class:`~bnsl_dist.graph.TreewidthCertificate`: the reverse insertion order,
+        One iteration builds one DAG; an incumbent's ``iterations`` is the index (from
+        1) of the iteration that built it, so with an iteration budget the incumbents,
+        their iteration indices and the count run depend only on the seed. Each
+        incumbent's ``info`` holds ``certificate`` (a
+        :class:`~bnsl_dist.graph.TreewidthCertificate`: the reverse insertion order,
         width k), ``k``, ``insertion_order`` and ``attach`` (per inserted node the id of
         the k-clique it joined, -1 for the initial clique; see
         :meth:`bnsl_dist.graph.KTree.replay`). When ``k + 1 >= n`` the single exact DP
@@ -172,10 +191,16 @@ class TreewidthLearner:
         seed = int(as_generator(rng).integers(0, 2**63 - 1))
         single = k + 1 >= n
         best = -np.inf
-        for it0, out, arg, chosen, ins, attach, elapsed in _batches(kernel, n, budget, seed,
-                                                                    single):
-            if arg < 0 or not out[arg] > best - 1e-9 * max(1.0, abs(best)):
+        batches = _batches(kernel, n, budget, seed, single, improvements=True)
+        while True:
+            try:
+                it0, _, arg, chosen, ins, attach, elapsed = next(batches)
+            except StopIteration as stop:
+                return int(stop.value)
+            if arg < 0:
                 continue
+            # the exact sum in cache order (the kernel's running total may differ in the
+            # last bits); a tie within rounding is not an improvement
             score = float(sum(float(s) for s in cache.scores[chosen]))
             if not score > best:
                 continue
@@ -197,7 +222,8 @@ class TreewidthLearner:
         seed = int(as_generator(rng).integers(0, 2**63 - 1))
         parts: list[NDArray[np.float64]] = []
         elapsed = 0.0
-        for batch in _batches(kernel, cache.n_vars, budget, seed, k + 1 >= cache.n_vars):
+        for batch in _batches(kernel, cache.n_vars, budget, seed, k + 1 >= cache.n_vars,
+                              improvements=False):
             parts.append(batch[1].copy())
             elapsed = batch[-1]
         return (np.concatenate(parts) if parts else np.zeros(0)), elapsed

@@ -329,11 +329,15 @@ def _feasible(g, par_offsets, par_flat, in_tree, adj):
 # ---------------------------------------------------------------------- k-G
 @nb.njit(cache=True, nogil=True)
 def kg_batch(offsets, scores, par_offsets, par_flat, sizes, k, max_size, weights, late,
-             seed, it0, out_scores, best_chosen, best_ins, best_attach):
-    """Run iterations ``it0 .. it0+len(out_scores)-1`` of k-G (k-G_ENT when ``weights``
-    is non-empty). ``out_scores`` (OUT) gets each iteration's DAG score; the first best
-    iteration's chosen set indices, insertion order and attach clique ids go to
-    ``best_*`` (OUT). Returns the offset of that iteration in the batch."""
+             seed, it0, threshold, out_scores, best_chosen, best_ins, best_attach):
+    """Run iterations ``it0, it0+1, ..`` of k-G (k-G_ENT when ``weights`` is non-empty)
+    until one scores above ``threshold`` or ``len(out_scores)`` have run.
+
+    ``out_scores`` (OUT) gets each iteration's DAG score. On an improvement its chosen
+    set indices, insertion order and attach clique ids go to ``best_*`` (OUT) and its
+    offset in the batch is returned; else -1 (every iteration ran). Stopping at the
+    first improvement makes the improving iterations those of the running maximum,
+    whatever the batch sizes (``threshold=inf`` runs the whole batch)."""
     n = offsets.shape[0] - 1
     m = min(k + 1, n)
     n_words = max(1, (n + 63) // 64)
@@ -350,8 +354,6 @@ def kg_batch(offsets, scores, par_offsets, par_flat, sizes, k, max_size, weights
     chosen = np.empty(n, dtype=np.int64)
     attach = np.full(n, -1, dtype=np.int64)
     state = np.zeros(1, dtype=np.uint64)
-    best = -np.inf
-    arg = -1
     for it in range(out_scores.shape[0]):
         seed_state(seed, it0 + it, state)
         if weights.shape[0] == 0:
@@ -378,13 +380,12 @@ def kg_batch(offsets, scores, par_offsets, par_flat, sizes, k, max_size, weights
                 n_cl = join_clique(x, c, k, n_cl, cl, head, nxt, cnt, in_tree, adj, True)
             clear_ktree(order, n, k, cl, head, nxt, cnt, in_tree, adj, True)
         out_scores[it] = total
-        if total > best:
-            best = total
-            arg = it
+        if total > threshold:
             best_chosen[:] = chosen
             best_ins[:] = order
             best_attach[:] = attach
-    return arg
+            return it
+    return -1
 
 
 # ---------------------------------------------------------------------- k-MAX
@@ -433,8 +434,8 @@ def kmax_initial_clique(state, n, m, cand_offsets, cand_flat, members, mark, poo
 @nb.njit(cache=True, nogil=True)
 def kmax_batch(offsets, scores, par_offsets, par_flat, sizes, k, max_size, owner,
                inv_offsets, inv_sets, cand_offsets, cand_flat, smin, smax, seed, it0,
-               out_scores, best_chosen, best_ins, best_attach):
-    """Run iterations ``it0 ..`` of k-MAX (outputs as :func:`kg_batch`).
+               threshold, out_scores, best_chosen, best_ins, best_attach):
+    """Run iterations ``it0 ..`` of k-MAX (stopping rule and outputs as :func:`kg_batch`).
 
     Each iteration: the initial clique (:func:`kmax_initial_clique`) solved exactly;
     then repeatedly the outside variable X of largest
@@ -467,8 +468,6 @@ def kmax_batch(offsets, scores, par_offsets, par_flat, sizes, k, max_size, owner
     rank = np.empty(n, dtype=np.float64)
     rem = np.empty(n, dtype=np.int64)
     state = np.zeros(1, dtype=np.uint64)
-    best = -np.inf
-    arg = -1
     for it in range(out_scores.shape[0]):
         seed_state(seed, it0 + it, state)
         kmax_initial_clique(state, n, m, cand_offsets, cand_flat, members, mark, pool,
@@ -540,10 +539,9 @@ def kmax_batch(offsets, scores, par_offsets, par_flat, sizes, k, max_size, owner
                 mark[x] = False
             clear_ktree(ins, n, k, cl, head, nxt, cnt, in_tree, adj, False)
         out_scores[it] = total
-        if total > best:
-            best = total
-            arg = it
+        if total > threshold:
             best_chosen[:] = chosen
             best_ins[:] = ins
             best_attach[:] = attach
-    return arg
+            return it
+    return -1

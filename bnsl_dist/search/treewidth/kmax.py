@@ -67,11 +67,12 @@ class KMax(TreewidthLearner):
         cand_offsets, cand_flat = a.candidates()
         smin, smax = a.score_range()
 
-        def kernel(seed: int, it0: int, out: NDArray[np.float64], chosen: NDArray[np.int64],
-                   ins: NDArray[np.int64], attach: NDArray[np.int64]) -> int:
+        def kernel(seed: int, it0: int, threshold: float, out: NDArray[np.float64],
+                   chosen: NDArray[np.int64], ins: NDArray[np.int64],
+                   attach: NDArray[np.int64]) -> int:
             return int(K.kmax_batch(a.offsets, a.scores, a.par_offsets, a.par_flat, a.sizes, k,
                                     a.max_size, owner, inv_offsets, inv_sets, cand_offsets,
-                                    cand_flat, smin, smax, np.uint64(seed), it0, out, chosen,
-                                    ins, attach))
+                                    cand_flat, smin, smax, np.uint64(seed), it0, threshold,
+                                    out, chosen, ins, attach))
 
         return kernel
