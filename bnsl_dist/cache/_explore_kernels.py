@@ -49,7 +49,8 @@ S_POPS = 2
 S_TRIMS = 3
 S_REUSED = 4
 S_SKIPPED = 5
-N_STATE = 6
+S_DOMINATED = 6
+N_STATE = 7
 
 _RADIX_LIMIT = 1 << 40
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -358,11 +359,14 @@ def is_search(codes, arities, child, kind, ess, log_n, nlogn, cand, cand_cid, po
               cls_off, cls_list, cls_r, z, use_bound, max_size, open_keep,
               c_gen, c_add, c_size, c_hash, c_q, c_score, c_bic, c_slot, c_dead, ptr, table,
               h_prio, h_rank, h_pos, h_gen, ring, ring_radix, ring_owner,
-              ids, tmp, counts, buf, mark, max_pops, state):
+              ids, tmp, counts, buf, mark, expand_dominated, max_pops, state):
     """Pop, score and expand up to ``max_pops`` open sets (ALGORITHMS.md §3, step 3).
 
-    ``state`` (IN/OUT) holds the counters S_*. Returns a status ST_*; on ST_GROW the
-    driver enlarges the closed store (and heap, ptr, table) and calls again.
+    With ``expand_dominated`` False, a scored set that a scored subset one member
+    smaller scores at least as well is closed without pushing its children (and counts
+    as no generator in :func:`_owned`). ``state`` (IN/OUT) holds the counters S_*.
+    Returns a status ST_*; on ST_GROW the driver enlarges the closed store (and heap,
+    ptr, table) and calls again.
     """
     x = codes[:, child]
     r = arities[child]
@@ -440,6 +444,17 @@ def is_search(codes, arities, child, kind, ess, log_n, nlogn, cand, cand_cid, po
         pops += 1
         if c_size[cid] >= max_size:
             continue
+        if not expand_dominated:
+            dominated = c_score[g] >= s
+            for t in range(k):
+                if dominated:
+                    break
+                g2 = map_get(table, c_hash, hs ^ z[buf[t]])
+                dominated = g2 >= 0 and c_score[g2] >= s
+            if dominated:
+                c_dead[cid] = True
+                state[S_DOMINATED] += 1
+                continue
         rs = cid % k_ring
         dst = ring[rs]
         for t in range(n_rows):

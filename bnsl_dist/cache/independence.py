@@ -149,8 +149,8 @@ def _pow2(x: int) -> int:
 def explore_independence(scorer: LocalScorer, child: int, *, max_indegree: int | None = None,
                          seconds: float | None = None, max_scores: int | None = None,
                          candidate_limit: int = 256, max_open: int | None = None,
-                         prune: bool = True) -> tuple[list[tuple[tuple[int, ...], float]],
-                                                      ExploreStats]:
+                         prune: bool = True, expand_dominated: bool = True
+                         ) -> tuple[list[tuple[tuple[int, ...], float]], ExploreStats]:
     """Independence selection for one variable (inputs validated by the caller).
 
     Parameters
@@ -173,6 +173,13 @@ def explore_independence(scorer: LocalScorer, child: int, *, max_indegree: int |
     prune : bool
         Dominance-prune the closed list (``False`` returns every scored set, for
         diagnostics and tests).
+    expand_dominated : bool
+        Push the children of every scored set, as the paper does (default). ``False``:
+        a set that one of its scored subsets one member smaller dominates pushes no
+        children (not lossless: a superset of a dominated set can be undominated, but
+        rarely is; on a 500-variable BNGenerator data set 97% of the paper's exact
+        scores went to such supersets, all dominated, and true families were never
+        reached).
 
     Returns
     -------
@@ -249,7 +256,7 @@ def explore_independence(scorer: LocalScorer, child: int, *, max_indegree: int |
                                  ws.c_q, ws.c_score, ws.c_bic, ws.c_slot, ws.c_dead, ws.ptr,
                                  ws.table, ws.h_prio, ws.h_rank, ws.h_pos, ws.h_gen, ws.ring,
                                  ws.ring_radix, ws.ring_owner, ws.ids, ws.tmp, ws.counts,
-                                 ws.buf, ws.mark, want, ws.state)
+                                 ws.buf, ws.mark, expand_dominated, want, ws.state)
             dt = time.perf_counter() - tc
             exact += int(ws.state[K.S_POPS]) - before
             if status == K.ST_EMPTY:

@@ -60,8 +60,12 @@ def test_bic_star_differs_from_bic_under_interaction():
 
 
 # ---------------------------------------------------------------------- the order
-def reference_search(codes, ar, child, budget, max_size, cand_limit, score="bic"):
-    """A direct Python transcription of ALGORITHMS.md §3 (heapq; ties by push order)."""
+def reference_search(codes, ar, child, budget, max_size, cand_limit, score="bic",
+                     expand_dominated=True):
+    """A direct Python transcription of ALGORITHMS.md §3 (heapq; ties by push order).
+
+    ``expand_dominated=False``: a scored set that a scored subset one member smaller
+    scores at least as well pushes no children."""
     n_rows, n = codes.shape
     pen = 0.5 * math.log(n_rows) * (ar[child] - 1)
 
@@ -103,6 +107,9 @@ def reference_search(codes, ar, child, budget, max_size, cand_limit, score="bic"
         if len(ps) >= max_size:
             continue
         s_p, bic_p = closed[ps]
+        if not expand_dominated and any(
+                closed.get(ps[:i] + ps[i + 1:], (-math.inf,))[0] >= s_p for i in range(len(ps))):
+            continue
         for y in cand:
             if y in ps:
                 continue
@@ -113,26 +120,32 @@ def reference_search(codes, ar, child, budget, max_size, cand_limit, score="bic"
     return {ps: s for ps, (s, _) in closed.items()}
 
 
-@pytest.mark.parametrize("net,n_rows,child,budget,max_size,cand_limit,score", [
-    ("sachs", 500, 0, 400, 11, 256, "bic"),
-    ("sachs", 500, 5, 300, 3, 6, "bic"),
-    ("child", 800, 8, 400, 20, 256, "bic"),
-    ("child", 800, 3, 400, 20, 10, "bdeu"),
-    ("child", 3000, 12, 300, 2, 256, "bic"),
+@pytest.mark.parametrize("net,n_rows,child,budget,max_size,cand_limit,score,expand", [
+    ("sachs", 500, 0, 400, 11, 256, "bic", True),
+    ("sachs", 500, 5, 300, 3, 6, "bic", True),
+    ("child", 800, 8, 400, 20, 256, "bic", True),
+    ("child", 800, 3, 400, 20, 10, "bdeu", True),
+    ("child", 3000, 12, 300, 2, 256, "bic", True),
+    ("sachs", 500, 0, 400, 11, 256, "bic", False),
+    ("child", 800, 8, 400, 20, 256, "bic", False),
+    ("child", 800, 3, 400, 20, 10, "bdeu", False),
+    ("alarm", 2000, 24, 600, 20, 256, "bic", False),
 ])
 def test_search_order_matches_a_direct_transcription(net, n_rows, child, budget, max_size,
-                                                     cand_limit, score):
+                                                     cand_limit, score, expand):
     data = _sample(net, n_rows, seed=4)
     codes = np.asarray(data.codes)
-    closed = reference_search(codes, data.arities, child, budget, max_size, cand_limit, score)
+    closed = reference_search(codes, data.arities, child, budget, max_size, cand_limit, score,
+                              expand)
     kept, ambiguous = non_dominated_of(closed)
     scorer = LocalScorer(data, score)
     every, stats = explore_independence(scorer, child, max_scores=budget, max_indegree=max_size,
-                                        candidate_limit=cand_limit, prune=False)
+                                        candidate_limit=cand_limit, prune=False,
+                                        expand_dominated=expand)
     assert stats.exact_scores == len(closed) == len(every)
     assert {ps for ps, _ in every} == set(closed)  # the same sets were scored
     got, _ = explore_independence(scorer, child, max_scores=budget, max_indegree=max_size,
-                                  candidate_limit=cand_limit)
+                                  candidate_limit=cand_limit, expand_dominated=expand)
     assert_same_families(got, kept, ambiguous)
 
 

@@ -1,0 +1,296 @@
+"""Numba kernels of tabu local search over DAGs scored from the data (inputs validated by
+the driver).
+
+The state of a climb:
+
+* ``adj`` (n, n) bool: ``adj[u, v]`` when u is a parent of v;
+* ``fam`` (n,) float64: the local score of every family;
+* ``delta`` (n, n) float64, the **move scores**: for ``adj[u, v]`` the change of v's
+  score when u is removed from its parents, otherwise the change when u is added
+  (``-inf`` when the addition is not allowed: u = v, u not a candidate parent of v, or
+  v already has ``max_indegree`` parents). Column v depends on v's parents only, so a
+  move rescores only the columns of the families it changes; a reversal u -> v scores
+  ``delta[u, v] + delta[v, u]``;
+* ``memo``: a typed dict from a family's 64-bit Zobrist key (child key XOR the parents'
+  keys) to its score, so a family is counted from the data once.
+
+Counting reuses the parent configuration ids of v's current parents for every added
+candidate (one pass over the rows per candidate).
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from bnsl_dist.scores._kernels import config_ids, score_from_ids
+
+ADD, REMOVE, REVERSE = 0, 1, 2
+_RADIX_LIMIT = 1 << 40
+_EPS = 1e-9
+
+
+@nb.njit(cache=True, nogil=True)
+def _parents(adj, v, out):
+    k = 0
+    for u in range(adj.shape[0]):
+        if adj[u, v]:
+            out[k] = u
+            k += 1
+    return k
+
+
+@nb.njit(cache=True, nogil=True)
+def _family(codes, arities, v, par, k, kind, ess, log_n, nlogn, memo, key, ids, tmp, counts):
+    """Score of v with parents par[:k] (memoised under ``key``)."""
+    if key in memo:
+        return memo[key]
+    qf = 1.0
+    for t in range(k):
+        qf *= arities[par[t]]
+    radix = config_ids(codes, par[:k], arities, ids, tmp)
+    s, _ = score_from_ids(codes[:, v], arities[v], ids, radix, kind, ess, qf, log_n, nlogn,
+                          tmp, counts)
+    memo[key] = s
+    return s
+
+
+@nb.njit(cache=True, nogil=True)
+def rescore_column(codes, arities, v, adj, allowed, max_indegree, kind, ess, log_n, nlogn,
+                   zc, zp, memo, fam, delta, par, ids, ids2, tmp, counts):
+    """Recompute ``fam[v]`` and column v of ``delta`` (OUT) from v's parents in ``adj``."""
+    n = adj.shape[0]
+    k = _parents(adj, v, par)
+    key = zc[v]
+    qf = 1.0
+    for t in range(k):
+        key ^= zp[par[t]]
+        qf *= arities[par[t]]
+    radix = config_ids(codes, par[:k], arities, ids, tmp)
+    if key in memo:
+        fv = memo[key]
+    else:
+        fv, _ = score_from_ids(codes[:, v], arities[v], ids, radix, kind, ess, qf, log_n, nlogn,
+                               tmp, counts)
+        memo[key] = fv
+    fam[v] = fv
+    x = codes[:, v]
+    r = arities[v]
+    n_rows = codes.shape[0]
+    for u in range(n):
+        if u == v:
+            delta[u, v] = -np.inf
+        elif adj[u, v]:  # removal: par without u
+            j = 0
+            for t in range(k):
+                if par[t] != u:
+                    par[n + j] = par[t]  # the upper half of par is scratch
+                    j += 1
+            delta[u, v] = _family(codes, arities, v, par[n:], j, kind, ess, log_n, nlogn, memo,
+                                  key ^ zp[u], ids2, tmp, counts) - fv
+        elif not allowed[u, v] or k >= max_indegree:
+            delta[u, v] = -np.inf
+        else:
+            ku = key ^ zp[u]
+            if ku in memo:
+                delta[u, v] = memo[ku] - fv
+                continue
+            ru = arities[u]
+            if radix * ru <= _RADIX_LIMIT:
+                col = codes[:, u]
+                for t in range(n_rows):
+                    ids2[t] = ids[t] + np.int64(col[t]) * radix
+                s, _ = score_from_ids(x, r, ids2, radix * ru, kind, ess, qf * ru, log_n, nlogn,
+                                      tmp, counts)
+                memo[ku] = s
+            else:
+                for t in range(k):
+                    par[n + t] = par[t]
+                par[n + k] = u
+                s = _family(codes, arities, v, par[n:], k + 1, kind, ess, log_n, nlogn, memo,
+                            ku, ids2, tmp, counts)
+            delta[u, v] = s - fv
+
+
+@nb.njit(cache=True, nogil=True)
+def _reaches(adj, src, dst, skip_u, skip_v, seen, stack):
+    """Is dst reachable from src along arcs of ``adj``, not using the arc skip_u -> skip_v?"""
+    n = adj.shape[0]
+    seen[:] = False
+    top = 1
+    stack[0] = src
+    seen[src] = True
+    while top > 0:
+        top -= 1
+        x = stack[top]
+        for c in range(n):
+            if not adj[x, c] or (x == skip_u and c == skip_v):
+                continue
+            if c == dst:
+                return True
+            if not seen[c]:
+                seen[c] = True
+                stack[top] = c
+                top += 1
+    return False
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _is_tabu(tabu, count, a, b):
+    for k in range(count):
+        if (tabu[k, 0] == a and tabu[k, 1] == b) or (tabu[k, 0] == b and tabu[k, 1] == a):
+            return True
+    return False
+
+
+@nb.njit(cache=True, nogil=True)
+def best_move(adj, delta, tabu, n_tabu, current, best, seen, stack, out):
+    """The best admissible move: acyclic, and not tabu unless it beats ``best``.
+
+    Writes (type, u, v) into ``out`` and returns its score change; returns -inf (and
+    type -1) when no move is admissible. Ties: the first in (u, v, type) order.
+    """
+    n = adj.shape[0]
+    excl_t = np.empty(0, dtype=np.int64)
+    n_excl = 0
+    while True:
+        bd = -np.inf
+        bt = -1
+        bu = -1
+        bv = -1
+        for u in range(n):
+            for v in range(n):
+                if u == v:
+                    continue
+                if adj[u, v]:
+                    ds = (delta[u, v], delta[u, v] + delta[v, u])
+                    ts = (REMOVE, REVERSE)
+                else:
+                    if adj[v, u]:
+                        continue
+                    ds = (delta[u, v], -np.inf)
+                    ts = (ADD, -1)
+                for i in range(2):
+                    d = ds[i]
+                    if not d > bd:
+                        continue
+                    t = ts[i]
+                    if _is_tabu(tabu, n_tabu, u, v) and not current + d > best + _EPS:
+                        continue
+                    skip = False
+                    for e in range(n_excl):
+                        if excl_t[3 * e] == t and excl_t[3 * e + 1] == u \
+                                and excl_t[3 * e + 2] == v:
+                            skip = True
+                            break
+                    if skip:
+                        continue
+                    bd, bt, bu, bv = d, t, u, v
+        out[0], out[1], out[2] = bt, bu, bv
+        if bt < 0:
+            return -np.inf
+        cyclic = False
+        if bt == ADD:
+            cyclic = _reaches(adj, bv, bu, -1, -1, seen, stack)
+        elif bt == REVERSE:
+            cyclic = _reaches(adj, bu, bv, bu, bv, seen, stack)
+        if not cyclic:
+            return bd
+        if 3 * n_excl + 3 > excl_t.shape[0]:
+            grown = np.empty(max(48, 2 * excl_t.shape[0]), dtype=np.int64)
+            grown[:3 * n_excl] = excl_t[:3 * n_excl]
+            excl_t = grown
+        excl_t[3 * n_excl] = bt
+        excl_t[3 * n_excl + 1] = bu
+        excl_t[3 * n_excl + 2] = bv
+        n_excl += 1
+
+
+@nb.njit(cache=True, nogil=True)
+def tabu_steps(codes, arities, adj, best_adj, allowed, max_indegree, kind, ess, log_n, nlogn,
+               zc, zp, memo, fam, delta, tabu, state, fstate, max_no_improve, max_steps):
+    """Up to ``max_steps`` tabu steps; returns 1 when the climb is over (no admissible
+    move, or ``max_no_improve`` steps in a row without a new best), else 0.
+
+    ``state`` (int64, IN/OUT) = [tabu head, tabu count, steps without a new best, steps];
+    ``fstate`` (float64, IN/OUT) = [current score, best score of this climb]; ``tabu``
+    (L, 2) holds the variable pairs of the last L moves; ``best_adj`` (OUT) the best DAG.
+    """
+    n = adj.shape[0]
+    n_rows = codes.shape[0]
+    par = np.empty(2 * n + 2, dtype=np.int64)
+    ids = np.empty(n_rows, dtype=np.int64)
+    ids2 = np.empty(n_rows, dtype=np.int64)
+    tmp = np.empty(n_rows, dtype=np.int64)
+    counts = np.empty(max(8 * n_rows, 1 << 14), dtype=np.int64)
+    seen = np.empty(n, dtype=np.bool_)
+    stack = np.empty(n + 1, dtype=np.int64)
+    mv = np.empty(3, dtype=np.int64)
+    tabu_len = tabu.shape[0]
+    for _ in range(max_steps):
+        d = best_move(adj, delta, tabu, state[1], fstate[0], fstate[1], seen, stack, mv)
+        if mv[0] < 0:
+            return 1
+        t, u, v = mv[0], mv[1], mv[2]
+        if t == ADD:
+            adj[u, v] = True
+        elif t == REMOVE:
+            adj[u, v] = False
+        else:
+            adj[u, v] = False
+            adj[v, u] = True
+        rescore_column(codes, arities, v, adj, allowed, max_indegree, kind, ess, log_n, nlogn,
+                       zc, zp, memo, fam, delta, par, ids, ids2, tmp, counts)
+        if t == REVERSE:
+            rescore_column(codes, arities, u, adj, allowed, max_indegree, kind, ess, log_n,
+                           nlogn, zc, zp, memo, fam, delta, par, ids, ids2, tmp, counts)
+        fstate[0] += d
+        state[3] += 1
+        h = state[0]
+        tabu[h, 0] = u
+        tabu[h, 1] = v
+        state[0] = (h + 1) % tabu_len
+        state[1] = min(state[1] + 1, tabu_len)
+        if fstate[0] > fstate[1] + _EPS * max(1.0, abs(fstate[1])):
+            fstate[1] = fstate[0]
+            best_adj[:, :] = adj
+            state[2] = 0
+        else:
+            state[2] += 1
+            if state[2] >= max_no_improve:
+                return 1
+    return 0
+
+
+@nb.njit(cache=True, nogil=True)
+def perturb(adj, allowed, max_indegree, pairs, changed):
+    """Random restart: toggle the arc u -> v for each row (u, v) of ``pairs`` (remove it
+    when present, else add it when allowed and acyclic). ``changed`` (OUT bool) marks the
+    children whose parents changed."""
+    n = adj.shape[0]
+    seen = np.empty(n, dtype=np.bool_)
+    stack = np.empty(n + 1, dtype=np.int64)
+    for i in range(pairs.shape[0]):
+        u, v = pairs[i, 0], pairs[i, 1]
+        if u == v:
+            continue
+        if adj[u, v]:
+            adj[u, v] = False
+            changed[v] = True
+            continue
+        if adj[v, u] or not allowed[u, v]:
+            continue
+        k = 0
+        for w in range(n):
+            if adj[w, v]:
+                k += 1
+        if k >= max_indegree or _reaches(adj, v, u, -1, -1, seen, stack):
+            continue
+        adj[u, v] = True
+        changed[v] = True
+
+
+@nb.njit(cache=True)
+def new_memo():
+    """An empty family memo (Zobrist key -> score)."""
+    return nb.typed.Dict.empty(key_type=nb.types.uint64, value_type=nb.types.float64)
