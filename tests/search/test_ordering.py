@@ -15,7 +15,6 @@ from bnsl_dist.search import Budget, get_optimizer, make_optimizer
 from bnsl_dist.search.ordering import _kernels as K
 from bnsl_dist.search.ordering import _window_kernels as WK
 from bnsl_dist.search.ordering.asobs import candidate_bitsets
-from bnsl_dist.search.ordering.obs import flat_cache
 from bnsl_dist.search.ordering.samplers import (
     entropy_orders,
     entropy_weights,
@@ -37,7 +36,7 @@ caches = st.builds(lambda n, seed, m, d: random_cache(n, seed, max_sets_per_var=
 
 
 def _asobs(cache, order):
-    fc = flat_cache(cache)
+    fc = cache.flat
     n = fc.n
     nw = max(1, (n + 63) // 64)
     chosen = np.empty(n, dtype=np.int64)
@@ -49,7 +48,7 @@ def _asobs(cache, order):
 
 
 def _asobs_dfs(cache, order):
-    fc = flat_cache(cache)
+    fc = cache.flat
     n = fc.n
     m = int(np.diff(fc.par_offsets).max()) * n + 1
     chosen = np.empty(n, dtype=np.int64)
@@ -61,7 +60,7 @@ def _asobs_dfs(cache, order):
 
 
 def _obs(cache, order):
-    fc = flat_cache(cache)
+    fc = cache.flat
     pos = np.empty(fc.n, dtype=np.int64)
     chosen = np.empty(fc.n, dtype=np.int64)
     order = np.array(order, dtype=np.int64)
@@ -116,7 +115,7 @@ def test_swap_search_reaches_a_swap_local_optimum(cache, rnd):
     order = list(range(cache.n_vars))
     rnd.shuffle(order)
     s0, order_a, pos, chosen = _obs(cache, order)
-    fc = flat_cache(cache)
+    fc = cache.flat
     gain = K.swap_search(order_a, pos, chosen, fc.offsets, fc.par_offsets, fc.par_flat,
                          fc.scores, 10**6)
     final = list(order_a)
@@ -135,7 +134,7 @@ def test_window_search_reaches_a_block_move_local_optimum(cache, rnd):
     order = list(range(n))
     rnd.shuffle(order)
     s0, order_a, pos, chosen = _obs(cache, order)
-    fc = flat_cache(cache)
+    fc = cache.flat
     todo = np.array(rnd.sample(range(n), n), dtype=np.int64)
     state = np.array([0, 1, 0], dtype=np.int64)
     max_window = 3
@@ -167,7 +166,7 @@ def test_topological_order_near_keeps_a_consistent_order_and_sorts_a_dag():
     rng = np.random.default_rng(0)
     order = rng.permutation(40).astype(np.int64)
     _, chosen = _asobs(cache, order)
-    fc = flat_cache(cache)
+    fc = cache.flat
     out = np.empty(40, dtype=np.int64)
     assert K.topological_order_near(order, chosen, fc.par_offsets, fc.par_flat, out) == 40
     where = {v: k for k, v in enumerate(out)}
@@ -214,8 +213,8 @@ def test_entropy_weights_sources_and_zero_entropy():
     w, src = entropy_weights(cache)
     assert src == "empty-set score"
     assert list(w) == [-cache.score_of(v, ()) for v in range(4)]
-    cache.meta["entropies"] = [1.0, 2.0, 3.0, 4.0]
-    assert entropy_weights(cache)[1] == "cache.meta"
+    cache.entropies = np.array([1.0, 2.0, 3.0, 4.0])
+    assert entropy_weights(cache)[1] == "cache"
     with pytest.raises(InvalidConfigError):
         entropy_weights(cache, [1.0, 2.0])
     # a zero-entropy variable is still placed, after the others

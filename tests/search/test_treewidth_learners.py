@@ -277,7 +277,7 @@ def test_entropy_sources():
     h = [0.5, 0.0, 1.0, 2.0, 0.1, 0.3]
     w = entropy_weights(cache, h)
     assert w[1] > 0 and np.allclose(w[[0, 2, 3, 4, 5]], np.asarray(h)[[0, 2, 3, 4, 5]])
-    cache.meta["entropies"] = [1.0] * 6
+    cache.entropies = np.ones(6)
     assert np.allclose(entropy_weights(cache), 1.0)
     assert np.allclose(entropy_weights(cache, h)[2:4], [1.0, 2.0])  # explicit wins
     with pytest.raises(InvalidConfigError):

@@ -262,7 +262,7 @@ def top_p_cache(cache: ParentSetCache, p: int) -> ParentSetCache:
             allowed.update(ps)
         lists.append([(ps, s) for ps, s in sets if allowed.issuperset(ps)])
     return ParentSetCache.from_lists(lists, names=cache.names, arities=cache.arities,
-                                     meta=dict(cache.meta, top_p=p))
+                                     meta=dict(cache.meta, top_p=p), entropies=cache.entropies)
 
 
 @dataclass(frozen=True, slots=True)

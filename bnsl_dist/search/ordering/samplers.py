@@ -78,8 +78,8 @@ def entropy_weights(cache: ParentSetCache,
                     ) -> tuple[NDArray[np.float64], str]:
     """Sampling weights of ASOBS-ENT and where they came from.
 
-    Uses, in this order: the ``entropies`` given; ``cache.meta["entropies"]`` (caches
-    built from data); else a proxy computed from the cache alone: −score(X, ∅). For BIC
+    Uses, in this order: the ``entropies`` given; ``cache.entropies`` (caches built
+    from data); else a proxy computed from the cache alone: −score(X, ∅). For BIC
     (and BDeu) the empty-set score is −N·H(X) minus a small penalty, so it is N times
     the entropy up to that penalty, and the factor N cancels in the sampling
     probabilities. Zero (or negative) weights become ``TINY_WEIGHT`` times the largest.
@@ -87,15 +87,15 @@ def entropy_weights(cache: ParentSetCache,
     Returns
     -------
     weights : ndarray of float64, shape (n,)
-    source : {"given", "cache.meta", "empty-set score"}
+    source : {"given", "cache", "empty-set score"}
     """
     n = cache.n_vars
     if entropies is not None:
         h = np.asarray(entropies, dtype=np.float64)
         source = "given"
-    elif cache.meta.get("entropies") is not None:
-        h = np.asarray(cache.meta["entropies"], dtype=np.float64)
-        source = "cache.meta"
+    elif cache.entropies is not None:
+        h = cache.entropies
+        source = "cache"
     else:
         h = np.empty(n, dtype=np.float64)
         for v in range(n):

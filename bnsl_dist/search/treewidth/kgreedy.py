@@ -82,7 +82,7 @@ def entropy_weights(cache: ParentSetCache, entropies: Sequence[float] | None = N
                     ) -> NDArray[np.float64]:
     """Per-variable sampling weights for k-G_ENT (positive).
 
-    Source, first found: ``entropies`` (one per variable), ``cache.meta["entropies"]``,
+    Source, first found: ``entropies`` (one per variable), ``cache.entropies``,
     else a proxy: ``-score(X, ∅)``, which for BIC is N·H(X) + (ln N / 2)(r_X - 1),
     increasing in H(X) for a given arity (scale does not matter: sampling is
     proportional). Zero or negative values become a tiny positive number.
@@ -93,10 +93,10 @@ def entropy_weights(cache: ParentSetCache, entropies: Sequence[float] | None = N
         Entropies of the wrong length or not finite.
     """
     n = cache.n_vars
-    src = entropies if entropies is not None else cache.meta.get("entropies")
+    src = entropies if entropies is not None else cache.entropies
     if src is not None:
         h = np.asarray(src, dtype=np.float64).ravel()
-        what = "entropies" if entropies is not None else "cache.meta['entropies']"
+        what = "entropies" if entropies is not None else "cache.entropies"
         if h.shape[0] != n or not np.all(np.isfinite(h)):
             raise InvalidConfigError(f"kg-ent: {what} must hold {n} finite values, got "
                                      f"{h.shape[0]}")
@@ -123,7 +123,7 @@ class KGreedyEnt(KGreedy):
     direction : {"late", "early"}
         Where high-entropy variables go in the order.
     entropies : sequence of float, optional
-        H(X) per variable; default ``cache.meta["entropies"]``, else the proxy of
+        H(X) per variable; default ``cache.entropies``, else the proxy of
         :func:`entropy_weights`.
     max_parents : int, optional
         A further cap on parent-set size.
