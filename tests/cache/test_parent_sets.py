@@ -45,7 +45,7 @@ def test_views_are_not_pickled_and_come_back_equal():
 
 def test_a_cache_without_variables_has_no_flat_view():
     with pytest.raises(InvalidConfigError, match="no variables"):
-        ParentSetCache.from_lists([]).flat
+        _ = ParentSetCache.from_lists([]).flat
 
 
 def test_entropies_are_typed_validated_and_carried():
