@@ -207,14 +207,18 @@ def test_weighted_orders_follow_successive_sampling():
 
 def test_entropy_weights_sources_and_zero_entropy():
     cache = random_cache(4, 0)
-    w, src = entropy_weights(cache, [0.5, 0.0, 1.0, 2.0])
-    assert src == "given"
-    assert 0.0 < w[1] < 1e-6 and w[0] == 0.5
-    w, src = entropy_weights(cache)
-    assert src == "empty-set score"
+    w, last = entropy_weights(cache, [0.5, 0.0, 1.0, 2.0])
+    assert last and 0.0 < w[1] < 1e-6 and w[0] == 0.5
+    w, _ = entropy_weights(cache)  # the proxy: minus the empty set's score
     assert list(w) == [-cache.score_of(v, ()) for v in range(4)]
     cache.entropies = np.array([1.0, 2.0, 3.0, 4.0])
-    assert entropy_weights(cache)[1] == "cache"
+    assert entropy_weights(cache)[0].tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert entropy_weights(cache, [4.0, 3.0, 2.0, 1.0])[0].tolist() == [4.0, 3.0, 2.0, 1.0]
+    # one parameter, both optimizers' values: ASOBS-ENT's last/first, k-G_ENT's late/early
+    assert [entropy_weights(cache, high_entropy=d)[1]
+            for d in ("last", "late", "first", "early")] == [True, True, False, False]
+    with pytest.raises(InvalidConfigError, match="high_entropy"):
+        entropy_weights(cache, high_entropy="middle")
     with pytest.raises(InvalidConfigError):
         entropy_weights(cache, [1.0, 2.0])
     # a zero-entropy variable is still placed, after the others
