@@ -263,10 +263,10 @@ def _build(spec: CacheSpec, data: CategoricalData) -> ParentSetCache:
 
 
 def _with_entropies(cache: ParentSetCache, data: CategoricalData) -> ParentSetCache:
-    if "entropies" not in cache.meta or len(cache.meta["entropies"]) != cache.n_vars:
+    if cache.entropies is None:
         from bnsl_dist.scores.local import LocalScorer
 
-        cache.meta["entropies"] = [float(h) for h in LocalScorer(data, "ll").entropies()]
+        cache.entropies = LocalScorer(data, "ll").entropies()
     return cache
 
 

@@ -12,8 +12,8 @@ blank lines, variables named by 0-based index or by name, and variables in any
 order. Writing uses indices, parents ascending, best set first, and scores printed
 with ``repr`` (the shortest text that round-trips a float64), so a file read back
 gives bit-identical scores. With ``comments=True`` a few ``#`` lines describe the
-cache and one ``# bnsl_dist: {json}`` line keeps the names, arities and metadata that
-the format itself cannot hold; with ``comments=False`` the file is plain GOBNILP input.
+cache and one ``# bnsl_dist: {json}`` line keeps the names, arities, entropies and
+metadata that the format itself cannot hold; with ``comments=False`` the file is plain GOBNILP input.
 """
 
 from __future__ import annotations
@@ -109,9 +109,12 @@ def _final_names(heads: list[str], n: int, names: Sequence[str] | None,
 
 
 def _stored_meta(stored: dict[str, Any] | None, n: int, src: str
-                 ) -> tuple[dict[str, Any], list[int] | None]:
+                 ) -> tuple[dict[str, Any], list[int] | None, list[float] | None]:
+    """Metadata, arities and entropies kept by :func:`write_jkl` (entropies of files
+    written before they had their own field are taken from the metadata)."""
     meta: dict[str, Any] = {}
     arities = None
+    entropies = None
     if stored is not None:
         meta.update(stored.get("meta", {}) or {})
         ar = stored.get("arities")
@@ -120,7 +123,12 @@ def _stored_meta(stored: dict[str, Any] | None, n: int, src: str
                 raise CacheFormatError(f"stored arities list {len(ar)} values for {n} variables",
                                        path=src)
             arities = [int(a) for a in ar]
-    return meta, arities
+        h = stored.get("entropies", meta.pop("entropies", None))
+        if h is not None:
+            if not isinstance(h, list) or len(h) != n:
+                raise CacheFormatError(f"stored entropies: expected {n} values", path=src)
+            entropies = [float(x) for x in h]
+    return meta, arities, entropies
 
 
 def read_jkl(path: str | os.PathLike[str], *, names: Sequence[str] | None = None
@@ -274,12 +282,13 @@ def _read_fast(text: str, names: Sequence[str] | None, stored: dict[str, Any] | 
               + np.arange(n_par, dtype=np.int64) - np.repeat(new_offsets[:-1], new_sizes))
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(set_var, minlength=n), out=offsets[1:])
-    meta, arities = _stored_meta(stored, n, src)
+    meta, arities, entropies = _stored_meta(stored, n, src)
     meta["source"] = src
     meta["comments"] = comments
     return ParentSetCache(tuple(final_names), offsets, np.ascontiguousarray(scores[perm]),
                           new_offsets, np.ascontiguousarray(par_flat[gather]),
-                          None if arities is None else np.asarray(arities, dtype=np.int64), meta)
+                          None if arities is None else np.asarray(arities, dtype=np.int64), meta,
+                          None if entropies is None else np.asarray(entropies))
 
 
 def _read_slow(text: str, names: Sequence[str] | None, stored: dict[str, Any] | None,
@@ -376,11 +385,11 @@ def _read_slow(text: str, names: Sequence[str] | None, stored: dict[str, Any] | 
                                    path=src, line=line)
         lists[v] = items
 
-    meta, arities = _stored_meta(stored, n, src)
+    meta, arities, entropies = _stored_meta(stored, n, src)
     meta["source"] = src
     meta["comments"] = comments
     return ParentSetCache.from_lists([lst or [] for lst in lists], names=final_names,
-                                     arities=arities, meta=meta, source=src)
+                                     arities=arities, meta=meta, source=src, entropies=entropies)
 
 
 def _describe(cache: ParentSetCache) -> list[str]:
@@ -450,6 +459,8 @@ def write_jkl(cache: ParentSetCache, path: str | os.PathLike[str], *, comments: 
             payload: dict[str, Any] = {"names": list(cache.names)}
             if cache.arities is not None:
                 payload["arities"] = [int(a) for a in cache.arities]
+            if cache.entropies is not None:
+                payload["entropies"] = cache.entropies.tolist()
             payload["meta"] = _json_safe(cache.meta)
             lines.append(f"{META_TAG} {json.dumps(payload, separators=(',', ':'))}")
         lines.append(str(cache.n_vars))

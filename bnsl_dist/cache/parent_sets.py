@@ -3,23 +3,26 @@
 Per variable the sets are sorted best-first (ties: larger set first, then
 lexicographic), the empty set always present and, after pruning, last. The data are
 flattened into numpy arrays so that numba kernels answer the hot query "best set of v
-that avoids / fits inside a set of variables" without Python objects.
+that avoids / fits inside a set of variables" without Python objects. The views every
+optimizer family reads (:attr:`ParentSetCache.flat`, the sets as bit masks) are cached
+properties of the cache, computed once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from bnsl_dist.cache import _kernels as K
-from bnsl_dist.exceptions import CacheFormatError, NotADAGError
+from bnsl_dist.exceptions import CacheFormatError, InvalidConfigError, NotADAGError
 from bnsl_dist.graph.dag import DAG
 
-__all__ = ["ParentSetCache", "n_words", "bitset", "sort_key"]
+__all__ = ["ParentSetCache", "FlatCache", "n_words", "bitset", "sort_key"]
 
 
 def n_words(n_vars: int) -> int:
@@ -41,11 +44,43 @@ def sort_key(item: tuple[tuple[int, ...], float]) -> tuple[float, int, tuple[int
     return (-s, -len(ps), ps)
 
 
+@dataclass(frozen=True, slots=True)
+class FlatCache:
+    """A cache as the contiguous typed arrays the numba kernels read.
+
+    Sets of variable ``v`` are ``offsets[v] .. offsets[v+1]-1``; the members of set ``i``
+    are ``par_flat[par_offsets[i]:par_offsets[i+1]]``, it has ``sizes[i]`` members, child
+    ``owner[i]`` and score ``scores[i]``.
+    """
+
+    n: int
+    offsets: NDArray[np.int64]
+    par_offsets: NDArray[np.int64]
+    par_flat: NDArray[np.int64]
+    scores: NDArray[np.float64]
+    sizes: NDArray[np.int64]
+    owner: NDArray[np.int64]
+
+
+#: Derived views, recomputed on demand (never pickled).
+_DERIVED = ("flat", "set_masks", "mask_words")
+
+
 @dataclass(eq=False)
 class ParentSetCache:
     """Candidate parent sets with scores, flattened for numba.
 
     Build with :meth:`from_lists`; read/write ``.jkl`` with :mod:`bnsl_dist.cache.jkl`.
+    ``entropies`` holds H(X_v) per variable when the cache was built from data (the
+    entropy-weighted order samplers read it); ``meta`` holds free-form settings.
+
+    Examples
+    --------
+    >>> c = ParentSetCache.from_lists([[((1,), -1.0), ((), -2.0)], [((), -3.0)]])
+    >>> c.flat.offsets.tolist(), c.flat.sizes.tolist(), c.flat.owner.tolist()
+    ([0, 2, 3], [1, 0, 0], [0, 0, 1])
+    >>> c.set_masks
+    [2, 0, 0]
     """
 
     names: tuple[str, ...]
@@ -55,14 +90,34 @@ class ParentSetCache:
     par_flat: NDArray[np.int64]
     arities: NDArray[np.int64] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    entropies: NDArray[np.float64] | None = None
     _lookup: list[dict[tuple[int, ...], int]] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.offsets = np.ascontiguousarray(self.offsets, dtype=np.int64)
+        self.scores = np.ascontiguousarray(self.scores, dtype=np.float64)
+        self.par_offsets = np.ascontiguousarray(self.par_offsets, dtype=np.int64)
+        self.par_flat = np.ascontiguousarray(self.par_flat, dtype=np.int64)
+        if self.entropies is not None:
+            h = np.asarray(self.entropies, dtype=np.float64)
+            if h.shape != (self.n_vars,) or not np.all(np.isfinite(h)):
+                raise CacheFormatError(f"entropies: expected {self.n_vars} finite values, got "
+                                       f"shape {h.shape}")
+            self.entropies = h
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k not in _DERIVED}
+        state["_lookup"] = None
+        return state
 
     # ------------------------------------------------------------------ building
     @classmethod
     def from_lists(cls, sets: Sequence[Iterable[tuple[Sequence[int], float]]], *,
                    names: Sequence[str] | None = None,
                    arities: Sequence[int] | NDArray[np.int64] | None = None,
-                   meta: Mapping[str, Any] | None = None, source: str = "cache") -> ParentSetCache:
+                   meta: Mapping[str, Any] | None = None, source: str = "cache",
+                   entropies: Sequence[float] | NDArray[np.float64] | None = None
+                   ) -> ParentSetCache:
         """Build from, per variable, (parent set, score) pairs in any order.
 
         Raises
@@ -107,7 +162,7 @@ class ParentSetCache:
                                count=int(par_offsets[-1]))
         ar = None if arities is None else np.asarray(arities, dtype=np.int64)
         return cls(nm, offsets, np.asarray(all_scores, dtype=np.float64), par_offsets, par_flat,
-                   ar, dict(meta or {}))
+                   ar, dict(meta or {}), None if entropies is None else np.asarray(entropies))
 
     # ------------------------------------------------------------------ access
     @property
@@ -120,6 +175,45 @@ class ParentSetCache:
 
     def n_sets_of(self, v: int) -> int:
         return int(self.offsets[v + 1] - self.offsets[v])
+
+    # ------------------------------------------------------------------ flat views
+    @cached_property
+    def flat(self) -> FlatCache:
+        """The arrays the search kernels read (computed once).
+
+        Raises
+        ------
+        InvalidConfigError
+            The cache has no variables (nothing to search).
+        """
+        if self.n_vars < 1:
+            raise InvalidConfigError("the cache has no variables")
+        sizes = np.diff(self.par_offsets)
+        owner = np.repeat(np.arange(self.n_vars, dtype=np.int64), np.diff(self.offsets))
+        return FlatCache(self.n_vars, self.offsets, self.par_offsets, self.par_flat,
+                         self.scores, sizes, owner)
+
+    @cached_property
+    def set_masks(self) -> list[int]:
+        """Members of every set as a Python-int bit mask (any number of variables)."""
+        po = self.par_offsets.tolist()
+        pf = self.par_flat.tolist()
+        masks = []
+        for i in range(self.n_sets):
+            m = 0
+            for p in pf[po[i]:po[i + 1]]:
+                m |= 1 << p
+            masks.append(m)
+        return masks
+
+    @cached_property
+    def mask_words(self) -> NDArray[np.uint64]:
+        """Members of every set as a bitset row of :func:`n_words` uint64 words."""
+        words = np.zeros((self.n_sets, n_words(self.n_vars)), dtype=np.uint64)
+        rows = np.repeat(np.arange(self.n_sets), np.diff(self.par_offsets))
+        np.bitwise_or.at(words, (rows, self.par_flat >> 6),
+                         np.left_shift(np.uint64(1), (self.par_flat & 63).astype(np.uint64)))
+        return words
 
     def parents_at(self, i: int) -> tuple[int, ...]:
         """Members of the set with global index ``i``."""
@@ -194,8 +288,9 @@ class ParentSetCache:
             lists.append([(tuple(pos[p] for p in ps), s) for ps, s in self.sets_of(v)
                           if all(p in pos for p in ps)])
         ar = None if self.arities is None else self.arities[keep]
+        h = None if self.entropies is None else self.entropies[keep]
         return ParentSetCache.from_lists(lists, names=[self.names[v] for v in keep], arities=ar,
-                                         meta=self.meta), keep
+                                         meta=self.meta, entropies=h), keep
 
     def prune_dominated(self) -> ParentSetCache:
         """Drop every set for which a cached proper subset scores at least as well."""
@@ -212,7 +307,7 @@ class ParentSetCache:
                 kept_sets.append(fs)
             lists.append(kept)
         return ParentSetCache.from_lists(lists, names=self.names, arities=self.arities,
-                                         meta=self.meta)
+                                         meta=self.meta, entropies=self.entropies)
 
     def indegree_histogram(self) -> dict[int, int]:
         sizes = np.diff(self.par_offsets)

@@ -245,8 +245,8 @@ def _load(source: str, client: Any, build: dict[str, Any],
         from bnsl_dist.orchestrate.explore import build_cache_distributed
 
         cache = build_cache_distributed(client, target, **build)
-    if cache.meta.get("entropies") is None:  # for the entropy order sampler
-        cache.meta["entropies"] = [float(h) for h in LocalScorer(target, "ll").entropies()]
+    if cache.entropies is None:  # for the entropy order sampler
+        cache.entropies = LocalScorer(target, "ll").entropies()
     return data, cache, screening
 
 

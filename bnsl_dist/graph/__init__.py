@@ -1,7 +1,7 @@
 """Graphs: DAGs, moral graphs, k-trees, treewidth. A leaf: imports nothing of the project
 but exceptions and I/O helpers."""
 
-from bnsl_dist.graph.dag import DAG, find_cycle, topological_order
+from bnsl_dist.graph.dag import DAG, find_cycle, strongly_connected_components, topological_order
 from bnsl_dist.graph.ktree import KTree
 from bnsl_dist.graph.moral import moral_graph, undirected_edges
 from bnsl_dist.graph.treewidth import (
@@ -12,6 +12,6 @@ from bnsl_dist.graph.treewidth import (
     min_fill_order,
 )
 
-__all__ = ["DAG", "find_cycle", "topological_order", "KTree", "moral_graph", "undirected_edges",
+__all__ = ["DAG", "find_cycle", "strongly_connected_components", "topological_order", "KTree", "moral_graph", "undirected_edges",
            "TreewidthCertificate", "certify", "elimination_width", "min_degree_order",
            "min_fill_order"]

@@ -5,6 +5,7 @@ JSON everywhere in the project: ``{"nodes": [names], "parents": {name: [names]}}
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -16,7 +17,7 @@ from numpy.typing import NDArray
 
 from bnsl_dist.exceptions import NotADAGError
 
-__all__ = ["DAG", "topological_order", "find_cycle"]
+__all__ = ["DAG", "topological_order", "find_cycle", "strongly_connected_components"]
 
 
 def find_cycle(parents: Sequence[Sequence[int]]) -> list[int] | None:
@@ -73,6 +74,48 @@ def topological_order(parents: Sequence[Sequence[int]]) -> list[int]:
     if len(out) != n:
         raise NotADAGError(f"the graph has a cycle through {find_cycle(parents)}")
     return out
+
+
+def strongly_connected_components(parents: Sequence[Sequence[int]]) -> list[list[int]]:
+    """SCCs of the graph with arcs p -> v for p in ``parents[v]``, parents first.
+
+    The components come in topological order of the condensation (a component after
+    every component holding a parent of one of its members), ties broken by smallest
+    member; members of each component are sorted. Components from
+    :func:`scipy.sparse.csgraph.connected_components`, the order from
+    :func:`topological_order`.
+
+    Examples
+    --------
+    >>> strongly_connected_components([[1], [0], [0, 3], [2], [1]])
+    [[0, 1], [2, 3], [4]]
+    """
+    from scipy.sparse import csr_array
+    from scipy.sparse.csgraph import connected_components
+
+    n = len(parents)
+    if n == 0:
+        return []
+    sizes = np.fromiter(map(len, parents), dtype=np.int64, count=n)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(sizes, out=indptr[1:])
+    arcs_to = np.fromiter(itertools.chain.from_iterable(parents), dtype=np.int64,
+                          count=int(indptr[-1]))
+    graph = csr_array((np.ones(arcs_to.size, dtype=np.int8), arcs_to, indptr), shape=(n, n))
+    k, labels = connected_components(graph, directed=True, connection="strong")
+    _, first = np.unique(labels, return_index=True)  # smallest member of each label
+    rank = np.empty(k, dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(k)
+    comp = rank[labels]  # components numbered by smallest member
+    members: list[list[int]] = [[] for _ in range(k)]
+    for v, c in enumerate(comp.tolist()):
+        members[c].append(v)
+    child_comp, parent_comp = comp[np.repeat(np.arange(n), sizes)], comp[arcs_to]
+    cross = child_comp != parent_comp
+    comp_parents: list[list[int]] = [[] for _ in range(k)]
+    for c, p in set(zip(child_comp[cross].tolist(), parent_comp[cross].tolist(), strict=True)):
+        comp_parents[c].append(p)
+    return [members[c] for c in topological_order(comp_parents)]
 
 
 @dataclass(frozen=True, eq=True)

@@ -192,7 +192,7 @@ def warm_up(algorithms: tuple[tuple[str, str, int | None], ...]) -> dict[str, st
               for ps in itertools.combinations([u for u in range(n) if u != v], r)]
              for v in range(n)]
     cache = ParentSetCache.from_lists(lists, names=data.names).prune_dominated()
-    cache.meta["entropies"] = [float(h) for h in sc.entropies()]
+    cache.entropies = sc.entropies()
     try:  # the cache builders' kernels (cache tasks and SEM cells build caches)
         from bnsl_dist.cache import build_cache
 

@@ -15,7 +15,6 @@ from bnsl_dist.search import Budget, get_optimizer, make_optimizer
 from bnsl_dist.search.ordering import _kernels as K
 from bnsl_dist.search.ordering import _window_kernels as WK
 from bnsl_dist.search.ordering.asobs import candidate_bitsets
-from bnsl_dist.search.ordering.obs import flat_cache
 from bnsl_dist.search.ordering.samplers import (
     entropy_orders,
     entropy_weights,
@@ -37,7 +36,7 @@ caches = st.builds(lambda n, seed, m, d: random_cache(n, seed, max_sets_per_var=
 
 
 def _asobs(cache, order):
-    fc = flat_cache(cache)
+    fc = cache.flat
     n = fc.n
     nw = max(1, (n + 63) // 64)
     chosen = np.empty(n, dtype=np.int64)
@@ -49,7 +48,7 @@ def _asobs(cache, order):
 
 
 def _asobs_dfs(cache, order):
-    fc = flat_cache(cache)
+    fc = cache.flat
     n = fc.n
     m = int(np.diff(fc.par_offsets).max()) * n + 1
     chosen = np.empty(n, dtype=np.int64)
@@ -61,7 +60,7 @@ def _asobs_dfs(cache, order):
 
 
 def _obs(cache, order):
-    fc = flat_cache(cache)
+    fc = cache.flat
     pos = np.empty(fc.n, dtype=np.int64)
     chosen = np.empty(fc.n, dtype=np.int64)
     order = np.array(order, dtype=np.int64)
@@ -116,7 +115,7 @@ def test_swap_search_reaches_a_swap_local_optimum(cache, rnd):
     order = list(range(cache.n_vars))
     rnd.shuffle(order)
     s0, order_a, pos, chosen = _obs(cache, order)
-    fc = flat_cache(cache)
+    fc = cache.flat
     gain = K.swap_search(order_a, pos, chosen, fc.offsets, fc.par_offsets, fc.par_flat,
                          fc.scores, 10**6)
     final = list(order_a)
@@ -135,7 +134,7 @@ def test_window_search_reaches_a_block_move_local_optimum(cache, rnd):
     order = list(range(n))
     rnd.shuffle(order)
     s0, order_a, pos, chosen = _obs(cache, order)
-    fc = flat_cache(cache)
+    fc = cache.flat
     todo = np.array(rnd.sample(range(n), n), dtype=np.int64)
     state = np.array([0, 1, 0], dtype=np.int64)
     max_window = 3
@@ -167,7 +166,7 @@ def test_topological_order_near_keeps_a_consistent_order_and_sorts_a_dag():
     rng = np.random.default_rng(0)
     order = rng.permutation(40).astype(np.int64)
     _, chosen = _asobs(cache, order)
-    fc = flat_cache(cache)
+    fc = cache.flat
     out = np.empty(40, dtype=np.int64)
     assert K.topological_order_near(order, chosen, fc.par_offsets, fc.par_flat, out) == 40
     where = {v: k for k, v in enumerate(out)}
@@ -208,14 +207,18 @@ def test_weighted_orders_follow_successive_sampling():
 
 def test_entropy_weights_sources_and_zero_entropy():
     cache = random_cache(4, 0)
-    w, src = entropy_weights(cache, [0.5, 0.0, 1.0, 2.0])
-    assert src == "given"
-    assert 0.0 < w[1] < 1e-6 and w[0] == 0.5
-    w, src = entropy_weights(cache)
-    assert src == "empty-set score"
+    w, last = entropy_weights(cache, [0.5, 0.0, 1.0, 2.0])
+    assert last and 0.0 < w[1] < 1e-6 and w[0] == 0.5
+    w, _ = entropy_weights(cache)  # the proxy: minus the empty set's score
     assert list(w) == [-cache.score_of(v, ()) for v in range(4)]
-    cache.meta["entropies"] = [1.0, 2.0, 3.0, 4.0]
-    assert entropy_weights(cache)[1] == "cache.meta"
+    cache.entropies = np.array([1.0, 2.0, 3.0, 4.0])
+    assert entropy_weights(cache)[0].tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert entropy_weights(cache, [4.0, 3.0, 2.0, 1.0])[0].tolist() == [4.0, 3.0, 2.0, 1.0]
+    # one parameter, both optimizers' values: ASOBS-ENT's last/first, k-G_ENT's late/early
+    assert [entropy_weights(cache, high_entropy=d)[1]
+            for d in ("last", "late", "first", "early")] == [True, True, False, False]
+    with pytest.raises(InvalidConfigError, match="high_entropy"):
+        entropy_weights(cache, high_entropy="middle")
     with pytest.raises(InvalidConfigError):
         entropy_weights(cache, [1.0, 2.0])
     # a zero-entropy variable is still placed, after the others

@@ -11,6 +11,7 @@ import pytest
 
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.graph import strongly_connected_components
 from bnsl_dist.graph.dag import DAG
 from bnsl_dist.search.base import Budget
 from bnsl_dist.search.exact import _astar_kernels as K
@@ -19,7 +20,6 @@ from bnsl_dist.search.exact.pops import (
     decompose,
     graph_density,
     parent_relation_graph,
-    strongly_connected_components,
     top_p_bound,
     top_p_cache,
 )

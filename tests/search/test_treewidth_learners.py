@@ -25,7 +25,8 @@ from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.graph import KTree, TreewidthCertificate
 from bnsl_dist.search import Budget, make_optimizer
-from bnsl_dist.search.treewidth import KGreedyEnt, KMax, entropy_weights
+from bnsl_dist.search.ordering.samplers import entropy_weights
+from bnsl_dist.search.treewidth import KGreedyEnt, KMax
 from bnsl_dist.search.treewidth import _kernels as K
 from bnsl_dist.search.treewidth._driver import CacheArrays
 from tests.graph.naive_treewidth import naive_elimination_width, nx_moral, treewidth_dp
@@ -326,14 +327,15 @@ def test_weighted_order_sampler_probabilities():
 
 def test_entropy_sources():
     cache = random_cache(6, 1)
-    proxy = entropy_weights(cache)
-    assert np.allclose(proxy, [-cache.score_of(v, ()) for v in range(6)])
+    proxy, late = entropy_weights(cache, high_entropy="late")
+    assert late and np.allclose(proxy, [-cache.score_of(v, ()) for v in range(6)])
     h = [0.5, 0.0, 1.0, 2.0, 0.1, 0.3]
-    w = entropy_weights(cache, h)
+    w, early = entropy_weights(cache, h, "early")
+    assert not early
     assert w[1] > 0 and np.allclose(w[[0, 2, 3, 4, 5]], np.asarray(h)[[0, 2, 3, 4, 5]])
-    cache.meta["entropies"] = [1.0] * 6
-    assert np.allclose(entropy_weights(cache), 1.0)
-    assert np.allclose(entropy_weights(cache, h)[2:4], [1.0, 2.0])  # explicit wins
+    cache.entropies = np.ones(6)
+    assert np.allclose(entropy_weights(cache)[0], 1.0)
+    assert np.allclose(entropy_weights(cache, h)[0][2:4], [1.0, 2.0])  # explicit wins
     with pytest.raises(InvalidConfigError):
         entropy_weights(cache, [1.0, 2.0])
     with pytest.raises(InvalidConfigError):

@@ -29,6 +29,7 @@ from typing import Any
 
 from bnsl_dist.cache import ParentSetCache, build_cache, read_jkl, write_jkl
 from bnsl_dist.data import read_data
+from bnsl_dist.graph import strongly_connected_components
 from bnsl_dist.model.bif import read_bif
 from bnsl_dist.model.sampling import sample
 from bnsl_dist.search.base import Budget
@@ -37,7 +38,6 @@ from bnsl_dist.search.exact.pops import (
     decompose,
     graph_density,
     parent_relation_graph,
-    strongly_connected_components,
     top_p_cache,
 )
 from workflows.benchmarks._common import OUT_DIR, SHARED_DATA, write_result

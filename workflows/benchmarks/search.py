@@ -239,7 +239,6 @@ def part_direction() -> list[dict[str, Any]]:
 def part_mirror(seconds: float) -> list[dict[str, Any]]:
     """Our ASOBS+swaps vs BLIP's (OBS + swaps from the MIRRORED topological order)."""
     from bnsl_dist.search.ordering import _kernels as K
-    from bnsl_dist.search.ordering.obs import flat_cache
     from bnsl_dist.search.ordering.samplers import (
         entropy_weights,
         uniform_orders,
@@ -249,7 +248,7 @@ def part_mirror(seconds: float) -> list[dict[str, Any]]:
     rows = []
     for cname in ("book", "cwebkb"):
         cache = _blip_cache(cname)
-        fc = flat_cache(cache)
+        fc = cache.flat
         n = fc.n
         ent, _ = _entropies(cname, n)
         w, _ = entropy_weights(cache, ent)

@@ -100,32 +100,18 @@ class Families:
     """
 
     def __init__(self, cache: ParentSetCache) -> None:
+        f = cache.flat
         self.cache = cache
-        self.n = cache.n_vars
-        self.start = [int(x) for x in cache.offsets]
-        self.scores: NDArray[np.float64] = np.asarray(cache.scores, dtype=np.float64)
-        self.owner: NDArray[np.int64] = np.repeat(np.arange(self.n, dtype=np.int64),
-                                                  np.diff(cache.offsets))
-        po = cache.par_offsets.tolist()
-        pf = cache.par_flat.tolist()
-        masks = []
-        for i in range(cache.n_sets):
-            m = 0
-            for p in pf[po[i]:po[i + 1]]:
-                m |= 1 << p
-            masks.append(m)
-        self.masks: list[int] = masks
-        n_w = max(1, (self.n + 63) // 64)
-        mw = np.zeros((len(masks), n_w), dtype=np.uint64)
-        pf_arr = np.asarray(cache.par_flat, dtype=np.int64)
-        rows = np.repeat(np.arange(len(masks)), np.diff(cache.par_offsets))
-        np.bitwise_or.at(mw, (rows, pf_arr >> 6),
-                         np.left_shift(np.uint64(1), (pf_arr & 63).astype(np.uint64)))
-        self.mask_words: NDArray[np.uint64] = mw
-        self.best: NDArray[np.float64] = self.scores[np.asarray(self.start[:-1], dtype=np.int64)]
-        self.offsets = np.ascontiguousarray(cache.offsets, dtype=np.int64)
-        self.par_offsets = np.ascontiguousarray(cache.par_offsets, dtype=np.int64)
-        self.par_flat = np.ascontiguousarray(cache.par_flat, dtype=np.int64)
+        self.n = f.n
+        self.start = f.offsets.tolist()
+        self.scores: NDArray[np.float64] = f.scores
+        self.owner: NDArray[np.int64] = f.owner
+        self.masks: list[int] = cache.set_masks
+        self.mask_words: NDArray[np.uint64] = cache.mask_words
+        self.best: NDArray[np.float64] = f.scores[f.offsets[:-1]]
+        self.offsets = f.offsets
+        self.par_offsets = f.par_offsets
+        self.par_flat = f.par_flat
 
     @property
     def n_sets(self) -> int:

@@ -20,60 +20,18 @@ import networkx as nx
 import numpy as np
 from numpy.typing import NDArray
 
+from bnsl_dist.graph.dag import strongly_connected_components
 from bnsl_dist.search.exact._ilp_common import Families, bits
 
-__all__ = ["integer_clusters", "fractional_clusters", "subip_clusters", "sccs"]
+__all__ = ["integer_clusters", "fractional_clusters", "subip_clusters"]
 
 
-def sccs(n: int, arcs: Sequence[tuple[int, int]]) -> list[list[int]]:
-    """Non-trivial strongly connected components (iterative Tarjan; arcs u -> v)."""
-    succ: dict[int, list[int]] = {}
+def _cyclic_components(n: int, arcs: Sequence[tuple[int, int]]) -> list[list[int]]:
+    """Strongly connected components of more than one node (arcs u -> v)."""
+    parents: list[list[int]] = [[] for _ in range(n)]
     for u, v in arcs:
-        succ.setdefault(u, []).append(v)
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    on: set[int] = set()
-    stack: list[int] = []
-    out: list[list[int]] = []
-    counter = 0
-    for root in sorted(succ):
-        if root in index:
-            continue
-        work = [(root, 0)]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on.add(root)
-        while work:
-            u, i = work[-1]
-            nb = succ.get(u, ())
-            if i < len(nb):
-                work[-1] = (u, i + 1)
-                v = nb[i]
-                if v not in index:
-                    index[v] = low[v] = counter
-                    counter += 1
-                    stack.append(v)
-                    on.add(v)
-                    work.append((v, 0))
-                elif v in on:
-                    low[u] = min(low[u], index[v])
-                continue
-            work.pop()
-            if work:
-                p = work[-1][0]
-                low[p] = min(low[p], low[u])
-            if low[u] == index[u]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    comp.append(w)
-                    if w == u:
-                        break
-                if len(comp) > 1:
-                    out.append(sorted(comp))
-    return out
+        parents[v].append(u)
+    return [c for c in strongly_connected_components(parents) if len(c) > 1]
 
 
 def integer_clusters(fam: Families, chosen: Sequence[int]) -> list[int]:
@@ -81,10 +39,12 @@ def integer_clusters(fam: Families, chosen: Sequence[int]) -> list[int]:
     graph, and one directed cycle inside each (empty list when the graph is a DAG)."""
     arcs = [(p, v) for v, i in enumerate(chosen) for p in bits(fam.masks[int(i)])]
     out: list[int] = []
-    g = nx.DiGraph()
-    g.add_nodes_from(range(fam.n))
-    g.add_edges_from(arcs)
-    for comp in sccs(fam.n, arcs):
+    comps = _cyclic_components(fam.n, arcs)
+    if comps:
+        g = nx.DiGraph()
+        g.add_nodes_from(range(fam.n))
+        g.add_edges_from(arcs)
+    for comp in comps:
         cmask = sum(1 << v for v in comp)
         out.append(cmask)
         cyc = nx.find_cycle(g.subgraph(comp), source=comp[0])
@@ -154,7 +114,7 @@ def fractional_clusters(fam: Families, x: NDArray[np.float64], *, tol: float = 1
     seen: set[int] = set()
     for thr in (tol, 0.3, 0.6):
         arcs = [a for a, val in w.items() if val >= thr]
-        for comp in sccs(n, arcs):
+        for comp in _cyclic_components(n, arcs):
             cmask = sum(1 << v for v in comp)
             if cmask in seen:
                 continue

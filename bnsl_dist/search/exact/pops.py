@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError
-from bnsl_dist.graph.dag import DAG
+from bnsl_dist.graph.dag import DAG, strongly_connected_components
 from bnsl_dist.search.exact import _astar_kernels as K
 
 __all__ = [
@@ -39,7 +39,6 @@ __all__ = [
     "Subproblem",
     "parent_relation_graph",
     "graph_density",
-    "strongly_connected_components",
     "decompose",
     "top_p_cache",
     "TopPBound",
@@ -59,64 +58,6 @@ def graph_density(parents: Sequence[Sequence[int]]) -> float:
     """Arcs divided by the n(n-1) possible arcs."""
     n = len(parents)
     return sum(len(p) for p in parents) / (n * (n - 1)) if n > 1 else 0.0
-
-
-def strongly_connected_components(parents: Sequence[Sequence[int]]) -> list[list[int]]:
-    """SCCs of the graph with arcs p -> v for p in ``parents[v]``, in topological order.
-
-    Tarjan's algorithm run along child -> parent arcs emits a component only after
-    every component holding a potential parent of its members, so components come out
-    parents first. Members of each component are sorted; deterministic.
-
-    Examples
-    --------
-    >>> strongly_connected_components([[1], [0], [0, 3], [2], [1]])
-    [[0, 1], [2, 3], [4]]
-    """
-    n = len(parents)
-    index = np.full(n, -1, dtype=np.int64)
-    low = np.zeros(n, dtype=np.int64)
-    on_stack = np.zeros(n, dtype=bool)
-    stack: list[int] = []
-    out: list[list[int]] = []
-    counter = 0
-    for root in range(n):
-        if index[root] >= 0:
-            continue
-        work: list[tuple[int, int]] = [(root, 0)]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack[root] = True
-        while work:
-            v, i = work[-1]
-            ps = parents[v]
-            if i < len(ps):
-                work[-1] = (v, i + 1)
-                w = int(ps[i])
-                if index[w] < 0:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on_stack[w] = True
-                    work.append((w, 0))
-                elif on_stack[w]:
-                    low[v] = min(low[v], index[w])
-                continue
-            work.pop()
-            if work:
-                u = work[-1][0]
-                low[u] = min(low[u], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack[w] = False
-                    comp.append(w)
-                    if w == v:
-                        break
-                out.append(sorted(comp))
-    return out
 
 
 @dataclass(eq=False)
@@ -262,7 +203,7 @@ def top_p_cache(cache: ParentSetCache, p: int) -> ParentSetCache:
             allowed.update(ps)
         lists.append([(ps, s) for ps, s in sets if allowed.issuperset(ps)])
     return ParentSetCache.from_lists(lists, names=cache.names, arities=cache.arities,
-                                     meta=dict(cache.meta, top_p=p))
+                                     meta=dict(cache.meta, top_p=p), entropies=cache.entropies)
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,12 +44,12 @@ from collections.abc import Generator, Iterator, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from bnsl_dist.cache.parent_sets import ParentSetCache
+from bnsl_dist.cache.parent_sets import FlatCache, ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.search.base import Budget, Incumbent, Stopwatch, register
 from bnsl_dist.search.ordering import _kernels as K
 from bnsl_dist.search.ordering import _window_kernels as WK
-from bnsl_dist.search.ordering.obs import FlatCache, exact_total, search_orders
+from bnsl_dist.search.ordering.obs import exact_total, search_orders
 from bnsl_dist.search.ordering.samplers import entropy_orders, entropy_weights, uniform_orders
 
 __all__ = ["ASOBS", "ASOBSEnt", "WinASOBS", "WinASOBSEnt", "candidate_bitsets",
@@ -120,7 +120,7 @@ class ASOBS:
     local_search : {"none", "swap", "window"}
         Improvement after each ASOBS pass (see the module docstring).
     entropies : sequence of float, optional
-        Entropies H(X_i) for the entropy sampler. Default: ``cache.meta["entropies"]``
+        Entropies H(X_i) for the entropy sampler. Default: ``cache.entropies``
         when the cache was built from data, else a proxy from the cache, −score(X, ∅)
         (:func:`~bnsl_dist.search.ordering.samplers.entropy_weights`).
     max_window : int

@@ -30,7 +30,7 @@ from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.search.base import Budget, Incumbent, register
 from bnsl_dist.search.ordering import _hc_kernels as HK
-from bnsl_dist.search.ordering.obs import exact_total, flat_cache
+from bnsl_dist.search.ordering.obs import exact_total
 
 __all__ = ["HillClimbTabu"]
 
@@ -80,7 +80,7 @@ class HillClimbTabu:
             raise InvalidConfigError("hc-tabu: tabu_length must be >= 1")
         if self.restarts is not None and int(self.restarts) < 0:
             raise InvalidConfigError("hc-tabu: restarts must be >= 0")
-        fc = flat_cache(cache)
+        fc = cache.flat
         n = fc.n
         max_no_improve = int(self.tabu_length if self.max_no_improve is None
                              else self.max_no_improve)

@@ -10,44 +10,21 @@ the same result whatever the machine.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
-from bnsl_dist.cache.parent_sets import ParentSetCache
+from bnsl_dist.cache.parent_sets import FlatCache, ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.search.base import Budget, Incumbent, Stopwatch, register
 from bnsl_dist.search.ordering import _kernels as K
 from bnsl_dist.search.ordering.samplers import uniform_orders
 
-__all__ = ["OBS", "FlatCache", "flat_cache", "batch_size", "search_orders"]
+__all__ = ["OBS", "batch_size", "search_orders"]
 
 #: Orders per kernel call: about 2048 variable-visits, between 1 and 256 orders.
 _BATCH_WORK = 2048
 _MAX_BATCH = 256
-
-
-@dataclass(frozen=True, slots=True)
-class FlatCache:
-    """The cache arrays the kernels read, contiguous and typed."""
-
-    n: int
-    offsets: NDArray[np.int64]
-    par_offsets: NDArray[np.int64]
-    par_flat: NDArray[np.int64]
-    scores: NDArray[np.float64]
-
-
-def flat_cache(cache: ParentSetCache) -> FlatCache:
-    """Validate and normalise a cache for the kernels."""
-    if cache.n_vars < 1:
-        raise InvalidConfigError("the cache has no variables")
-    return FlatCache(cache.n_vars,
-                     np.ascontiguousarray(cache.offsets, dtype=np.int64),
-                     np.ascontiguousarray(cache.par_offsets, dtype=np.int64),
-                     np.ascontiguousarray(cache.par_flat, dtype=np.int64),
-                     np.ascontiguousarray(cache.scores, dtype=np.float64))
 
 
 def batch_size(n_vars: int) -> int:
@@ -81,7 +58,7 @@ def search_orders(cache: ParentSetCache, budget: Budget, rng: np.random.Generato
     The number of iterations run (the generator's return value; incumbents only tell
     the iteration of the last improvement).
     """
-    fc = flat_cache(cache)
+    fc = cache.flat
     n = fc.n
     watch = budget.stopwatch()
     best = -np.inf

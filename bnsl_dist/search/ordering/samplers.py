@@ -12,7 +12,9 @@ Spirakis): O(n log n) per order instead of BLIP's O(n²).
 Direction. ASOBS walks an order from its last variable to its first (the paper's
 "j = n, ..., 1", which makes ASOBS >= OBS for the same order), so high-entropy
 variables, which tend to sit at the front, are PROCESSED LAST
-(``high_entropy="last"``, the default of :func:`entropy_orders`). BLIP walks the
+(``high_entropy="last"``, the default of :func:`entropy_orders`; k-G_ENT, which adds
+variables front to back, names the same choice ``"late"`` and reverses its orders for
+it, ``"early"`` keeping them). BLIP walks the
 order front to back, so with the same sampler it processes them FIRST — the
 direction ALGORITHMS.md's rationale names ("processed first, they choose from the
 most parent sets"). Measured on BLIP's own caches (book, cwebkb, dna; same number of
@@ -32,10 +34,14 @@ from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError
 
 __all__ = ["uniform_orders", "weighted_orders", "entropy_orders", "entropy_weights",
-           "TINY_WEIGHT"]
+           "processed_last", "TINY_WEIGHT"]
 
 #: Relative weight given to variables of zero entropy (never exactly zero).
 TINY_WEIGHT = 1e-9
+
+#: ``high_entropy`` values -> whether high-entropy variables are processed last
+#: (ASOBS-ENT says "last"/"first", k-G_ENT "late"/"early").
+_PROCESSED_LAST = {"last": True, "late": True, "first": False, "early": False}
 
 
 def uniform_orders(rng: np.random.Generator, n_orders: int, n_vars: int) -> NDArray[np.int64]:
@@ -61,50 +67,68 @@ def weighted_orders(rng: np.random.Generator, n_orders: int,
     return np.argsort(-logk, axis=1, kind="stable").astype(np.int64)
 
 
+def processed_last(high_entropy: str) -> bool:
+    """Whether ``high_entropy`` ("last"/"late" or "first"/"early") processes high-entropy
+    variables last."""
+    if high_entropy not in _PROCESSED_LAST:
+        raise InvalidConfigError(f"high_entropy must be one of {sorted(_PROCESSED_LAST)}, "
+                                 f"got {high_entropy!r}")
+    return _PROCESSED_LAST[high_entropy]
+
+
 def entropy_orders(rng: np.random.Generator, n_orders: int, weights: NDArray[np.float64],
                    high_entropy: str = "last") -> NDArray[np.int64]:
     """ASOBS-ENT orders: :func:`weighted_orders`, mirrored when high-entropy variables
     are to be processed first by ASOBS (``high_entropy="first"``, BLIP's behaviour)."""
-    if high_entropy not in ("first", "last"):
-        raise InvalidConfigError(f"high_entropy must be 'first' or 'last', got {high_entropy!r}")
     orders = weighted_orders(rng, n_orders, weights)
-    if high_entropy == "first":
+    if not processed_last(high_entropy):
         orders = np.ascontiguousarray(orders[:, ::-1])
     return orders
 
 
 def entropy_weights(cache: ParentSetCache,
-                    entropies: Sequence[float] | NDArray[np.float64] | None = None
-                    ) -> tuple[NDArray[np.float64], str]:
-    """Sampling weights of ASOBS-ENT and where they came from.
+                    entropies: Sequence[float] | NDArray[np.float64] | None = None,
+                    high_entropy: str = "last") -> tuple[NDArray[np.float64], bool]:
+    """Sampling weights of the entropy-weighted orders (ASOBS-ENT, k-G_ENT), and whether
+    high-entropy variables are to be processed last (:func:`processed_last`).
 
-    Uses, in this order: the ``entropies`` given; ``cache.meta["entropies"]`` (caches
-    built from data); else a proxy computed from the cache alone: −score(X, ∅). For BIC
+    Uses, in this order: the ``entropies`` given; ``cache.entropies`` (caches built
+    from data); else a proxy computed from the cache alone: −score(X, ∅). For BIC
     (and BDeu) the empty-set score is −N·H(X) minus a small penalty, so it is N times
     the entropy up to that penalty, and the factor N cancels in the sampling
-    probabilities. Zero (or negative) weights become ``TINY_WEIGHT`` times the largest.
+    probabilities. Zero (or negative) weights become ``TINY_WEIGHT`` times the largest
+    (all ones when no weight is positive).
 
     Returns
     -------
     weights : ndarray of float64, shape (n,)
-    source : {"given", "cache.meta", "empty-set score"}
+    last : bool
+
+    Raises
+    ------
+    InvalidConfigError
+        Entropies of the wrong length or not finite; an unknown ``high_entropy``.
+
+    Examples
+    --------
+    >>> from bnsl_dist.cache import ParentSetCache
+    >>> cache = ParentSetCache.from_lists([[((), -2.0)], [((), -6.0)], [((), 0.0)]])
+    >>> w, last = entropy_weights(cache, high_entropy="early")
+    >>> w[:2].tolist(), bool(0 < w[2] < 1e-6), last
+    ([2.0, 6.0], True, False)
     """
     n = cache.n_vars
+    last = processed_last(high_entropy)
     if entropies is not None:
         h = np.asarray(entropies, dtype=np.float64)
-        source = "given"
-    elif cache.meta.get("entropies") is not None:
-        h = np.asarray(cache.meta["entropies"], dtype=np.float64)
-        source = "cache.meta"
+    elif cache.entropies is not None:
+        h = cache.entropies
     else:
-        h = np.empty(n, dtype=np.float64)
-        for v in range(n):
-            h[v] = -cache.score_of(v, ())
-        source = "empty-set score"
+        h = np.array([-cache.score_of(v, ()) for v in range(n)], dtype=np.float64)
     if h.shape != (n,):
         raise InvalidConfigError(f"entropies: expected {n} values, got shape {h.shape}")
     if not np.all(np.isfinite(h)):
         raise InvalidConfigError("entropies: non-finite value")
     top = float(h.max()) if n else 0.0
     floor = TINY_WEIGHT * top if top > 0 else 1.0
-    return np.where(h > floor, h, floor), source
+    return np.where(h > floor, h, floor), last

@@ -4,7 +4,7 @@ Every incumbent carries ``info["certificate"]``, a
 :class:`~bnsl_dist.graph.TreewidthCertificate` of width k.
 """
 
-from bnsl_dist.search.treewidth.kgreedy import KGreedy, KGreedyEnt, entropy_weights
+from bnsl_dist.search.treewidth.kgreedy import KGreedy, KGreedyEnt
 from bnsl_dist.search.treewidth.kmax import KMax
 
-__all__ = ["KGreedy", "KGreedyEnt", "KMax", "entropy_weights"]
+__all__ = ["KGreedy", "KGreedyEnt", "KMax"]

@@ -39,32 +39,27 @@ BatchKernel = Callable[[int, int, float, NDArray[np.float64], NDArray[np.int64],
 
 @dataclass(frozen=True)
 class CacheArrays:
-    """The cache's flattened arrays plus set sizes, and the usable-set size limit."""
+    """The cache's flat view (:attr:`ParentSetCache.flat`, shared, not copied) and the
+    usable-set size limit, with the views the k-tree learners derive from both."""
 
     offsets: NDArray[np.int64]
     scores: NDArray[np.float64]
     par_offsets: NDArray[np.int64]
     par_flat: NDArray[np.int64]
     sizes: NDArray[np.int64]
+    owner: NDArray[np.int64]
     max_size: int
 
     @classmethod
     def of(cls, cache: ParentSetCache, k: int, max_parents: int | None) -> CacheArrays:
         max_size = k if max_parents is None else min(k, max_parents)
-        return cls(np.ascontiguousarray(cache.offsets, dtype=np.int64),
-                   np.ascontiguousarray(cache.scores, dtype=np.float64),
-                   np.ascontiguousarray(cache.par_offsets, dtype=np.int64),
-                   np.ascontiguousarray(cache.par_flat, dtype=np.int64),
-                   np.diff(cache.par_offsets).astype(np.int64), int(max_size))
+        f = cache.flat
+        return cls(f.offsets, f.scores, f.par_offsets, f.par_flat, f.sizes, f.owner,
+                   int(max_size))
 
     @property
     def usable(self) -> NDArray[np.bool_]:
         return self.sizes <= self.max_size
-
-    def owner(self) -> NDArray[np.int64]:
-        """Child variable of every set."""
-        n = len(self.offsets) - 1
-        return np.repeat(np.arange(n, dtype=np.int64), np.diff(self.offsets))
 
     def score_range(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Per variable the worst and best score among its usable sets."""
@@ -88,7 +83,7 @@ class CacheArrays:
     def candidates(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """Per variable the members of its usable sets (sorted): offsets, flat."""
         n = len(self.offsets) - 1
-        owner = self.owner()
+        owner = self.owner
         set_of_entry = np.repeat(np.arange(len(self.sizes), dtype=np.int64), self.sizes)
         keep = self.usable[set_of_entry]
         pairs = np.unique(np.stack([owner[set_of_entry[keep]], self.par_flat[keep]], axis=1)

@@ -20,12 +20,11 @@ from numpy.typing import NDArray
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.search.base import register
+from bnsl_dist.search.ordering.samplers import entropy_weights
 from bnsl_dist.search.treewidth import _kernels as K
 from bnsl_dist.search.treewidth._driver import BatchKernel, CacheArrays, TreewidthLearner
 
-__all__ = ["KGreedy", "KGreedyEnt", "entropy_weights"]
-
-_TINY = 1e-9
+__all__ = ["KGreedy", "KGreedyEnt"]
 
 
 @register("kg")
@@ -79,34 +78,6 @@ class KGreedy(TreewidthLearner):
         return kernel
 
 
-def entropy_weights(cache: ParentSetCache, entropies: Sequence[float] | None = None
-                    ) -> NDArray[np.float64]:
-    """Per-variable sampling weights for k-G_ENT (positive).
-
-    Source, first found: ``entropies`` (one per variable), ``cache.meta["entropies"]``,
-    else a proxy: ``-score(X, ∅)``, which for BIC is N·H(X) + (ln N / 2)(r_X - 1),
-    increasing in H(X) for a given arity (scale does not matter: sampling is
-    proportional). Zero or negative values become a tiny positive number.
-
-    Raises
-    ------
-    InvalidConfigError
-        Entropies of the wrong length or not finite.
-    """
-    n = cache.n_vars
-    src = entropies if entropies is not None else cache.meta.get("entropies")
-    if src is not None:
-        h = np.asarray(src, dtype=np.float64).ravel()
-        what = "entropies" if entropies is not None else "cache.meta['entropies']"
-        if h.shape[0] != n or not np.all(np.isfinite(h)):
-            raise InvalidConfigError(f"kg-ent: {what} must hold {n} finite values, got "
-                                     f"{h.shape[0]}")
-    else:
-        h = np.array([-cache.score_of(v, ()) for v in range(n)], dtype=np.float64)
-    top = float(h.max()) if h.size and h.max() > 0 else 1.0
-    return np.maximum(h, _TINY * top)
-
-
 @register("kg-ent")
 class KGreedyEnt(KGreedy):
     """k-G_ENT: k-G with entropy-weighted orders.
@@ -125,7 +96,7 @@ class KGreedyEnt(KGreedy):
     direction : {"early", "late"}
         Where high-entropy variables go in the order (default ``"early"``).
     entropies : sequence of float, optional
-        H(X) per variable; default ``cache.meta["entropies"]``, else the proxy of
+        H(X) per variable; default ``cache.entropies``, else the proxy of
         :func:`entropy_weights`.
     max_parents : int, optional
         A further cap on parent-set size.
@@ -149,4 +120,4 @@ class KGreedyEnt(KGreedy):
         if self.direction not in ("early", "late"):
             raise InvalidConfigError(f"kg-ent: direction must be 'early' or 'late', got "
                                      f"{self.direction!r}")
-        return entropy_weights(cache, self.entropies), self.direction == "late"
+        return entropy_weights(cache, self.entropies, self.direction)

@@ -62,7 +62,7 @@ class KMax(TreewidthLearner):
 
     def _kernel(self, cache: ParentSetCache, a: CacheArrays) -> BatchKernel:
         k = int(self.k)
-        owner = a.owner()
+        owner = a.owner
         inv_offsets, inv_sets = a.inverted_index()
         cand_offsets, cand_flat = a.candidates()
         smin, smax = a.score_range()
