@@ -172,6 +172,10 @@ def test_impute_outputs(tmp_path, a_file, no_compute):
     (["cache", "build", "nltcs", "--seconds-per-variable", "0", "-o", "c.jkl"],
      "--seconds-per-variable"),
     (["cache", "build", "nltcs", "--ess", "-1", "-o", "c.jkl"], "--ess"),
+    (["cache", "build", "nltcs", "--scheduler", "notanaddress", "-o", "c.jkl"],
+     "--scheduler notanaddress: not a scheduler address"),
+    (["cache", "build", "nltcs", "--scheduler", "tcp://h:port", "-o", "c.jkl"],
+     "--scheduler tcp://h:port"),
     (["score", "nltcs", "--dag", "nope.json"], "nope.json"),
     (["loglik", "asia", "nltcs", "--samples", "0"], "--samples"),
     (["infer", "asia", "--seed", "-1"], "--seed"),
@@ -195,6 +199,20 @@ def test_learn_numbers_checked_before_compute(tmp_path, no_compute, args, needle
     res = _run([*args, "-o", str(out)])
     _one_line_error(res, needle)
     assert not out.exists()
+
+
+@PIPELINE
+@pytest.mark.parametrize("args", [["learn", "nltcs", "-o", "r.json"],
+                                  ["impute", "m.csv", "-o", "o.csv"],
+                                  ["grid", "run", "g.yaml", "--results", "r"]])
+def test_malformed_scheduler_address_before_any_read(tmp_path, no_compute, args):
+    with CliRunner().isolated_filesystem(temp_dir=tmp_path):
+        Path("m.csv").write_text("a,b\n0,?\n1,1\n")
+        grid = Path(__file__).resolve().parents[1] / "configs" / "grids" / "smoke.yaml"
+        Path("g.yaml").write_text(grid.read_text())
+        res = CliRunner().invoke(main, [*args, "--scheduler", "notanaddress"])
+        _one_line_error(res, "--scheduler notanaddress")
+        assert sorted(p.name for p in Path().iterdir()) == ["g.yaml", "m.csv"]
 
 
 @PIPELINE
