@@ -215,6 +215,27 @@ def test_malformed_scheduler_address_before_any_read(tmp_path, no_compute, args)
         assert sorted(p.name for p in Path().iterdir()) == ["g.yaml", "m.csv"]
 
 
+def _grid_with(tmp_path: Path, old: str, new: str) -> Path:
+    smoke = Path(__file__).resolve().parents[1] / "configs" / "grids" / "smoke.yaml"
+    text = smoke.read_text()
+    assert old in text
+    p = tmp_path / "g.yaml"
+    p.write_text(text.replace(old, new))
+    return p
+
+
+@PIPELINE
+@pytest.mark.parametrize("old,new", [("{name: dp}", "{name: dpp}"),
+                                     ("{name: nltcs,", "{name: nosuchset,")])
+@pytest.mark.parametrize("dry", [True, False])
+def test_grid_unknown_names_fail_before_compute(tmp_path, no_compute, old, new, dry):
+    grid = _grid_with(tmp_path, old, new)
+    res = _run(["grid", "run", str(grid), "--results", str(tmp_path / "r"), "--workers", "1",
+                *(["--dry-run"] if dry else [])])
+    _one_line_error(res, new.split()[1].rstrip("},"))
+    assert not (tmp_path / "r").exists()
+
+
 @PIPELINE
 def test_grid_workers_zero(tmp_path, no_compute):
     grid = Path(__file__).resolve().parents[1] / "configs" / "grids" / "smoke.yaml"

@@ -230,6 +230,7 @@ def test_quoted_comma_bom_crlf(tmp_path):
     ("\ufeff0,1\r\n\"1\",0\r\n0,x", 3, 2),
     ('a,b\n"two\nlines",1\nz,-1\n', 4, "2 (b)"),
     ("a,b\n\nx,1\ny,?\n", 4, "2 (b)"),
+    ('a,"b\nc"\nx,1\ny,?\n', 4, "2 (b\nc)"),
 ])
 def test_bad_cells_name_physical_line_and_column(tmp_path, text, line, col):
     p = tmp_path / "bad.csv"
