@@ -130,8 +130,7 @@ def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: M
         if ar is None:
             raise DataError("a .dat file needs a names line and an arities line", path=spath)
         if len(ar[1]) != len(names) or not all(_is_int(t) for t in ar[1]):
-            raise DataError(f"line {ar[0]} must hold {len(names)} integer arities", path=spath,
-                            line=ar[0])
+            raise DataError(f"expected {len(names)} integer arities", path=spath, line=ar[0])
         declared = np.array([int(t) for t in ar[1]], dtype=np.int64)
     else:
         if header is None:

@@ -138,6 +138,13 @@ def test_declared_arity_error_names_line(tmp_path):
     assert exc.value.line == 4
 
 
+def test_dat_arities_line_named(tmp_path):
+    p = _write(tmp_path, "d.dat", "a b\n\n2 x\n0 1\n")
+    with pytest.raises(DataError, match="expected 2 integer arities") as exc:
+        read_data(p)
+    assert exc.value.line == 3
+
+
 def test_duplicate_names(tmp_path):
     with pytest.raises(DataError, match="duplicate variable name 'a'"):
         read_data(_write(tmp_path, "d.csv", "a,a\n0,1\n"))
