@@ -394,3 +394,14 @@ def test_real_process_one_line_exit_2(tmp_path):
     assert res.returncode == 2 and res.stdout == ""
     assert res.stderr.strip().splitlines() == [
         "error: --output /proc/x.jkl: cannot write in /proc (No such file or directory)"]
+
+
+def test_closed_stdout_exits_quietly(monkeypatch):
+    import bnsl_dist.cli.data
+
+    def closed(*_a, **_k):
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+    monkeypatch.setattr(bnsl_dist.cli.data, "echo_json", closed)
+    res = _run(["data", "list", "--json"])
+    assert res.exit_code == 1 and res.stderr == ""
