@@ -37,6 +37,8 @@ class _Main(click.Group):
         try:
             return super().invoke(ctx)
         except (BNSLError, OSError) as exc:
+            if isinstance(exc, BrokenPipeError):  # `... | head`: click exits quietly
+                raise
             if ctx.params.get("debug"):
                 traceback.print_exc()
             else:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from bnsl_dist.exceptions import InvalidConfigError
 
-__all__ = ["check_output_file", "check_output_dir"]
+__all__ = ["check_output_file", "check_output_dir", "check_scheduler_address"]
 
 
 def _nearest_existing(p: Path) -> Path:
@@ -65,3 +65,18 @@ def check_output_dir(path: str | os.PathLike[str] | None, option: str) -> None:
         raise InvalidConfigError(f"{option} {path}: not a directory")
     _probe(_nearest_existing(p), option, path)
 
+
+
+def check_scheduler_address(address: str | None, option: str) -> None:
+    """``address`` reads as a Dask scheduler address (``tcp://HOST:PORT``, ``tls://...``);
+    whether it answers is the cluster connection's business."""
+    if address is None:
+        return
+    from distributed.comm.addressing import get_address_host_port, parse_address
+
+    try:
+        if parse_address(address)[0] not in ("inproc", "ucx"):  # no host:port to check
+            get_address_host_port(address)
+    except ValueError as exc:
+        raise InvalidConfigError(f"{option} {address}: not a scheduler address ({exc}); "
+                                 "expected tcp://HOST:PORT") from None

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from bnsl_dist.cli._checks import check_output_dir, check_output_file
+from bnsl_dist.cli._checks import check_output_dir, check_output_file, check_scheduler_address
 from bnsl_dist.cli._common import echo_json
 
 __all__ = ["cache_group"]
@@ -65,6 +65,7 @@ def build_cmd(data: str, method: str, score: str, ess: float, max_indegree: int 
         raise InvalidConfigError("--cache-dir needs --workers or --scheduler")
     check_output_file(output, "--output")
     check_output_dir(cache_dir, "--cache-dir")
+    check_scheduler_address(scheduler, "--scheduler")
     kwargs = dict(method=method, score=score, ess=ess, max_indegree=max_indegree,
                   seconds_per_variable=seconds, scores_per_variable=scores,
                   candidate_limit=candidate_limit, max_open=max_open,

@@ -113,7 +113,8 @@ def _int_table(buf: io.StringIO, comma: bool, width: int) -> NDArray[np.int64] |
 
 def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: MissingPolicy) -> _Raw:
     spath = str(path)
-    buf = io.StringIO(_read_text(path), newline="")
+    text = _read_text(path)
+    buf = io.StringIO(text, newline="")
     comma = _base_suffix(path) == ".csv" or "," in buf.readline()
     buf.seek(0)
     records = _records(buf, comma, 1)
@@ -123,23 +124,19 @@ def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: M
     dat = _base_suffix(path) == ".dat"
     names: list[str] | None = None
     declared = None
-    body_line = first[0]  # line of the first data record
     if dat:
         names = first[1]
         ar = next(records, None)
         if ar is None:
             raise DataError("a .dat file needs a names line and an arities line", path=spath)
         if len(ar[1]) != len(names) or not all(_is_int(t) for t in ar[1]):
-            raise DataError(f"line {ar[0]} must hold {len(names)} integer arities", path=spath,
-                            line=ar[0])
+            raise DataError(f"expected {len(names)} integer arities", path=spath, line=ar[0])
         declared = np.array([int(t) for t in ar[1]], dtype=np.int64)
-        body_line = ar[0] + 1
     else:
         if header is None:
             header = any(not _is_int(t) and t not in MISSING_TOKENS for t in first[1])
         if header:
             names = first[1]
-            body_line = first[0] + 1
     if names is not None and len(set(names)) != len(names):
         dup = next(s for s in names if names.count(s) > 1)
         raise DataError(f"duplicate variable name {dup!r}", path=spath, line=1)
@@ -147,6 +144,7 @@ def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: M
         buf.seek(0)
         records = _records(buf, comma, 1)
     start = buf.tell()
+    body_line = text.count("\n", 0, start) + 1  # where the data records start
     width = len(names) if names is not None else len(first[1])
     if labels == "auto":
         allow_labels = names is not None and not dat

@@ -138,6 +138,13 @@ def test_declared_arity_error_names_line(tmp_path):
     assert exc.value.line == 4
 
 
+def test_dat_arities_line_named(tmp_path):
+    p = _write(tmp_path, "d.dat", "a b\n\n2 x\n0 1\n")
+    with pytest.raises(DataError, match="expected 2 integer arities") as exc:
+        read_data(p)
+    assert exc.value.line == 3
+
+
 def test_duplicate_names(tmp_path):
     with pytest.raises(DataError, match="duplicate variable name 'a'"):
         read_data(_write(tmp_path, "d.csv", "a,a\n0,1\n"))
@@ -230,6 +237,7 @@ def test_quoted_comma_bom_crlf(tmp_path):
     ("\ufeff0,1\r\n\"1\",0\r\n0,x", 3, 2),
     ('a,b\n"two\nlines",1\nz,-1\n', 4, "2 (b)"),
     ("a,b\n\nx,1\ny,?\n", 4, "2 (b)"),
+    ('a,"b\nc"\nx,1\ny,?\n', 4, "2 (b\nc)"),
 ])
 def test_bad_cells_name_physical_line_and_column(tmp_path, text, line, col):
     p = tmp_path / "bad.csv"
