@@ -1,14 +1,16 @@
 """Imputation study (k-MAX/SEM paper §7): SEM-kMAX vs missForest under MCAR.
 
 For each data set, missingness level and repetition: mask cells completely at random,
-impute with SEM-kMAX (serial, or on a local Dask cluster with ``--workers``) and with
-missForest, and record imputation accuracy and time. Writes results.json, a markdown
+impute with SEM-kMAX (serial; default budgets from ``bnsl_dist.sem.sem_budgets``) and
+with missForest, and record imputation accuracy and time. Writes results.json, a markdown
 table, the accuracy and time ratio plots (Figures 7-8 of the paper) and the time vs data
 size plot (§7.3, linear scaling) to ``workflows/results/imputation/``.
 
-Run (the configuration whose figures are in the closing note of issue 9):
+Run (the configuration whose figures are in the closing note of issue 9; its budgets,
+the defaults then, are given explicitly):
     python -m workflows.imputation_study --datasets nltcs,plants --rows 2000 \
-        --levels 0.05,0.1,0.2,0.3 --reps 2 --rf-trees 30
+        --levels 0.05,0.1,0.2,0.3 --reps 2 --rf-trees 30 --scores-per-variable 300 \
+        --search-iterations 500 --max-iterations 5
 Needs scikit-learn for missForest: pip install -e '.[bench]'.
 """
 
@@ -41,14 +43,13 @@ def _load(name: str, rows: int | None, seed: int):
 
 
 def _sem(masked, args, seed):
-    """SEM-kMAX with iteration budgets (work fixed per iteration, so time follows N) or,
-    when given, the paper's wall-clock budgets."""
-    if args.seconds_per_variable is not None:
-        cache = {"seconds_per_variable": args.seconds_per_variable}
-    else:
-        cache = {"scores_per_variable": args.scores_per_variable}
-    budget = (Budget(seconds=args.search_seconds) if args.search_seconds is not None
-              else Budget(max_iterations=args.search_iterations))
+    """SEM-kMAX with its default budgets (work counts derived from n and N), or the
+    budgets given: scores or seconds per variable, k-MAX iterations or seconds."""
+    cache = {"scores_per_variable": args.scores_per_variable,
+             "seconds_per_variable": args.seconds_per_variable}
+    budget = None
+    if args.search_seconds is not None or args.search_iterations is not None:
+        budget = Budget(seconds=args.search_seconds, max_iterations=args.search_iterations)
     t0 = time.perf_counter()
     res = structural_em(masked, k=args.k, rng=seed, max_iterations=args.max_iterations,
                         cache_settings=cache, search_budget=budget)
@@ -64,11 +65,12 @@ def main() -> None:
     ap.add_argument("--levels", default="0.05,0.1,0.2,0.3")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("-k", type=int, default=4)
-    ap.add_argument("--max-iterations", type=int, default=5)
-    ap.add_argument("--scores-per-variable", type=int, default=300,
-                    help="cache budget per variable in exact scores (reproducible)")
-    ap.add_argument("--search-iterations", type=int, default=500,
-                    help="k-MAX iterations per SEM iteration (reproducible)")
+    ap.add_argument("--max-iterations", type=int, default=10)
+    ap.add_argument("--scores-per-variable", type=int, default=None,
+                    help="cache budget per variable in exact scores (default: "
+                         "bnsl_dist.sem.sem_budgets)")
+    ap.add_argument("--search-iterations", type=int, default=None,
+                    help="k-MAX iterations per SEM iteration (default: sem_budgets)")
     ap.add_argument("--seconds-per-variable", type=float, default=None,
                     help="wall-clock cache budget instead (the paper: 1 s)")
     ap.add_argument("--search-seconds", type=float, default=None,

@@ -65,7 +65,7 @@ def structural_em_distributed(client: Client, data: CategoricalData, *, k: int =
     if distribute_cache:
         from bnsl_dist.orchestrate.explore import build_cache_distributed
 
-        settings = sem_cache_settings(cache_settings, kwargs.get("score", "bic"))
+        settings = sem_cache_settings(cache_settings, kwargs.get("score", "bic"), data)
 
         def cache_builder(d: CategoricalData):  # type: ignore[no-untyped-def]
             return build_cache_distributed(client, d, **settings)

@@ -1,0 +1,132 @@
+"""Benchmark: `bnsl-dist impute` (SEM-kMAX) time and accuracy, new defaults vs the old.
+
+Data: ``--rows`` rows sampled from a seeded random network of ``--vars`` variables
+(max in-degree 3, 2-4 states), cells hidden completely at random with probability
+``--missing``; the same masked file for every variant. Variants, run one after the other
+in this process's run (so their ratios are comparable; absolute times depend on load):
+
+* ``cli`` — ``bnsl-dist impute DATA -o OUT --workers W`` with its defaults (local Dask
+  cluster, its start included in the time);
+* ``new`` — :func:`bnsl_dist.sem.structural_em` with its defaults, serial, in process;
+* ``old`` — ``structural_em`` as it was at ``--old-rev`` (default 2308c65, before the
+  budgets were derived from the data and the stopping rules added: cache 1 s per
+  variable, k-MAX n/10 s per M-step, 10 EM iterations unless the DAG repeats the
+  previous one, the last network returned), loaded from git, with its defaults, serial,
+  in process (``--old-rev none`` skips it: it takes ~10 minutes on 3,000 x 60).
+
+Per variant: wall seconds, imputation accuracy (fraction of hidden cells restored),
+EM iterations and stopping reason; the JSON also holds the mode-imputation and the
+true network's MPE accuracy, and the load average before and after.
+
+Run: ``python -m workflows.benchmarks.impute [--old-rev REV|none] [--workers 2]``
+(writes out/impute.json). The figures quoted in reports were taken under load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bnsl_dist.data import read_data, write_csv
+from bnsl_dist.data.generate import random_network
+from bnsl_dist.data.masking import mask_mcar
+from bnsl_dist.data.sampling import sample
+from bnsl_dist.sem import imputation_accuracy, impute, mode_impute, structural_em
+from workflows.benchmarks._common import write_result
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _cli(args: list[str]) -> tuple[float, dict[str, Any]]:
+    cmd = [sys.executable, "-c", "import sys; from bnsl_dist.cli import main; "
+           "sys.argv[0] = 'bnsl-dist'; main()", "impute", *args]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr[-2000:]}")
+    return wall, json.loads(proc.stdout[proc.stdout.index("{"):])
+
+
+def _old_structural_em(rev: str) -> Callable[..., Any]:
+    """``structural_em`` from ``bnsl_dist/sem/structural_em.py`` at git revision ``rev``."""
+    src = subprocess.run(["git", "show", f"{rev}:bnsl_dist/sem/structural_em.py"], cwd=REPO,
+                         capture_output=True, text=True, check=True).stdout
+    mod = types.ModuleType(f"_structural_em_{rev}")
+    sys.modules[mod.__name__] = mod  # dataclasses look their module up
+    exec(compile(src, f"{rev}:bnsl_dist/sem/structural_em.py", "exec"), mod.__dict__)
+    return mod.structural_em
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=3000)
+    ap.add_argument("--vars", type=int, default=60)
+    ap.add_argument("--missing", type=float, default=0.1)
+    ap.add_argument("--net-seed", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0, help="SEM seed (both variants)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--old-rev", default="2308c65")
+    args = ap.parse_args()
+    net = random_network(args.vars, 3, rng=args.net_seed)
+    truth = sample(net, args.rows, np.random.default_rng(args.net_seed + 1))
+    masked = mask_mcar(truth, args.missing, np.random.default_rng(args.net_seed + 2))
+    out: dict[str, Any] = {
+        "settings": vars(args), "load_before": os.getloadavg(),
+        "acc_mode": imputation_accuracy(truth, masked, mode_impute(masked)),
+        "acc_true_network": imputation_accuracy(truth, masked, impute(net, masked)),
+        "variants": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "masked.csv"
+        write_csv(masked, src)
+
+        dst = Path(tmp) / "completed.csv"
+        wall, summary = _cli([str(src), "-o", str(dst), "--seed", str(args.seed),
+                              "--workers", str(args.workers)])
+        done = read_data(dst)  # same rows; map its state labels to the truth's codes
+        codes = np.empty_like(truth.codes)
+        for v in range(truth.n_vars):
+            code_of = {truth.state_label(v, c): c for c in range(int(truth.arities[v]))}
+            lut = np.array([code_of[done.state_label(v, c)]
+                            for c in range(int(done.arities[v]))])
+            codes[:, v] = lut[done.codes[:, v]]
+    out["variants"]["cli"] = {
+        "how": f"bnsl-dist impute DATA -o OUT --seed {args.seed} --workers {args.workers}",
+        "seconds": wall,
+        "accuracy": float((codes[masked.missing] == truth.codes[masked.missing]).mean()),
+        "iterations": summary["iterations"], "converged": summary["converged"]}
+    print(json.dumps({"cli": out["variants"]["cli"]}), flush=True)
+    variants: list[tuple[str, str, Callable[..., Any]]] = [
+        ("new", "structural_em, defaults, serial", structural_em)]
+    if args.old_rev != "none":
+        variants.append(("old", f"structural_em at {args.old_rev}, defaults, serial",
+                         _old_structural_em(args.old_rev)))
+    for name, how, fn in variants:
+        t0 = time.perf_counter()
+        res = fn(masked, k=4, rng=args.seed)
+        out["variants"][name] = {
+            "how": how, "seconds": time.perf_counter() - t0,
+            "accuracy": imputation_accuracy(truth, masked, res.completed),
+            "iterations": len(res.history), "converged": res.converged,
+            "scores": [h.score for h in res.history],
+            "step_seconds": {k: sum(h.seconds[k] for h in res.history)
+                             for k in res.history[0].seconds}}
+        print(json.dumps({name: out["variants"][name]}), flush=True)
+    out["load_after"] = os.getloadavg()
+    print(f"wrote {write_result('impute', out)}")
+
+
+if __name__ == "__main__":
+    main()
