@@ -8,7 +8,7 @@ from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1] / "bnsl_dist"
 ORDER = ["data", "scores", "cache", "search", "model", "inference", "sem", "results",
-         "reporting"]
+         "reporting", "within"]
 LEAVES = {"graph", "exceptions", "_io", "__init__", "_bundled"}
 TOP = {"experiment", "config", "orchestrate", "cli"}  # may import anything
 
