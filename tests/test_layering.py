@@ -8,7 +8,7 @@ from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1] / "bnsl_dist"
 ORDER = ["data", "scores", "cache", "search", "model", "datasets", "inference", "sem",
-         "results", "reporting"]
+         "results", "reporting", "within"]
 LEAVES = {"graph", "exceptions", "_io", "_rng", "__init__", "_bundled"}
 TOP = {"experiment", "config", "orchestrate", "cli"}  # may import anything
 

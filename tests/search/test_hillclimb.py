@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.search import Budget, make_optimizer
@@ -94,3 +96,38 @@ def test_bad_parameters():
         with pytest.raises(InvalidConfigError):
             list(make_optimizer("hc-tabu", **bad).run(cache, Budget(max_iterations=1),
                                                        np.random.default_rng(0)))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 8), steps=st.integers(1, 15))
+def test_incremental_move_scores_equal_a_full_rescan(seed, n, steps):
+    from bnsl_dist.search.ordering import _hc_kernels as HK
+    from bnsl_dist.search.ordering.obs import flat_cache
+
+    fc = flat_cache(random_cache(n, seed, max_sets_per_var=30, max_indegree=3))
+    rows = int(fc.offsets[-1])
+    sizes = np.diff(fc.par_offsets)
+    chosen = np.array([fc.offsets[v] + int(np.flatnonzero(
+        sizes[fc.offsets[v]:fc.offsets[v + 1]] == 0)[0]) for v in range(n)], dtype=np.int64)
+
+    def fresh(ch):
+        m = (np.empty(rows, np.int64), np.empty(rows, np.int64), np.empty(rows),
+             np.empty(rows, np.int64), np.empty(rows))
+        HK.init_moves(ch, fc.offsets, fc.par_offsets, fc.par_flat, fc.scores, *m)
+        return m
+
+    moves = fresh(chosen)
+    HK.hc_steps(chosen, chosen.copy(), fc.offsets, fc.par_offsets, fc.par_flat, fc.scores,
+                *moves, np.full((3, 2), -1, dtype=np.int64), np.zeros(3, dtype=np.int64),
+                np.zeros(2), 1000, steps)
+    want = fresh(chosen)
+    kind, u, delta, rrow, rdelta = moves
+    wkind, wu, wdelta, wrrow, wrdelta = want
+    assert (kind == wkind).all()
+    live = kind >= 0
+    assert (u[live] == wu[live]).all()
+    np.testing.assert_allclose(delta[live], wdelta[live], rtol=0, atol=1e-9)
+    rem = kind == HK.REMOVE
+    assert (rrow[rem] == wrrow[rem]).all()
+    rev = rem & (wrrow >= 0)
+    np.testing.assert_allclose(rdelta[rev], wrdelta[rev], rtol=0, atol=1e-9)

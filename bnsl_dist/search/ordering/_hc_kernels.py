@@ -6,6 +6,11 @@ is checked by depth-first search over the current children lists, lazily, for th
 best-scoring candidates first. Inputs validated by the driver; see ``_kernels.py`` for
 the cache layout.
 
+Move scores are incremental: they are stored per cache row (row j of variable v is the
+move that makes j v's set, if one arc separates them), so a step rescans only the rows
+of the variables it changed (and the reversal entries of their children), not the
+whole cache.
+
 ``state`` (int64, IN/OUT) = [tabu head, tabu count, steps without a new best];
 ``fstate`` (float64, IN/OUT) = [current score, best score of this climb];
 ``tabu`` (L, 2) holds the unordered variable pairs of the last L moves.
@@ -18,7 +23,7 @@ import numpy as np
 
 from bnsl_dist.search.ordering._kernels import EPS
 
-ADD, REMOVE, REVERSE = 0, 1, 2
+NONE, ADD, REMOVE, REVERSE = -1, 0, 1, 2
 
 
 @nb.njit(cache=True, nogil=True)
@@ -74,134 +79,192 @@ def _is_tabu(tabu, count, a, b):
 
 
 @nb.njit(cache=True, nogil=True)
-def _moves(chosen, offsets, par_offsets, par_flat, scores, mark, m_type, m_u, m_v, m_row,
-           m_row2, m_delta, add_lo, add_hi):
-    """All cached single-arc moves (acyclicity unchecked); returns their number."""
-    n = chosen.shape[0]
-    m = 0
-    for v in range(n):
-        cur = chosen[v]
-        size = par_offsets[cur + 1] - par_offsets[cur]
-        for t in range(par_offsets[cur], par_offsets[cur + 1]):
-            mark[par_flat[t]] = v + 1
-        add_lo[v] = m
-        for j in range(offsets[v], offsets[v + 1]):
-            sj = par_offsets[j + 1] - par_offsets[j]
-            if sj == size + 1:
-                inside = 0
-                u = -1
-                for t in range(par_offsets[j], par_offsets[j + 1]):
-                    if mark[par_flat[t]] == v + 1:
-                        inside += 1
-                    else:
-                        u = par_flat[t]
-                if inside == size:
-                    m_type[m] = ADD
-                    m_u[m] = u
-                    m_v[m] = v
-                    m_row[m] = j
-                    m_delta[m] = scores[j] - scores[cur]
-                    m += 1
-        add_hi[v] = m
-        for t in range(par_offsets[cur], par_offsets[cur + 1]):
-            mark[par_flat[t]] = 0
-    # removals (need all marks again) and reversals (need the add lists)
-    for v in range(n):
-        cur = chosen[v]
-        size = par_offsets[cur + 1] - par_offsets[cur]
-        if size == 0:
-            continue
-        psum = 0
-        for t in range(par_offsets[cur], par_offsets[cur + 1]):
-            mark[par_flat[t]] = v + 1
-            psum += par_flat[t]
-        for j in range(offsets[v], offsets[v + 1]):
-            sj = par_offsets[j + 1] - par_offsets[j]
-            if sj == size - 1:
-                ok = True
-                jsum = 0
-                for t in range(par_offsets[j], par_offsets[j + 1]):
-                    if mark[par_flat[t]] != v + 1:
-                        ok = False
-                        break
-                    jsum += par_flat[t]
-                if ok:
-                    u = psum - jsum
-                    d = scores[j] - scores[cur]
-                    m_type[m] = REMOVE
-                    m_u[m] = u
-                    m_v[m] = v
-                    m_row[m] = j
-                    m_delta[m] = d
-                    m += 1
-                    # reverse: u gains v, if that set is cached
-                    for k in range(add_lo[u], add_hi[u]):
-                        if m_u[k] == v:
-                            m_type[m] = REVERSE
-                            m_u[m] = u
-                            m_v[m] = v
-                            m_row[m] = j
-                            m_row2[m] = m_row[k]
-                            m_delta[m] = d + m_delta[k]
-                            m += 1
-                            break
-        for t in range(par_offsets[cur], par_offsets[cur + 1]):
-            mark[par_flat[t]] = 0
-    return m
+def _var_moves(v, chosen, offsets, par_offsets, par_flat, scores, mark, m_type, m_u, m_delta):
+    """Moves of variable v from its current set: row j of v is an ADD (or REMOVE) of
+    m_u[j] when its set is chosen[v] plus (minus) that one member, with score change
+    m_delta[j]; any other row is NONE. ``mark`` (n,) all zero on entry and exit."""
+    cur = chosen[v]
+    size = par_offsets[cur + 1] - par_offsets[cur]
+    psum = 0
+    for t in range(par_offsets[cur], par_offsets[cur + 1]):
+        mark[par_flat[t]] = 1
+        psum += par_flat[t]
+    for j in range(offsets[v], offsets[v + 1]):
+        m_type[j] = NONE
+        sj = par_offsets[j + 1] - par_offsets[j]
+        if sj == size + 1:
+            inside = 0
+            u = -1
+            for t in range(par_offsets[j], par_offsets[j + 1]):
+                if mark[par_flat[t]] == 1:
+                    inside += 1
+                else:
+                    u = par_flat[t]
+            if inside == size:
+                m_type[j] = ADD
+                m_u[j] = u
+                m_delta[j] = scores[j] - scores[cur]
+        elif sj == size - 1 and size > 0:
+            ok = True
+            jsum = 0
+            for t in range(par_offsets[j], par_offsets[j + 1]):
+                if mark[par_flat[t]] != 1:
+                    ok = False
+                    break
+                jsum += par_flat[t]
+            if ok:
+                m_type[j] = REMOVE
+                m_u[j] = psum - jsum
+                m_delta[j] = scores[j] - scores[cur]
+    for t in range(par_offsets[cur], par_offsets[cur + 1]):
+        mark[par_flat[t]] = 0
 
 
 @nb.njit(cache=True, nogil=True)
-def hc_steps(chosen, best_chosen, offsets, par_offsets, par_flat, scores, tabu, state, fstate,
-             max_no_improve, max_steps):
+def _var_reversals(v, offsets, m_type, m_u, m_delta, r_row, r_delta):
+    """For each REMOVE row j of v (arc u -> v): the row of u's set plus v, if cached
+    (r_row[j], else -1), and the reversal's score change r_delta[j]. Needs the current
+    moves of v and of its parents."""
+    for j in range(offsets[v], offsets[v + 1]):
+        r_row[j] = -1
+        if m_type[j] != REMOVE:
+            continue
+        u = m_u[j]
+        for k in range(offsets[u], offsets[u + 1]):
+            if m_type[k] == ADD and m_u[k] == v:
+                r_row[j] = k
+                r_delta[j] = m_delta[j] + m_delta[k]
+                break
+
+
+@nb.njit(cache=True, nogil=True)
+def init_moves(chosen, offsets, par_offsets, par_flat, scores, m_type, m_u, m_delta, r_row,
+               r_delta):
+    """The moves of every variable (OUT arrays indexed by cache row)."""
+    n = chosen.shape[0]
+    mark = np.zeros(n, dtype=np.int64)
+    for v in range(n):
+        _var_moves(v, chosen, offsets, par_offsets, par_flat, scores, mark, m_type, m_u,
+                   m_delta)
+    for v in range(n):
+        _var_reversals(v, offsets, m_type, m_u, m_delta, r_row, r_delta)
+
+
+@nb.njit(cache=True, nogil=True)
+def _pick(offsets, m_type, m_u, m_delta, r_row, r_delta, excl, tabu, n_tabu, out):
+    """Best non-tabu, non-excluded move: highest score change, ties by the order adds
+    (by row), then removals each followed by its reversal (by row). Writes (row, kind,
+    variable) into ``out``, kind -1 when none; returns the score change. ``excl``
+    (rows, 2) marks candidates already found cyclic in this step."""
+    n = offsets.shape[0] - 1
+    n_rows = offsets[n]
+    bd = -np.inf
+    bkey = np.int64(-1)
+    out[0] = -1
+    out[1] = -1
+    out[2] = -1
+    for v in range(n):
+        for j in range(offsets[v], offsets[v + 1]):
+            t = m_type[j]
+            if t == NONE:
+                continue
+            for sub in range(2):
+                if sub == 0:
+                    d = m_delta[j]
+                    kind = t
+                    key = (np.int64(0) if t == ADD else np.int64(2 * n_rows)) + 2 * j
+                else:
+                    if t != REMOVE or r_row[j] < 0:
+                        break
+                    d = r_delta[j]
+                    kind = REVERSE
+                    key = np.int64(2 * n_rows) + 2 * j + 1
+                if d < bd or (d == bd and key > bkey) or excl[j, sub]:
+                    continue
+                if _is_tabu(tabu, n_tabu, m_u[j], v):
+                    break  # both moves of this row share the pair
+                bd = d
+                bkey = key
+                out[0] = j
+                out[1] = kind
+                out[2] = v
+    return bd
+
+
+@nb.njit(cache=True, nogil=True)
+def hc_steps(chosen, best_chosen, offsets, par_offsets, par_flat, scores, m_type, m_u, m_delta,
+             r_row, r_delta, tabu, state, fstate, max_no_improve, max_steps):
     """Up to ``max_steps`` tabu hill-climbing steps; returns 1 when the climb is over
-    (no admissible move, or ``max_no_improve`` steps without a new best), else 0."""
+    (no admissible move, or ``max_no_improve`` steps without a new best), else 0.
+
+    The move arrays (from :func:`init_moves`, IN/OUT) are kept current: a step rescans
+    only the rows of the one or two variables it changed, and the reversal entries of
+    their children."""
     n = chosen.shape[0]
     n_rows = offsets[n]
-    cap = 2 * n_rows + 1
-    m_type = np.empty(cap, dtype=np.int64)
-    m_u = np.empty(cap, dtype=np.int64)
-    m_v = np.empty(cap, dtype=np.int64)
-    m_row = np.empty(cap, dtype=np.int64)
-    m_row2 = np.empty(cap, dtype=np.int64)
-    m_delta = np.empty(cap, dtype=np.float64)
-    add_lo = np.zeros(n, dtype=np.int64)
-    add_hi = np.zeros(n, dtype=np.int64)
     mark = np.zeros(n, dtype=np.int64)
     kid_off = np.empty(n + 1, dtype=np.int64)
     kids = np.empty(par_flat.shape[0] + 1, dtype=np.int64)
     seen = np.empty(n, dtype=np.bool_)
     stack = np.empty(n + 1, dtype=np.int64)
+    excl = np.zeros((n_rows, 2), dtype=np.bool_)
+    excl_list = np.empty(16, dtype=np.int64)
+    pick = np.empty(3, dtype=np.int64)
     tabu_len = tabu.shape[0]
+    _children(chosen, par_offsets, par_flat, kid_off, kids)
     for _ in range(max_steps):
-        m = _moves(chosen, offsets, par_offsets, par_flat, scores, mark, m_type, m_u, m_v,
-                   m_row, m_row2, m_delta, add_lo, add_hi)
-        _children(chosen, par_offsets, par_flat, kid_off, kids)
-        idx = np.argsort(-m_delta[:m], kind="mergesort")
-        pick = -1
-        for r in range(m):
-            k = idx[r]
-            u = m_u[k]
-            v = m_v[k]
-            if _is_tabu(tabu, state[1], u, v):
-                continue
-            t = m_type[k]
-            if t == ADD:
-                if _reaches(v, u, -1, -1, kid_off, kids, seen, stack):
-                    continue
-            elif t == REVERSE:
-                if _reaches(u, v, u, v, kid_off, kids, seen, stack):
-                    continue
-            pick = k
-            break
-        if pick < 0:
+        n_excl = 0
+        found = False
+        d = 0.0
+        while True:
+            d = _pick(offsets, m_type, m_u, m_delta, r_row, r_delta, excl, tabu, state[1], pick)
+            j = pick[0]
+            kind = pick[1]
+            if kind < 0:
+                break
+            v = pick[2]
+            u = m_u[j]
+            sub = 1 if kind == REVERSE else 0
+            bad = False
+            if kind == ADD:
+                bad = _reaches(v, u, -1, -1, kid_off, kids, seen, stack)
+            elif kind == REVERSE:
+                bad = _reaches(u, v, u, v, kid_off, kids, seen, stack)
+            if not bad:
+                found = True
+                break
+            excl[j, sub] = True
+            if 2 * n_excl + 2 > excl_list.shape[0]:
+                grown = np.empty(2 * excl_list.shape[0], dtype=np.int64)
+                grown[:2 * n_excl] = excl_list[:2 * n_excl]
+                excl_list = grown
+            excl_list[2 * n_excl] = j
+            excl_list[2 * n_excl + 1] = sub
+            n_excl += 1
+        for e in range(n_excl):
+            excl[excl_list[2 * e], excl_list[2 * e + 1]] = False
+        if not found:
             return 1
-        t = m_type[pick]
-        u = m_u[pick]
-        v = m_v[pick]
-        chosen[v] = m_row[pick]
-        if t == REVERSE:
-            chosen[u] = m_row2[pick]
-        fstate[0] += m_delta[pick]
+        j = pick[0]
+        kind = pick[1]
+        v = pick[2]
+        u = m_u[j]
+        chosen[v] = j
+        if kind == REVERSE:
+            chosen[u] = r_row[j]
+        _children(chosen, par_offsets, par_flat, kid_off, kids)
+        _var_moves(v, chosen, offsets, par_offsets, par_flat, scores, mark, m_type, m_u,
+                   m_delta)
+        if kind == REVERSE:
+            _var_moves(u, chosen, offsets, par_offsets, par_flat, scores, mark, m_type, m_u,
+                       m_delta)
+        for w in (v, u):
+            if w == u and kind != REVERSE:
+                continue
+            _var_reversals(w, offsets, m_type, m_u, m_delta, r_row, r_delta)
+            for t in range(kid_off[w], kid_off[w + 1]):
+                _var_reversals(kids[t], offsets, m_type, m_u, m_delta, r_row, r_delta)
+        fstate[0] += d
         h = state[0]
         tabu[h, 0] = u
         tabu[h, 1] = v

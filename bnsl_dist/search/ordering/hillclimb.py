@@ -15,6 +15,9 @@ cache is the search space, as for every other optimizer here). Pruned caches lac
 many supersets, which limits arc additions; the restarts' perturbations jump between
 arbitrary cached sets.
 
+Move scores are incremental (:mod:`~bnsl_dist.search.ordering._hc_kernels`): a step
+recomputes the moves of the one or two families it changed, not of the whole cache.
+
 One iteration is one climb (the first from the empty DAG, then one per restart); the
 run ends after ``1 + restarts`` climbs or when the budget ends, whichever is first
 (``restarts=None``: restart until the budget ends).
@@ -35,7 +38,7 @@ from bnsl_dist.search.ordering.obs import exact_total
 __all__ = ["HillClimbTabu"]
 
 #: Steps per kernel call between two clock checks: about this many cached sets scanned
-#: per call (a step scans every set), at least one step and at most 64.
+#: per call (a step reads every set's move score once), at least one step and at most 64.
 _CHUNK_WORK = 200_000
 
 
@@ -92,6 +95,10 @@ class HillClimbTabu:
             sizes[fc.offsets[v]:fc.offsets[v + 1]] == 0)[0]) for v in range(n)],
             dtype=np.int64)
         chunk = max(1, min(64, _CHUNK_WORK // max(1, cache.n_sets)))
+        rows = cache.n_sets
+        moves = (np.empty(rows, dtype=np.int64), np.empty(rows, dtype=np.int64),
+                 np.empty(rows, dtype=np.float64), np.empty(rows, dtype=np.int64),
+                 np.empty(rows, dtype=np.float64))  # kind, u, delta, reversal row, delta
         watch = budget.stopwatch()
         best = -np.inf
         best_chosen = empty_rows.copy()
@@ -111,9 +118,11 @@ class HillClimbTabu:
             tabu = np.full((int(self.tabu_length), 2), -1, dtype=np.int64)
             state = np.zeros(3, dtype=np.int64)
             fstate = np.array([start, start], dtype=np.float64)
+            HK.init_moves(chosen, fc.offsets, fc.par_offsets, fc.par_flat, fc.scores, *moves)
             while True:
                 over = HK.hc_steps(chosen, climb_best, fc.offsets, fc.par_offsets, fc.par_flat,
-                                   fc.scores, tabu, state, fstate, max_no_improve, chunk)
+                                   fc.scores, *moves, tabu, state, fstate, max_no_improve,
+                                   chunk)
                 s = exact_total(fc, climb_best)
                 if s > best:
                     best = s

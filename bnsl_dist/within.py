@@ -1,0 +1,274 @@
+"""The best network within one total budget: cache, search and polishing in one call.
+
+:func:`learn_within` takes data and a wall-clock limit and decides how to spend it:
+
+1. **cache** — independence selection (ALGORITHMS.md §3) variable by variable; each
+   variable gets an equal share of the cache time still left, so time a variable does
+   not use (its open list ran empty) goes to the next ones. By default sets dominated
+   by a subset one member smaller are not expanded (``expand_dominated=False``, see
+   :func:`~bnsl_dist.cache.independence.explore_independence`);
+2. **search** — a cache optimizer (default Win-ASOBS-ENT, ALGORITHMS.md §4);
+3. **polish** — tabu local search over DAGs scored from the data, from the search's
+   best DAG (:func:`~bnsl_dist.search.local.tabu_search`): it reaches families the
+   cache does not hold.
+
+Each stage gets ``shares[k] / sum(shares[k:])`` of the time left when it starts, so a
+stage that finishes early hands its time on. An exact-score / iteration form
+(``time_limit=None``) makes a run reproducible on any machine.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bnsl_dist.cache.build import warm_up as warm_up_cache
+from bnsl_dist.cache.independence import explore_independence
+from bnsl_dist.cache.parent_sets import ParentSetCache
+from bnsl_dist.data.dataset import CategoricalData
+from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.graph.dag import DAG
+from bnsl_dist.scores.local import LocalScorer
+from bnsl_dist.search.base import AnytimeTrace, Budget, Incumbent, as_generator, make_optimizer
+from bnsl_dist.search.local import cache_candidates, tabu_search
+
+__all__ = ["learn_within", "LearnResult", "Progress"]
+
+STAGES = ("cache", "search", "polish")
+#: ``polish_candidates="auto"`` lets every variable be a candidate parent while the
+#: first scoring of all moves (about n² N row visits) stays under this.
+_ALL_CANDIDATES_WORK = 2e9
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """What :func:`learn_within` is doing (passed to ``on_progress``)."""
+
+    stage: str
+    done: int  # variables explored (cache) or incumbents found (search, polish)
+    total: int  # variables to explore (cache); 0 otherwise
+    best_score: float | None
+    elapsed: float
+    time_left: float | None
+
+
+@dataclass
+class LearnResult:
+    """The outcome of :func:`learn_within`."""
+
+    dag: DAG
+    score: float
+    trace: AnytimeTrace  # every incumbent, ``elapsed`` counted from the call
+    cache: ParentSetCache
+    seconds: dict[str, float] = field(default_factory=dict)  # per stage, and "total"
+    exact_scores: int = 0  # exact family scores of the cache stage
+
+
+def _check_shares(shares: Sequence[float]) -> tuple[float, float, float]:
+    if len(shares) != 3 or not all(isinstance(s, (int, float)) and math.isfinite(s) and s > 0
+                                   for s in shares):
+        raise InvalidConfigError(f"shares must be three positive numbers (cache, search, "
+                                 f"polish), got {list(shares)!r}")
+    return float(shares[0]), float(shares[1]), float(shares[2])
+
+
+def _positive_int(name: str, value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))
+                              or value < 1):
+        raise InvalidConfigError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+def learn_within(data: CategoricalData, time_limit: float | None = None,
+                 rng: np.random.Generator | int | None = None, *, score: str = "bic",
+                 ess: float = 1.0, max_indegree: int | None = None,
+                 scores_per_variable: int | None = None, search_iterations: int | None = None,
+                 polish_iterations: int | None = None,
+                 shares: Sequence[float] = (0.3, 0.4, 0.3), search: str = "winasobs-ent",
+                 search_params: Mapping[str, Any] | None = None, polish: bool = True,
+                 polish_candidates: str = "auto", candidate_limit: int = 256,
+                 expand_dominated: bool = False,
+                 on_progress: Callable[[Progress], None] | None = None) -> LearnResult:
+    """Learn a DAG from ``data`` within ``time_limit`` seconds in all (cache included).
+
+    Parameters
+    ----------
+    data : CategoricalData
+        Complete data.
+    time_limit : float, optional
+        Wall-clock seconds for the whole run, from this call. Without it, the run is
+        bounded by ``scores_per_variable``, ``search_iterations`` and
+        ``polish_iterations`` (all three required) and is reproducible.
+    rng : Generator, int or None
+        Randomness (search and polishing use independent children of it).
+    score, ess : optional
+        Local score ("bic" or "bdeu") and BDeu's equivalent sample size.
+    max_indegree : int, optional
+        Largest parent set (cache and polishing).
+    scores_per_variable, search_iterations, polish_iterations : int, optional
+        Exact scores per variable in the cache stage; the search's iterations (orders);
+        polishing climbs. With ``time_limit`` they are extra caps.
+    shares : three positive floats
+        Relative shares of the time of the cache, search and polish stages.
+    search, search_params : optional
+        The registered cache optimizer and its hyper-parameters.
+    polish : bool
+        Run the data-scored tabu local search after the search.
+    polish_candidates : {"auto", "all", "cache"}
+        Candidate parents of the local search: every variable, the variables of the
+        cached sets (:func:`~bnsl_dist.search.local.cache_candidates`), or "all" while
+        n² N ≤ 2·10⁹ and "cache" above (a rule on the data's shape only).
+    candidate_limit : int
+        Independence selection's candidate parents (the best singletons).
+    expand_dominated : bool
+        Independence selection expands every scored set, as the paper (True), or not
+        the sets a subset one member smaller dominates (False, default here).
+    on_progress : callable, optional
+        Called with a :class:`Progress` after each explored variable and each incumbent
+        (its time counts against the budget: keep it cheap).
+
+    Returns
+    -------
+    LearnResult
+        The best DAG, its score, the trace of incumbents, the cache and stage times.
+
+    Raises
+    ------
+    InvalidConfigError
+        A bad setting, or no limit at all.
+
+    Notes
+    -----
+    The cache stage always scores ∅ and every singleton of a variable it starts, and a
+    variable reached after the whole budget is spent gets only ∅: with n variables and N
+    rows the floor of a run is about n² N row visits.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bnsl_dist.data import CategoricalData
+    >>> rng = np.random.default_rng(0)
+    >>> a = rng.integers(0, 2, 400)
+    >>> b = a ^ (rng.random(400) < 0.1)
+    >>> d = CategoricalData.from_array(np.column_stack([a, b, b ^ (rng.random(400) < 0.1)]))
+    >>> res = learn_within(d, None, 0, scores_per_variable=50, search_iterations=20,
+    ...                    polish_iterations=2)
+    >>> res.dag.n_arcs
+    2
+    """
+    t0 = time.perf_counter()
+    if time_limit is not None:
+        if not (isinstance(time_limit, (int, float)) and time_limit > 0
+                and math.isfinite(time_limit)):
+            raise InvalidConfigError(f"time_limit must be a positive number of seconds, "
+                                     f"got {time_limit!r}")
+    elif None in (scores_per_variable, search_iterations, polish_iterations) and (
+            polish or None in (scores_per_variable, search_iterations)):
+        raise InvalidConfigError("without time_limit give scores_per_variable, "
+                                 "search_iterations and polish_iterations (a reproducible run)")
+    for nm, val in (("scores_per_variable", scores_per_variable),
+                    ("search_iterations", search_iterations),
+                    ("polish_iterations", polish_iterations),
+                    ("candidate_limit", candidate_limit)):
+        _positive_int(nm, val)
+    sh = _check_shares(shares)
+    if polish_candidates not in ("auto", "all", "cache"):
+        raise InvalidConfigError(f"polish_candidates must be auto, all or cache, got "
+                                 f"{polish_candidates!r}")
+    if score not in ("bic", "bdeu"):
+        raise InvalidConfigError(f"score must be bic or bdeu, got {score!r}")
+    scorer = LocalScorer(data, score, ess)
+    optimizer = make_optimizer(search, **dict(search_params or {}))
+    gen = as_generator(rng)
+    g_search, g_polish = gen.spawn(2)
+    deadline = None if time_limit is None else t0 + float(time_limit)
+
+    def left() -> float | None:
+        return None if deadline is None else max(0.0, deadline - time.perf_counter())
+
+    def stage_seconds(k: int) -> float | None:
+        rest = left()
+        active = sh[k:] if polish else sh[k:2]
+        return None if rest is None else rest * sh[k] / sum(active)
+
+    def report(stage: str, done: int, total: int, best: float | None) -> None:
+        if on_progress is not None:
+            on_progress(Progress(stage, done, total, best, time.perf_counter() - t0, left()))
+
+    seconds: dict[str, float] = {}
+    # ---- cache
+    warm_up_cache()
+    n = data.n_vars
+    t_stage = time.perf_counter()
+    cache_end = None if deadline is None else t_stage + (stage_seconds(0) or 0.0)
+    lists: list[list[tuple[tuple[int, ...], float]]] = []
+    exact = 0
+    for v in range(n):
+        per_var = None
+        if cache_end is not None:
+            now = time.perf_counter()
+            if deadline is not None and now >= deadline:
+                lists.append([((), scorer.score(v, ()))])
+                continue
+            per_var = max(0.0, cache_end - now) / (n - v)
+        sets, st = explore_independence(
+            scorer, v, max_indegree=max_indegree, seconds=per_var,
+            max_scores=scores_per_variable, candidate_limit=candidate_limit,
+            expand_dominated=expand_dominated)
+        lists.append(sets)
+        exact += st.exact_scores
+        report("cache", v + 1, n, None)
+    cache = ParentSetCache.from_lists(lists, names=data.names, arities=data.arities,
+                                      meta={"score": score, "ess": ess, "n_samples":
+                                            data.n_samples, "exact_scores": exact})
+    seconds["cache"] = time.perf_counter() - t_stage
+    # ---- search
+    trace = AnytimeTrace()
+    t_stage = time.perf_counter()
+    s_sec = stage_seconds(1)
+    sb = Budget(seconds=max(1e-3, s_sec) if s_sec is not None else None,
+                max_iterations=search_iterations)
+    offset = t_stage - t0
+    for inc in optimizer.run(cache, sb, g_search):
+        trace.append(Incumbent(offset + inc.elapsed, inc.score, inc.dag,
+                               iterations=inc.iterations, info={"stage": "search"}))
+        report("search", len(trace.incumbents), 0, inc.score)
+    seconds["search"] = time.perf_counter() - t_stage
+    best = trace.best
+    if best is None:  # a budget too short for one order: the best empty-set DAG
+        empty = DAG.empty(n, data.names)
+        best = Incumbent(time.perf_counter() - t0, cache.score_dag(empty), empty,
+                         info={"stage": "search"})
+        trace.append(best)
+    # ---- polish
+    if polish:
+        t_stage = time.perf_counter()
+        p_sec = left()
+        if polish_candidates == "cache" or (polish_candidates == "auto"
+                                            and float(n) ** 2 * data.n_samples
+                                            > _ALL_CANDIDATES_WORK):
+            cand: list[list[int]] | None = cache_candidates(cache)
+        else:
+            cand = None
+        if p_sec is None or p_sec > 0:
+            pb = Budget(seconds=max(1e-3, p_sec) if p_sec is not None else None,
+                        max_iterations=polish_iterations)
+            offset = t_stage - t0
+            floor = best.score
+            for inc in tabu_search(data, best.dag, pb, g_polish, score=score, ess=ess,
+                                   max_indegree=max_indegree, candidates=cand):
+                if inc.score > floor:
+                    floor = inc.score
+                    trace.append(Incumbent(offset + inc.elapsed, inc.score, inc.dag,
+                                           iterations=inc.iterations,
+                                           info={"stage": "polish", **inc.info}))
+                    report("polish", len(trace.incumbents), 0, inc.score)
+        seconds["polish"] = time.perf_counter() - t_stage
+    final = trace.best or best
+    seconds["total"] = time.perf_counter() - t0
+    trace.total_seconds = seconds["total"]
+    return LearnResult(final.dag, final.score, trace, cache, seconds, exact)

@@ -1,0 +1,87 @@
+"""learn_within: one budget for cache, search and polishing."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from bnsl_dist.cache.independence import explore_independence
+from bnsl_dist.data.bif import read_bif
+from bnsl_dist.data.registry import bundled_path
+from bnsl_dist.data.sampling import sample
+from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.scores import LocalScorer
+from bnsl_dist.within import learn_within
+from tests.naive import naive_is_acyclic
+from tests.naive_scores import naive_bic
+
+
+@pytest.fixture(scope="module")
+def child_data():
+    return sample(read_bif(bundled_path("bif/child.bif.gz")), 600, rng=3)
+
+
+def _naive_total(data, dag):
+    codes = np.asarray(data.codes)
+    return sum(naive_bic(codes, data.arities, v, list(p)) for v, p in enumerate(dag.parents))
+
+
+@pytest.mark.parametrize("expand", [False, True])
+def test_reproducible_form_is_deterministic_and_rescores(child_data, expand):
+    kw = dict(scores_per_variable=60, search_iterations=30, polish_iterations=3,
+              expand_dominated=expand)
+    a = learn_within(child_data, None, 5, **kw)
+    b = learn_within(child_data, None, 5, **kw)
+    assert a.dag == b.dag and a.score == b.score
+    assert naive_is_acyclic([list(p) for p in a.dag.parents])
+    assert math.isclose(a.score, _naive_total(child_data, a.dag), rel_tol=1e-10)
+    # the cache is independence selection's, variable by variable, with that budget
+    scorer = LocalScorer(child_data, "bic")
+    for v in (0, 7, 19):
+        sets, _ = explore_independence(scorer, v, max_scores=60, expand_dominated=expand)
+        assert a.cache.sets_of(v) == [(ps, pytest.approx(s, rel=1e-12)) for ps, s in sets]
+    stages = [i.info["stage"] for i in a.trace.incumbents]
+    assert stages[0] == "search" and set(stages) <= {"search", "polish"}
+    scores = [i.score for i in a.trace.incumbents]
+    assert all(y > x for x, y in zip(scores, scores[1:], strict=False))
+    assert a.score == scores[-1]
+    assert set(a.seconds) == {"cache", "search", "polish", "total"}
+
+
+def test_polish_never_loses_and_can_be_off(child_data):
+    kw = dict(scores_per_variable=30, search_iterations=20, polish_iterations=2)
+    on = learn_within(child_data, None, 1, **kw)
+    off = learn_within(child_data, None, 1, polish=False, **kw)
+    assert "polish" not in off.seconds
+    assert all(i.info["stage"] == "search" for i in off.trace.incumbents)
+    assert on.score >= off.score
+    assert off.score == pytest.approx(off.cache.score_dag(off.dag), rel=1e-12)
+
+
+def test_time_limited_run_returns_a_scored_dag(child_data):
+    seen = []
+    res = learn_within(child_data, 3.0, 0, on_progress=seen.append)
+    assert math.isclose(res.score, _naive_total(child_data, res.dag), rel_tol=1e-10)
+    assert [p.done for p in seen if p.stage == "cache"] == list(range(1, 21))
+    assert all(p.time_left is not None and p.time_left >= 0 for p in seen)
+    # a limit too short for any exploration still gives a DAG (∅ families, then polish)
+    tiny = learn_within(child_data, 1e-6, 0)
+    assert math.isclose(tiny.score, _naive_total(child_data, tiny.dag), rel_tol=1e-10)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(),  # no limit at all
+    dict(scores_per_variable=10, search_iterations=5),  # polishing unbounded
+    dict(time_limit=0),
+    dict(time_limit=1, shares=(1, 1)),
+    dict(time_limit=1, shares=(1, 0, 1)),
+    dict(time_limit=1, polish_candidates="some"),
+    dict(time_limit=1, score="ll"),
+    dict(time_limit=1, search="nope"),
+    dict(time_limit=1, scores_per_variable=0),
+])
+def test_bad_settings(child_data, kw):
+    with pytest.raises(InvalidConfigError):
+        learn_within(child_data, **kw)
