@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from bnsl_dist._io import atomic_write_text
+from bnsl_dist.cache import CacheSpec
 from bnsl_dist.data import read_data
 from bnsl_dist.data.masking import mask_mcar
 from bnsl_dist.search import Budget
@@ -44,14 +45,14 @@ def _sem(masked, args, seed):
     """SEM-kMAX with iteration budgets (work fixed per iteration, so time follows N) or,
     when given, the paper's wall-clock budgets."""
     if args.seconds_per_variable is not None:
-        cache = {"seconds_per_variable": args.seconds_per_variable}
+        cache = CacheSpec(seconds_per_variable=args.seconds_per_variable)
     else:
-        cache = {"scores_per_variable": args.scores_per_variable}
+        cache = CacheSpec(scores_per_variable=args.scores_per_variable)
     budget = (Budget(seconds=args.search_seconds) if args.search_seconds is not None
               else Budget(max_iterations=args.search_iterations))
     t0 = time.perf_counter()
     res = structural_em(masked, k=args.k, rng=seed, max_iterations=args.max_iterations,
-                        cache_settings=cache, search_budget=budget)
+                        cache=cache, search_budget=budget)
     steps = {k: float(sum(h.seconds[k] for h in res.history)) for k in res.history[0].seconds}
     return res.completed, time.perf_counter() - t0, len(res.history), steps
 

@@ -19,14 +19,14 @@ algorithm", UAI 1998.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from bnsl_dist.cache.parent_sets import ParentSetCache
+from bnsl_dist.cache.spec import CacheSpec
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.data.network import BayesianNetwork
 from bnsl_dist.exceptions import DataError, InvalidConfigError
@@ -36,8 +36,7 @@ from bnsl_dist.scores.local import LocalScorer
 from bnsl_dist.search.base import Budget, Incumbent, make_optimizer
 from bnsl_dist.sem.imputation import EStep, complete_rows
 
-__all__ = ["SEMIteration", "SEMResult", "structural_em", "random_chain", "initial_network",
-           "sem_cache_settings"]
+__all__ = ["SEMIteration", "SEMResult", "structural_em", "random_chain", "initial_network"]
 
 #: Completes rows: (network, elimination order, codes, missing mask, method) -> codes.
 EStepRunner = Callable[[BayesianNetwork, Sequence[int] | None, NDArray[np.integer],
@@ -102,20 +101,6 @@ def initial_network(data: CategoricalData, rng: np.random.Generator,
     return BayesianNetwork(dag, states, tuple(cpts)), tuple(reversed(perm))
 
 
-def sem_cache_settings(cache_settings: Mapping[str, Any] | None,
-                       score: str = "bic") -> dict[str, Any]:
-    """Keyword arguments of the M-step's cache build: independence selection, 1 s per
-    variable (the paper), unless the caller gives other settings; a score budget alone
-    replaces the default seconds."""
-    given = dict(cache_settings or {})
-    settings: dict[str, Any] = {"method": "independence", "score": score,
-                                "seconds_per_variable": 1.0}
-    settings.update(given)
-    if "scores_per_variable" in given and "seconds_per_variable" not in given:
-        settings.pop("seconds_per_variable")
-    return settings
-
-
 def _serial_e_step(net: BayesianNetwork, order: Sequence[int] | None,
                    codes: NDArray[np.integer], missing: NDArray[np.bool_],
                    method: str) -> NDArray[np.int64]:
@@ -124,7 +109,7 @@ def _serial_e_step(net: BayesianNetwork, order: Sequence[int] | None,
 
 def structural_em(data: CategoricalData, *, k: int = 4, rng: np.random.Generator | int | None = None,
                   max_iterations: int = 10, e_step: EStep = "mpe",
-                  cache_settings: Mapping[str, Any] | None = None,
+                  cache: CacheSpec | None = None,
                   search_budget: Budget | None = None, score: str = "bic",
                   alpha: float = 1.0, cache_builder: CacheBuilder | None = None,
                   searcher: Searcher | None = None,
@@ -144,10 +129,10 @@ def structural_em(data: CategoricalData, *, k: int = 4, rng: np.random.Generator
         Stop after this many iterations even if the structure still changes.
     e_step : {"mpe", "marginal"}
         Joint MPE completion (default) or per-variable marginal argmax.
-    cache_settings : mapping, optional
-        Keyword arguments of :func:`bnsl_dist.cache.build_cache` (default: independence
-        selection, 1 s per variable as in the paper; give ``scores_per_variable`` for
-        reproducible runs).
+    cache : CacheSpec, optional
+        The M-step's cache build (default: independence selection, 1 s per variable as
+        in the paper, with ``score``; give ``scores_per_variable`` for reproducible
+        runs).
     search_budget : Budget, optional
         k-MAX's budget per iteration (default: n_vars / 10 seconds, at least 1 s).
     cache_builder, searcher, e_step_runner : callables, optional
@@ -168,12 +153,12 @@ def structural_em(data: CategoricalData, *, k: int = 4, rng: np.random.Generator
     if data.n_vars < 2:
         raise DataError("structural EM needs at least two variables", path=data.source)
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    settings = sem_cache_settings(cache_settings, score)
+    spec = cache or CacheSpec(score=score)  # type: ignore[arg-type]
     if cache_builder is None:
         from bnsl_dist.cache import build_cache
 
         def cache_builder(d: CategoricalData) -> ParentSetCache:
-            return build_cache(d, **settings)
+            return build_cache(d, spec)
 
     budget = search_budget or Budget(seconds=max(1.0, data.n_vars / 10.0))
     kk = min(k, data.n_vars - 1)
