@@ -48,7 +48,8 @@ class NoSolutionError(RuntimeError):
 @functools.lru_cache(maxsize=4)
 def load_data(ref: DataRef) -> CategoricalData:
     """The split ``ref`` names: a file, a bundled data set, a registered one
-    (materialised through the registry) or a shared Twenty Datasets copy. Cached per
+    (materialised through the registry, copied from the shared data folder
+    ``BNSL_SHARED_DATA`` when set) or a shared Twenty Datasets copy. Cached per
     process.
 
     Raises
@@ -63,9 +64,9 @@ def load_data(ref: DataRef) -> CategoricalData:
         return resolve_data(ref.file, missing=ref.missing)
     if ref.name in _BUNDLED_SPLITS:
         return resolve_data(f"{ref.name}/{ref.split}")
-    if ref.name in load_catalog().datasets:
-        return load_registered(ref.name, split=ref.split)
     shared = shared_data_dir()
+    if ref.name in load_catalog().datasets:
+        return load_registered(ref.name, split=ref.split, mirror=shared)
     folder = None if shared is None else shared / "twenty" / ref.name
     if folder is not None and (folder / f"{ref.split}.csv.gz").is_file():
         from bnsl_dist.data.io import read_dataset

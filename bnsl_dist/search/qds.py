@@ -218,11 +218,12 @@ class QDSResult:
 
 def qds_learn(data: CategoricalData, budget: Budget, rng: np.random.Generator | int | None, *,
               cache_builder: CacheBuilder, inner: str = "asobs-ent",
-              inner_params: Mapping[str, Any] | None = None, epsilon: float | None = None,
-              root_fraction: float | None = None, score: str = "bic",
-              ess: float = 1.0) -> QDSResult:
+              inner_params: Mapping[str, Any] | None = None, k: int | None = None,
+              epsilon: float | None = None, root_fraction: float | None = None,
+              score: str = "bic", ess: float = 1.0) -> QDSResult:
     """Algorithm 2 (qds-BNSL) in one call: screen, build the roots' cache with
-    ``cache_builder``, run the registered optimizer ``inner`` on it (for what is left
+    ``cache_builder``, run the registered optimizer ``inner`` (with ``inner_params`` and
+    treewidth bound ``k`` where it takes one) on it (for what is left
     of the budget's seconds) and lift its DAGs back. Incumbents' ``elapsed`` include
     screening and the cache build. The pipeline runs the same stages with the cache as
     its own task (:mod:`bnsl_dist.pipeline`)."""
@@ -232,7 +233,7 @@ def qds_learn(data: CategoricalData, budget: Budget, rng: np.random.Generator | 
     t_screen = time.perf_counter() - t0
     cache = cache_builder(data.select(scr.roots))
     t_cache = time.perf_counter() - t0 - t_screen
-    optimizer = make_optimizer(inner, **dict(inner_params or {}))
+    optimizer = make_optimizer(inner, k, **dict(inner_params or {}))
     remaining = None if budget.seconds is None else max(1e-3, budget.seconds -
                                                         (time.perf_counter() - t0))
     inner_budget = Budget(seconds=remaining, max_iterations=budget.max_iterations)
