@@ -16,7 +16,7 @@ import bnsl_dist.search.base as B
 from bnsl_dist.cache.jkl import write_jkl
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.config import GridConfig
-from bnsl_dist.exceptions import DataError, InvalidConfigError
+from bnsl_dist.exceptions import DataError
 from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.pipeline.specs import DataRef
 from bnsl_dist.scores.local import LocalScorer
