@@ -1,11 +1,14 @@
 """Pydantic models for every YAML file of the project: grids and clusters.
 
-A grid names data sets (registry name + splits), the cache settings, the algorithms with
-their parameters and treewidths, seeds, a budget with checkpoints, the comparisons the
-paper tables report, and optionally the cluster to run on. Every model is frozen and
-rejects unknown keys. :func:`load_grid` and :func:`load_cluster` turn any validation
-error into one :class:`~bnsl_dist.exceptions.InvalidConfigError` naming the file, the
-field path (``algorithms[2].params``) and, when the YAML parser knows it, the line.
+A grid names data sets (registry name + splits), the cache spec, the algorithms with
+their parameters, treewidths and optional screening, seeds, a budget with checkpoints,
+the comparisons the paper tables report, and optionally the cluster to run on. Its
+parts are the pipeline's spec models (:mod:`bnsl_dist.pipeline.specs`): algorithm names,
+parameters and data set names are checked against the registries while the file is
+read. Every model is frozen and rejects unknown keys. :func:`load_grid` and
+:func:`load_cluster` turn any validation error into one
+:class:`~bnsl_dist.exceptions.InvalidConfigError` naming the file, the field path
+(``algorithms[2].params``) and, when the YAML parser knows it, the line.
 
 Examples
 --------
@@ -34,18 +37,25 @@ from pydantic import (
     PositiveFloat,
     PositiveInt,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
-from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist._spec import field_path
+from bnsl_dist.exceptions import BNSLError, InvalidConfigError
+from bnsl_dist.pipeline.specs import (
+    BudgetSpec,
+    CacheSpec,
+    DataRef,
+    ScreeningSpec,
+    dataset_names,
+)
+from bnsl_dist.search.base import optimizer_info
+from bnsl_dist.search.spec import JSONValue, registry_check
 
 __all__ = [
-    "ALGORITHM_NAMES",
-    "TREEWIDTH_ALGORITHMS",
     "DatasetRef",
-    "CacheConfig",
-    "BudgetConfig",
     "AlgorithmConfig",
     "ComparisonConfig",
     "SemConfig",
@@ -59,19 +69,7 @@ __all__ = [
     "format_validation_error",
 ]
 
-#: Optimizer names of the project (ARCHITECTURE.md "Contracts"); a grid may also name any
-#: other registered optimizer.
-ALGORITHM_NAMES: frozenset[str] = frozenset({
-    "obs", "asobs", "asobs-ent", "hc-tabu", "dp", "kg", "kg-ent", "kmax", "ilp", "twilp",
-    "astar", "awastar", "bfbnb", "qds"})
-
-#: Algorithms that take a treewidth bound ``k``; they get the grid's ``treewidths``
-#: unless they list their own ``k``.
-TREEWIDTH_ALGORITHMS: frozenset[str] = frozenset({"kg", "kg-ent", "kmax", "twilp"})
-
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
-JSONScalar = str | int | float | bool | None
-JSONValue = JSONScalar | list[Any] | dict[str, Any]
 
 
 class _Model(BaseModel):
@@ -79,14 +77,14 @@ class _Model(BaseModel):
 
 
 class DatasetRef(_Model):
-    """A data set of the registry (:mod:`bnsl_dist.datasets`, bundled names) and its splits.
-
-    ``path`` gives a file instead (``{split}`` in it is replaced by each split).
-    """
+    """A data set of the registry (bundled, :mod:`bnsl_dist.datasets`, shared copies) and
+    its splits; ``path`` gives a file instead (``{split}`` in it is replaced by each split).
+    A name that no registry knows is rejected when the grid is read."""
 
     name: str = Field(min_length=1)
     splits: tuple[str, ...] = ("train",)
     path: str | None = None
+    missing: Literal["error", "mask"] = "error"
 
     @field_validator("name")
     @classmethod
@@ -107,79 +105,22 @@ class DatasetRef(_Model):
                 raise ValueError(f"{s!r} is not a valid split name")
         return v
 
-
-class CacheConfig(_Model):
-    """How the parent-set cache of each data set is obtained (ALGORITHMS.md §3).
-
-    ``path`` names a ready ``.jkl`` file instead (``{dataset}`` and ``{split}`` are
-    replaced); otherwise the cache is built with ``method`` under a per-variable budget
-    (seconds, or a number of exactly scored sets for reproducible caches).
-    """
-
-    method: Literal["independence", "sequential"] = "independence"
-    score: Literal["bic", "bdeu"] = "bic"
-    ess: PositiveFloat = 1.0
-    max_indegree: PositiveInt | None = None
-    seconds_per_variable: PositiveFloat | None = None
-    scores_per_variable: PositiveInt | None = None
-    candidate_limit: PositiveInt | None = None
-    path: str | None = None
-
     @model_validator(mode="after")
-    def _budgeted(self) -> CacheConfig:
-        if self.path is not None:
-            return self
-        if self.method == "independence" and self.seconds_per_variable is None \
-                and self.scores_per_variable is None:
-            raise ValueError("independence selection needs seconds_per_variable or "
-                             "scores_per_variable (or a cache path)")
-        if self.method == "sequential" and self.max_indegree is None \
-                and self.seconds_per_variable is None and self.scores_per_variable is None:
-            raise ValueError("sequential exploration needs max_indegree or a per-variable "
-                             "budget (or a cache path)")
+    def _known(self) -> DatasetRef:
+        if self.path is None and self.name not in dataset_names():
+            raise ValueError(f"unknown data set {self.name!r} (see `bnsl-dist data list`; "
+                             f"or give a 'path')")
         return self
 
-    def build_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``bnsl_dist.cache.build_cache`` (unset ones left out)."""
-        kw: dict[str, Any] = {"method": self.method, "score": self.score}
-        if self.score == "bdeu":
-            kw["ess"] = self.ess
-        for name in ("max_indegree", "seconds_per_variable", "scores_per_variable",
-                     "candidate_limit"):
-            val = getattr(self, name)
-            if val is not None:
-                kw[name] = val
-        return kw
-
-
-class BudgetConfig(_Model):
-    """Seconds and/or iterations per run, and the checkpoints reported on the way.
-
-    ``checkpoints`` are seconds, ``iteration_checkpoints`` iterations; the end of the
-    budget is always reported as the best score.
-    """
-
-    seconds: PositiveFloat | None = None
-    iterations: PositiveInt | None = None
-    checkpoints: tuple[PositiveFloat, ...] = ()
-    iteration_checkpoints: tuple[PositiveInt, ...] = ()
-
-    @model_validator(mode="after")
-    def _check(self) -> BudgetConfig:
-        if self.seconds is None and self.iterations is None:
-            raise ValueError("a budget needs seconds or iterations (or both)")
-        for name, vals, top in (("checkpoints", self.checkpoints, self.seconds),
-                                ("iteration_checkpoints", self.iteration_checkpoints,
-                                 self.iterations)):
-            if list(vals) != sorted(set(vals)):
-                raise ValueError(f"{name} must be strictly increasing, got {list(vals)}")
-            if top is not None and vals and vals[-1] > top:
-                raise ValueError(f"{name} {list(vals)} go past the budget ({top})")
-        return self
+    def refs(self) -> list[DataRef]:
+        """One :class:`DataRef` per split."""
+        return [DataRef(name=self.name, split=s, path=self.path, missing=self.missing)
+                for s in self.splits]
 
 
 class AlgorithmConfig(_Model):
-    """One algorithm of a grid: a registered optimizer name, its parameters, treewidths.
+    """One algorithm of a grid: a registered optimizer, its declared parameters, its
+    treewidths, an optional budget of its own and an optional screening stage.
 
     ``label`` is the name used in tables (default: ``name``); two entries of one grid may
     run the same optimizer with different parameters under different labels.
@@ -189,14 +130,31 @@ class AlgorithmConfig(_Model):
     label: str | None = None
     params: dict[str, JSONValue] = Field(default_factory=dict)
     k: tuple[PositiveInt, ...] | None = None
-    budget: BudgetConfig | None = None
+    budget: BudgetSpec | None = None
+    screening: ScreeningSpec | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _registered(cls, v: str) -> str:
+        try:
+            optimizer_info(v)
+        except InvalidConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return v
 
     @field_validator("params")
     @classmethod
-    def _no_k(cls, v: dict[str, Any]) -> dict[str, Any]:
-        if "k" in v:
-            raise ValueError("give the treewidth as the field 'k' (a list), not in params")
+    def _declared(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        name = info.data.get("name")
+        if name is not None:
+            registry_check(name, v, 1 if optimizer_info(name).takes_k else None)
         return v
+
+    @model_validator(mode="after")
+    def _k(self) -> AlgorithmConfig:
+        if self.k is not None and not optimizer_info(self.name).takes_k:
+            raise ValueError(f"algorithm {self.name!r} takes no treewidth bound k")
+        return self
 
     @property
     def display(self) -> str:
@@ -206,7 +164,7 @@ class AlgorithmConfig(_Model):
         """The treewidths this algorithm runs with (``(None,)`` when unbounded)."""
         if self.k is not None:
             return tuple(self.k)
-        if self.name in TREEWIDTH_ALGORITHMS:
+        if optimizer_info(self.name).takes_k:
             return tuple(grid.treewidths)
         return (None,)
 
@@ -327,11 +285,11 @@ class GridConfig(_Model):
     kind: Literal["search", "sem"] = "search"
     seed: NonNegativeInt = 0
     datasets: tuple[DatasetRef, ...] = Field(min_length=1)
-    cache: CacheConfig
+    cache: CacheSpec
     algorithms: tuple[AlgorithmConfig, ...] = Field(min_length=1)
     treewidths: tuple[PositiveInt, ...] = ()
     seeds: tuple[NonNegativeInt, ...] = (0,)
-    budget: BudgetConfig
+    budget: BudgetSpec
     comparisons: tuple[ComparisonConfig, ...] = ()
     sem: SemConfig | None = None
     cluster: ClusterConfig | None = None
@@ -362,7 +320,7 @@ class GridConfig(_Model):
             raise ValueError(f"algorithm labels used twice: {dup} (give each a distinct "
                              f"'label')")
         for a in self.algorithms:
-            if a.name in TREEWIDTH_ALGORITHMS and a.k is None and not self.treewidths:
+            if optimizer_info(a.name).takes_k and a.k is None and not self.treewidths:
                 raise ValueError(f"algorithm {a.display!r} needs a treewidth: set 'k' on it "
                                  f"or the grid's 'treewidths'")
         for c in self.comparisons:
@@ -414,18 +372,6 @@ def _line_of(node: yaml.Node | None, loc: Sequence[Any]) -> int | None:
     return line
 
 
-def _field_path(loc: Sequence[Any]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif isinstance(part, str) and ("[" in part or part.startswith("function-")):
-            continue  # union member tags such as "function-after[...]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out or "(top level)"
-
-
 def format_validation_error(exc: ValidationError, source: str,
                             root: yaml.Node | None = None) -> str:
     """One line per problem: ``FILE, line L: field.path: message``."""
@@ -435,7 +381,7 @@ def format_validation_error(exc: ValidationError, source: str,
         line = _line_of(root, loc)
         where = f"{source}, line {line}" if line is not None else source
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        lines.append(f"{where}: {_field_path(loc)}: {msg}")
+        lines.append(f"{where}: {field_path(loc)}: {msg}")
     return "; ".join(lines)
 
 
@@ -470,6 +416,8 @@ def load_yaml_model(path: str | os.PathLike[str], model: type[M]) -> M:
     except ValidationError as exc:
         raise InvalidConfigError(format_validation_error(exc, str(p), _yaml_nodes(text))) \
             from None
+    except BNSLError as exc:  # a registry that could not be read (dataset catalog)
+        raise InvalidConfigError(f"{p}: {exc}") from None
 
 
 def load_grid(path: str | os.PathLike[str]) -> GridConfig:

@@ -19,9 +19,9 @@ from click.testing import CliRunner
 from bnsl_dist.cli import main
 from bnsl_dist.cli._checks import check_output_dir, check_output_file
 from bnsl_dist.data import bundled_path, resolve_data
-from bnsl_dist.data.bif import read_bif
-from bnsl_dist.data.sampling import sample
 from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.model.bif import read_bif
+from bnsl_dist.model.sampling import sample
 
 PIPELINE = pytest.mark.xfail(strict=True, reason="wired by lead after pipeline merge")
 NLTCS = [f"X{i}" for i in range(16)]

@@ -32,15 +32,18 @@ def test_learn_from_a_cache_serial(runner, tmp_path):
                                "300", "--serial", "--seeds", "2", "-o", str(out), "-q"])
     assert res.exit_code == 0, res.output
     r = json.loads(out.read_text())
-    for key in ("dag", "score", "checkpoints", "iterations", "algorithm", "parameters",
-                "seeds", "budget", "versions"):
+    for key in ("schema_version", "spec", "dag", "score", "best", "unit", "checkpoints",
+                "runs", "cache", "screening", "treewidth", "provenance"):
         assert key in r
     cache = load_jkl(WINE)
     assert r["score"] == pytest.approx(_rescore(cache, r["dag"]), abs=1e-6)
     assert r["score"] == pytest.approx(WINE_OPT, abs=1e-3)
-    assert r["budget"] == {"seconds": None, "max_iterations": 300}
+    budget = r["spec"]["search"]["budget"]
+    assert (budget["seconds"], budget["iterations"]) == (None, 300)
     assert [c["budget"] for c in r["checkpoints"]] == [1, 10, 100, 300]
-    assert len(r["seeds"]) == 2 and len(r["iterations"]) == 2
+    assert r["checkpoints"][-1]["score"] == r["score"]  # the budget's row is the best
+    assert r["spec"]["seeds"] == [0, 1] and len(r["runs"]) == 2
+    assert r["spec"]["cache"]["path"].endswith("wine.BIC.3.jkl.gz")
 
 
 def test_learn_from_data_with_exports(runner, tmp_path):
@@ -53,8 +56,12 @@ def test_learn_from_data_with_exports(runner, tmp_path):
     res = runner.invoke(main, args + ["--export", "bif"])
     assert res.exit_code == 0, res.output
     r = json.loads(out.read_text())
-    assert r["parameters"] == {"local_search": "window"}
-    assert r["input"]["kind"] == "data"
+    assert r["spec"]["search"]["params"] == {"local_search": "window"}
+    assert r["spec"]["data"]["name"] == "nltcs"
+    assert r["spec"]["cache"]["scores_per_variable"] == 30
+    prov = r["provenance"]
+    assert {"version", "commit", "dirty", "versions", "hostname"} <= set(prov)
+    assert {"numpy", "pydantic", "python"} <= set(prov["versions"])
     net = read_bif(tmp_path / "r.bif")
     assert sorted(net.dag.arcs()) == sorted(
         (r["dag"]["nodes"].index(p), r["dag"]["nodes"].index(v))
@@ -68,12 +75,20 @@ def test_learn_from_data_with_exports(runner, tmp_path):
 
 
 @pytest.mark.parametrize("args", [
-    ["--seconds", "1", "--iterations", "3"],
     ["--algorithm", "nope"],
     ["--param", "bogus=1"],
+    ["--param", "max_window=many"],
     ["--param", "novalue"],
     ["--serial", "--workers", "2"],
     ["--export", "bif"],  # a cache has no data for CPTs
+    ["--algorithm", "kmax", "-k", "0"],
+    ["--algorithm", "kmax"],  # no k
+    ["-k", "2"],  # asobs-ent takes no k
+    ["--seeds", "0"],
+    ["--workers", "0"],
+    ["--seconds", "-1"],
+    ["--max-indegree", "-1"],
+    ["--epsilon", "0.1"],  # screening needs data
 ])
 def test_learn_errors_are_one_line_and_write_nothing(runner, tmp_path, args):
     out = tmp_path / "r.json"
@@ -102,3 +117,45 @@ def test_learn_on_dask_equals_serial(runner, tmp_path):
     ra, rb = json.loads(a.read_text()), json.loads(b.read_text())
     assert ra["dag"] == rb["dag"] and ra["score"] == rb["score"]
     assert [c["score"] for c in ra["checkpoints"]] == [c["score"] for c in rb["checkpoints"]]
+
+
+def test_learn_accepts_registered_names_and_rejects_unknown_ones(runner, tmp_path):
+    res = runner.invoke(main, ["learn", "nltcs-nope", "--serial", "-o",
+                               str(tmp_path / "r.json")])
+    assert res.exit_code == 2 and "data list" in res.output
+    from bnsl_dist.pipeline.specs import DataRef, dataset_names
+
+    assert "asia-s5000" in dataset_names()
+    DataRef.parse("asia-s5000").check()  # a name `data list` shows is accepted
+
+
+def test_learn_bounded_treewidth_carries_a_certificate(runner, tmp_path):
+    import itertools
+
+    from bnsl_dist.graph.dag import DAG
+
+    out = tmp_path / "r.json"
+    res = runner.invoke(main, ["learn", WINE, "--algorithm", "kmax", "-k", "2",
+                               "--iterations", "20", "--serial", "-q", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    r = json.loads(out.read_text())
+    tw = r["treewidth"]
+    dag = DAG.from_json_dict(r["dag"])
+    assert sorted(tw["order"]) == list(range(dag.n_vars))
+    assert tw["width"] <= 2
+    adj = [set() for _ in range(dag.n_vars)]  # moral graph, then naive elimination
+    for v, ps in enumerate(dag.parents):
+        for a, b in itertools.combinations([v, *ps], 2):
+            adj[a].add(b)  # child-parent arcs and married parents
+            adj[b].add(a)
+    width = 0
+    for v in tw["order"]:
+        nb = adj[v]
+        width = max(width, len(nb))
+        for a, b in itertools.combinations(nb, 2):
+            adj[a].add(b)
+            adj[b].add(a)
+        for u in nb:
+            adj[u].discard(v)
+        adj[v] = set()
+    assert width == tw["width"]  # the order certifies the width

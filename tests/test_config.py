@@ -13,13 +13,13 @@ import pytest
 import yaml
 
 from bnsl_dist.config import (
-    ALGORITHM_NAMES,
     ClusterConfig,
     GridConfig,
     load_cluster,
     load_grid,
 )
 from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.search import get_optimizer, optimizer_names
 
 REPO = Path(__file__).resolve().parents[1]
 GRIDS = sorted((REPO / "configs" / "grids").glob("*.yaml"))
@@ -60,20 +60,16 @@ def test_shipped_grid_validates(path):
     grid = load_grid(path)
     assert grid.name == path.stem
     for alg in grid.algorithms:
-        assert alg.name in ALGORITHM_NAMES, alg.name
+        assert alg.name in optimizer_names(), alg.name
         assert all(k is None or k >= 1 for k in alg.treewidths(grid))
 
 
 @pytest.mark.parametrize("path", GRIDS, ids=lambda p: p.stem)
 def test_shipped_grid_parameters_fit_registered_optimizers(path):
-    """Parameters of every algorithm already registered are accepted by its __init__."""
-    from bnsl_dist.search import get_optimizer, optimizer_names
-
+    """Parameters of every algorithm are accepted by its __init__ (an oracle apart from
+    the registry's declaration, which validated them already)."""
     grid = load_grid(path)
-    have = set(optimizer_names())
     for alg in grid.algorithms:
-        if alg.name not in have:
-            continue
         sig = inspect.signature(get_optimizer(alg.name).__init__)
         params = dict(alg.params)
         if alg.treewidths(grid) != (None,):
@@ -121,6 +117,11 @@ def test_shipped_cluster_validates(path):
     assert isinstance(load_cluster(path), ClusterConfig)
 
 
+def test_cache_defaults_are_resolved(tmp_path):
+    g = load_grid(_write(tmp_path, MINIMAL.replace("  scores_per_variable: 10\n", "")))
+    assert g.cache.seconds_per_variable == 1.0  # the default applied, recorded
+
+
 def test_minimal_grid(tmp_path):
     g = load_grid(_write(tmp_path, MINIMAL))
     assert g.algorithms[0].treewidths(g) == (2,)
@@ -134,6 +135,10 @@ def test_minimal_grid(tmp_path):
     (("  iterations: 10\n", "  iterations: 0\n"), "budget.iterations", 12),
     (("  scores_per_variable: 10\n", "  scores_per_variable: -1\n"),
      "cache.scores_per_variable", 7),
+    (("  - name: kg\n", "  - name: dpp\n"), "algorithms[0].name", 9),
+    (("    k: [2]\n", "    k: [2]\n    params: {nope: 1}\n"), "algorithms[0].params", 11),
+    (("  method: independence\n", "  method: independence\n  bogus: 1\n"),
+     "cache.bogus", 7),
     (("    splits: [train]\n", "    splits: [train, train]\n"), "datasets[0].splits", 4),
 ])
 def test_error_names_file_field_and_line(tmp_path, edit, field, line):
@@ -153,8 +158,17 @@ def test_error_names_file_field_and_line(tmp_path, edit, field, line):
      "strictly increasing"),
     (MINIMAL.replace("  - name: kg\n    k: [2]\n", "  - {name: kg, k: [2]}\n  - {name: kg, k: [3]}\n"),
      "labels used twice"),
-    (MINIMAL.replace("  scores_per_variable: 10\n", ""), "needs seconds_per_variable"),
     (MINIMAL.replace("    k: [2]\n", "    k: [2]\n    params: {k: 3}\n"), "field 'k'"),
+    (MINIMAL.replace("name: kg\n", "name: dpp\n"), "unknown algorithm 'dpp'"),
+    (MINIMAL.replace("    k: [2]\n", "    k: [2]\n    params: {max_parent: 3}\n"),
+     "has no parameter 'max_parent'; it takes max_parents"),
+    (MINIMAL.replace("    k: [2]\n", "    k: [2]\n    params: {max_parents: many}\n"),
+     "max_parents: int | None = None, got 'many'"),
+    (MINIMAL.replace("  - name: kg\n    k: [2]\n", "  - {name: asobs, k: [2]}\n"),
+     "takes no treewidth bound"),
+    (MINIMAL.replace("  - name: nltcs\n", "  - name: nltcs-nope\n"), "unknown data set"),
+    (MINIMAL.replace("    k: [2]\n", "    k: [2]\n    screening: {epsilon: 0.1, "
+                     "root_fraction: 0.5}\n"), "epsilon or root_fraction, not both"),
     (MINIMAL + "kind: sem\n", "needs a 'sem' section"),
 ])
 def test_semantic_errors(tmp_path, text, needle):

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from bnsl_dist.cache.independence import explore_independence
-from bnsl_dist.data.bif import read_bif
 from bnsl_dist.data.registry import bundled_path
-from bnsl_dist.data.sampling import sample
 from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.model.bif import read_bif
+from bnsl_dist.model.sampling import sample
 from bnsl_dist.scores import LocalScorer
 from bnsl_dist.within import learn_within
 from tests.naive import naive_is_acyclic

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from bnsl_dist._io import atomic_write_text
+from bnsl_dist.cache import CacheSpec
 from bnsl_dist.data import read_data
 from bnsl_dist.data.masking import mask_mcar
 from bnsl_dist.search import Budget
@@ -45,14 +46,17 @@ def _load(name: str, rows: int | None, seed: int):
 def _sem(masked, args, seed):
     """SEM-kMAX with its default budgets (work counts derived from n and N), or the
     budgets given: scores or seconds per variable, k-MAX iterations or seconds."""
-    cache = {"scores_per_variable": args.scores_per_variable,
-             "seconds_per_variable": args.seconds_per_variable}
+    cache = None
+    if args.seconds_per_variable is not None:
+        cache = CacheSpec(seconds_per_variable=args.seconds_per_variable)
+    elif args.scores_per_variable is not None:
+        cache = CacheSpec(scores_per_variable=args.scores_per_variable)
     budget = None
     if args.search_seconds is not None or args.search_iterations is not None:
         budget = Budget(seconds=args.search_seconds, max_iterations=args.search_iterations)
     t0 = time.perf_counter()
     res = structural_em(masked, k=args.k, rng=seed, max_iterations=args.max_iterations,
-                        cache_settings=cache, search_budget=budget)
+                        cache=cache, search_budget=budget)
     steps = {k: float(sum(h.seconds[k] for h in res.history)) for k in res.history[0].seconds}
     return res.completed, time.perf_counter() - t0, len(res.history), steps
 

@@ -16,25 +16,25 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from bnsl_dist._spec import make
 from bnsl_dist.cache import independence as _indep
 from bnsl_dist.cache.independence import ExploreStats, explore_independence
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.cache.sequential import explore_sequential
+from bnsl_dist.cache.spec import CacheSpec
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.scores.local import LocalScorer
 
 __all__ = [
-    "ExploreSettings",
     "VariableResult",
-    "METHODS",
+    "as_spec",
     "build_cache",
     "explore_variable",
     "explore_batch",
@@ -44,63 +44,16 @@ __all__ = [
     "warm_up",
 ]
 
-METHODS = ("independence", "sequential")
-#: Seconds per variable of independence selection when no budget is given.
-DEFAULT_SECONDS = 1.0
 Family = tuple[tuple[int, ...], float]
 
 
-@dataclass(frozen=True, slots=True)
-class ExploreSettings:
-    """Validated settings of a cache build (see :func:`build_cache` for their meaning)."""
-
-    method: str = "independence"
-    score: str = "bic"
-    ess: float = 1.0
-    max_indegree: int | None = None
-    seconds_per_variable: float | None = None
-    scores_per_variable: int | None = None
-    candidate_limit: int = 256
-    max_open: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise InvalidConfigError(f"method: unknown {self.method!r}; choose from "
-                                     f"{', '.join(METHODS)}")
-        if self.score not in ("bic", "bdeu"):
-            raise InvalidConfigError(f"score: unknown {self.score!r}; choose bic or bdeu")
-        if not (isinstance(self.ess, (int, float)) and self.ess > 0 and math.isfinite(self.ess)):
-            raise InvalidConfigError(f"ess must be a positive number, got {self.ess!r}")
-        _check_int("max_indegree", self.max_indegree, 0)
-        _check_int("scores_per_variable", self.scores_per_variable, 1)
-        _check_int("candidate_limit", self.candidate_limit, 1)
-        _check_int("max_open", self.max_open, 1)
-        s = self.seconds_per_variable
-        if s is not None and not (isinstance(s, (int, float)) and s > 0):
-            raise InvalidConfigError(f"seconds_per_variable must be positive, got {s!r}")
-
-    @property
-    def seconds(self) -> float | None:
-        """The time budget in force (independence: 1 s when no budget is given)."""
-        s = self.seconds_per_variable
-        if s is not None:
-            return None if math.isinf(s) else float(s)
-        if self.method == "independence" and self.scores_per_variable is None:
-            return DEFAULT_SECONDS
-        return None
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        if d["seconds_per_variable"] is not None and math.isinf(d["seconds_per_variable"]):
-            d["seconds_per_variable"] = "inf"
-        return d
-
-
-def _check_int(name: str, value: Any, low: int) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise InvalidConfigError(f"{name} must be an integer >= {low}, got {value!r}")
+def as_spec(spec: CacheSpec | None, settings: dict[str, Any]) -> CacheSpec:
+    """``spec``, or the keyword settings validated into one (not both)."""
+    if spec is None:
+        return make(CacheSpec, settings)
+    if settings:
+        raise InvalidConfigError("give either a CacheSpec or keyword settings, not both")
+    return spec
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +77,7 @@ def warm_up() -> None:
 
 
 def explore_variable(scorer_or_data: LocalScorer | CategoricalData, v: int, *,
-                     settings: ExploreSettings | None = None, **kwargs: Any) -> list[Family]:
+                     settings: CacheSpec | None = None, **kwargs: Any) -> list[Family]:
     """Explore the parent sets of variable ``v``.
 
     Parameters
@@ -134,7 +87,7 @@ def explore_variable(scorer_or_data: LocalScorer | CategoricalData, v: int, *,
         score and ESS).
     v : int
         The variable's index.
-    settings : ExploreSettings, optional
+    settings : CacheSpec, optional
         Or the same fields as keyword arguments (``method``, ``max_indegree``, ...).
 
     Returns
@@ -146,11 +99,8 @@ def explore_variable(scorer_or_data: LocalScorer | CategoricalData, v: int, *,
 
 
 def _explore_one(scorer_or_data: LocalScorer | CategoricalData, v: int,
-                 settings: ExploreSettings | None, kwargs: dict[str, Any]) -> VariableResult:
-    if settings is None:
-        settings = ExploreSettings(**kwargs)
-    elif kwargs:
-        raise InvalidConfigError("give either settings or keyword arguments, not both")
+                 settings: CacheSpec | None, kwargs: dict[str, Any]) -> VariableResult:
+    settings = as_spec(settings, kwargs)
     if isinstance(scorer_or_data, LocalScorer):
         scorer = scorer_or_data
         if scorer.score_name not in ("bic", "bdeu"):
@@ -174,7 +124,7 @@ def _explore_one(scorer_or_data: LocalScorer | CategoricalData, v: int,
     return VariableResult(int(v), sets, stats)
 
 
-def explore_batch(data: CategoricalData, variables: Sequence[int], settings: ExploreSettings,
+def explore_batch(data: CategoricalData, variables: Sequence[int], settings: CacheSpec,
                   on_done: Callable[[VariableResult], None] | None = None
                   ) -> list[VariableResult]:
     """Explore several variables with one scorer (the unit of work of every driver)."""
@@ -204,7 +154,7 @@ def resolve_variables(data: CategoricalData, variables: Sequence[int | str] | No
 
 
 def assemble_cache(data: CategoricalData, results: Sequence[VariableResult],
-                   settings: ExploreSettings, variables: Sequence[int]) -> ParentSetCache:
+                   settings: CacheSpec, variables: Sequence[int]) -> ParentSetCache:
     """The cache of explored variables; the others get only ∅ (scored exactly).
 
     ``meta`` records the settings, N, the data's content hash and per-variable stats
@@ -237,7 +187,7 @@ def assemble_cache(data: CategoricalData, results: Sequence[VariableResult],
     return ParentSetCache.from_lists(lists, names=data.names, arities=data.arities, meta=meta)
 
 
-def cache_key(data_hash: str, settings: ExploreSettings, variables: Sequence[int]) -> str:
+def cache_key(data_hash: str, settings: CacheSpec, variables: Sequence[int]) -> str:
     """A file-name-safe key of (data, settings, variables): where a built cache is kept."""
     from bnsl_dist import __version__
 
@@ -246,34 +196,21 @@ def cache_key(data_hash: str, settings: ExploreSettings, variables: Sequence[int
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def build_cache(data: CategoricalData, *, method: str = "independence", score: str = "bic",
-                ess: float = 1.0, max_indegree: int | None = None,
-                seconds_per_variable: float | None = None,
-                scores_per_variable: int | None = None, candidate_limit: int = 256,
-                max_open: int | None = None, variables: Sequence[int | str] | None = None,
-                progress: bool = False) -> ParentSetCache:
+def build_cache(data: CategoricalData, spec: CacheSpec | None = None, *,
+                variables: Sequence[int | str] | None = None, progress: bool = False,
+                **settings: Any) -> ParentSetCache:
     """Identify candidate parent sets of every variable and score them (serially).
 
     Parameters
     ----------
     data : CategoricalData
         Complete data.
-    method : {"independence", "sequential"}
-        Independence selection (approximate, BIC*-guided, anytime) or sequential
-        exploration (every set by size, lossless pruning).
-    score : {"bic", "bdeu"}
-        Local score; ``ess`` is BDeu's equivalent sample size.
-    max_indegree : int, optional
-        Largest parent set (default: no limit).
-    seconds_per_variable, scores_per_variable : optional
-        Per-variable budget: wall seconds and/or number of exact scores (reproducible).
-        Independence selection with neither runs 1 s per variable (``math.inf`` seconds
-        means no limit); sequential exploration with neither is complete.
-    candidate_limit : int
-        Independence selection: candidate parents are the best ``candidate_limit``
-        singletons (BLIP: 256).
-    max_open : int, optional
-        Independence selection: open-list bound (default min(n³, 2²⁰)).
+    spec : CacheSpec, optional
+        The settings (method, score, ess, max_indegree, per-variable budget in seconds
+        and/or exact scores, candidate_limit, max_open); or give them as keywords
+        (``**settings``), not both. Independence selection with no budget runs 1 s per
+        variable (``math.inf`` seconds: no limit); sequential exploration with none is
+        complete.
     variables : sequence of int or str, optional
         Explore only these (the others get only ∅).
     progress : bool
@@ -305,19 +242,15 @@ def build_cache(data: CategoricalData, *, method: str = "independence", score: s
     ----------
     Scanagatta et al., NIPS 2015, §3; de Campos & Ji, JMLR 2011, §4.
     """
-    settings = ExploreSettings(method=method, score=score, ess=ess, max_indegree=max_indegree,
-                               seconds_per_variable=seconds_per_variable,
-                               scores_per_variable=scores_per_variable,
-                               candidate_limit=candidate_limit, max_open=max_open)
-    LocalScorer(data, score, ess)  # validates the data (no missing values)
+    cfg = as_spec(spec, settings)
+    LocalScorer(data, cfg.score, cfg.ess)  # validates the data (no missing values)
     todo = resolve_variables(data, variables)
     if not progress:
-        results = explore_batch(data, todo, settings)
+        results = explore_batch(data, todo, cfg)
     else:
         from rich.progress import Progress
 
         with Progress(transient=True) as bar:
-            task = bar.add_task(f"{settings.method} selection", total=len(todo))
-            results = explore_batch(data, todo, settings,
-                                    on_done=lambda _r: bar.advance(task))
-    return assemble_cache(data, results, settings, todo)
+            task = bar.add_task(f"{cfg.method} selection", total=len(todo))
+            results = explore_batch(data, todo, cfg, on_done=lambda _r: bar.advance(task))
+    return assemble_cache(data, results, cfg, todo)

@@ -85,8 +85,9 @@ def _register() -> None:
     main.add_command(impute_cmd)
     from bnsl_dist.cli.infer import infer_cmd, loglik_cmd
     main.add_command(infer_cmd); main.add_command(loglik_cmd)  # noqa: E702
-    from bnsl_dist.cli.learn import learn_cmd
+    from bnsl_dist.cli.learn import algorithms_cmd, learn_cmd
     main.add_command(learn_cmd)
+    main.add_command(algorithms_cmd)
 
 
 _register()

@@ -32,8 +32,8 @@ def load_data(spec: str, *, missing: Literal["error", "mask"] = "error",
     """
     import numpy as np
 
-    from bnsl_dist.datasets.catalog import load_catalog, load_registered
     from bnsl_dist.data.registry import bundled_names, resolve_data
+    from bnsl_dist.datasets.catalog import load_catalog, load_registered
     from bnsl_dist.exceptions import DataError, MissingValueError
 
     name, _, split = spec.partition("/")

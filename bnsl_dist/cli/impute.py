@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
 from bnsl_dist.cli._common import echo_json, handle_errors
+from bnsl_dist.cli._specs import cache_options, cache_spec
 
 
 @click.command("impute")
@@ -20,10 +22,7 @@ from bnsl_dist.cli._common import echo_json, handle_errors
 @click.option("--max-iterations", type=int, default=10, show_default=True)
 @click.option("--e-step", type=click.Choice(["mpe", "marginal"]), default="mpe",
               show_default=True, help="Joint MPE completion or per-variable argmax.")
-@click.option("--seconds-per-variable", type=float, default=None,
-              help="Cache build budget per variable (default 1 s).")
-@click.option("--scores-per-variable", type=int, default=None,
-              help="Cache build budget in exact scores per variable (reproducible).")
+@cache_options
 @click.option("--search-seconds", type=float, default=None,
               help="k-MAX budget per iteration in seconds (default n_vars/10, >= 1).")
 @click.option("--search-iterations", type=int, default=None,
@@ -36,10 +35,9 @@ from bnsl_dist.cli._common import echo_json, handle_errors
               help="Records per E-step task.")
 @handle_errors
 def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iterations: int,
-               e_step: str, seconds_per_variable: float | None,
-               scores_per_variable: int | None, search_seconds: float | None,
-               search_iterations: int | None, seed: int, workers: int | None,
-               scheduler: str | None, serial: bool, batch_size: int) -> None:
+               e_step: str, search_seconds: float | None, search_iterations: int | None,
+               seed: int, workers: int | None, scheduler: str | None, serial: bool,
+               batch_size: int, **options: Any) -> None:
     """Learn a bounded-treewidth network from DATA with missing values (?, empty, NA)
     by SEM-kMAX and write the completed data to OUTPUT."""
     from bnsl_dist.data import resolve_data, write_csv
@@ -47,15 +45,10 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
     from bnsl_dist.search import Budget
     from bnsl_dist.sem import structural_em
 
-    if seconds_per_variable is not None and scores_per_variable is not None:
-        raise InvalidConfigError("give --seconds-per-variable or --scores-per-variable")
+    if k < 1:
+        raise InvalidConfigError(f"-k must be >= 1, got {k}")
+    cache = cache_spec(options)
     d = resolve_data(data, missing="mask")
-    cache_settings: dict[str, object] = {}
-    if scores_per_variable is not None:
-        cache_settings["scores_per_variable"] = scores_per_variable
-        cache_settings["seconds_per_variable"] = None
-    elif seconds_per_variable is not None:
-        cache_settings["seconds_per_variable"] = seconds_per_variable
     budget = None
     if search_seconds is not None or search_iterations is not None:
         budget = Budget(seconds=search_seconds, max_iterations=search_iterations)
@@ -65,7 +58,7 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
                    f"(+{it.arcs_added}/-{it.arcs_removed})", err=True)  # type: ignore[attr-defined]
 
     kwargs = dict(k=k, rng=seed, max_iterations=max_iterations, e_step=e_step,
-                  cache_settings=cache_settings, search_budget=budget, on_iteration=report)
+                  cache=cache, search_budget=budget, on_iteration=report)
     if serial:
         res = structural_em(d, **kwargs)  # type: ignore[arg-type]
     else:

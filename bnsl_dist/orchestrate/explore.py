@@ -14,12 +14,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from distributed import Client, Future, as_completed
 
 from bnsl_dist.cache.build import (
-    ExploreSettings,
     VariableResult,
+    as_spec,
     assemble_cache,
     cache_key,
     explore_batch,
@@ -27,6 +28,7 @@ from bnsl_dist.cache.build import (
 )
 from bnsl_dist.cache.jkl import read_jkl, write_jkl
 from bnsl_dist.cache.parent_sets import ParentSetCache
+from bnsl_dist.cache.spec import CacheSpec
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.scores.local import LocalScorer
@@ -53,26 +55,23 @@ def load_data_task(spec: str | CategoricalData, expected_hash: str) -> Categoric
     return data
 
 
-def _explore_task(data: CategoricalData, variables: list[int], settings: ExploreSettings
+def _explore_task(data: CategoricalData, variables: list[int], settings: CacheSpec
                   ) -> list[VariableResult]:
     return explore_batch(data, variables, settings)
 
 
 def cached_path(cache_dir: str | os.PathLike[str], data: CategoricalData,
-                settings: ExploreSettings, variables: Sequence[int]) -> Path:
+                settings: CacheSpec, variables: Sequence[int]) -> Path:
     """Where a cache built from these data and settings is kept."""
     return Path(cache_dir) / f"cache-{cache_key(data.content_hash(), settings, variables)}.jkl"
 
 
-def build_cache_distributed(client: Client, data: CategoricalData | str | os.PathLike[str], *,
-                            method: str = "independence", score: str = "bic", ess: float = 1.0,
-                            max_indegree: int | None = None,
-                            seconds_per_variable: float | None = None,
-                            scores_per_variable: int | None = None, candidate_limit: int = 256,
-                            max_open: int | None = None,
+def build_cache_distributed(client: Client, data: CategoricalData | str | os.PathLike[str],
+                            spec: CacheSpec | None = None, *,
                             variables: Sequence[int | str] | None = None,
                             progress: bool = False, batch_size: int | None = None,
-                            cache_dir: str | os.PathLike[str] | None = None) -> ParentSetCache:
+                            cache_dir: str | os.PathLike[str] | None = None,
+                            **settings: Any) -> ParentSetCache:
     """:func:`bnsl_dist.cache.build_cache` on a Dask cluster.
 
     Parameters
@@ -81,8 +80,7 @@ def build_cache_distributed(client: Client, data: CategoricalData | str | os.Pat
         The cluster (see :func:`bnsl_dist.orchestrate.cluster.connect`).
     data : CategoricalData, or a path / bundled name
         A path is read by the workers themselves (checked against the client's copy).
-    method, score, ess, max_indegree, seconds_per_variable, scores_per_variable,
-    candidate_limit, max_open, variables, progress
+    spec, settings, variables, progress
         As in :func:`~bnsl_dist.cache.build_cache`; ``progress`` shows a rich bar.
     batch_size : int, optional
         Variables per task (default 1).
@@ -95,46 +93,43 @@ def build_cache_distributed(client: Client, data: CategoricalData | str | os.Pat
     ParentSetCache
         Equal to the serial build (score budget or none).
     """
-    settings = ExploreSettings(method=method, score=score, ess=ess, max_indegree=max_indegree,
-                               seconds_per_variable=seconds_per_variable,
-                               scores_per_variable=scores_per_variable,
-                               candidate_limit=candidate_limit, max_open=max_open)
+    cfg = as_spec(spec, settings)
     if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
                                    or batch_size < 1):
         raise InvalidConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
     if isinstance(data, CategoricalData):
         local = data
-        spec: str | CategoricalData = data
+        source: str | CategoricalData = data
     else:
         from bnsl_dist.data.registry import resolve_data
 
         p = Path(data)
-        spec = str(p.resolve()) if p.exists() else str(data)
-        local = resolve_data(spec)
-    LocalScorer(local, settings.score, settings.ess)  # validates the data
+        source = str(p.resolve()) if p.exists() else str(data)
+        local = resolve_data(source)
+    LocalScorer(local, cfg.score, cfg.ess)  # validates the data
     todo = resolve_variables(local, variables)
-    target = None if cache_dir is None else cached_path(cache_dir, local, settings, todo)
+    target = None if cache_dir is None else cached_path(cache_dir, local, cfg, todo)
     if target is not None and target.exists():
         cache = read_jkl(target, names=local.names)
         if cache.meta.get("data_hash") == local.content_hash():
             return cache
     h = local.content_hash()
-    data_future = client.submit(load_data_task, spec, h, key=f"data-{h}", pure=False)
+    data_future = client.submit(load_data_task, source, h, key=f"data-{h}", pure=False)
     size = batch_size or 1
     batches = [todo[i:i + size] for i in range(0, len(todo), size)]
-    tag = cache_key(h, settings, todo)
-    futures: list[Future] = [client.submit(_explore_task, data_future, b, settings,
+    tag = cache_key(h, cfg, todo)
+    futures: list[Future] = [client.submit(_explore_task, data_future, b, cfg,
                                            key=f"explore-{tag}-{i}", pure=False)
                              for i, b in enumerate(batches)]
-    results = _drain(futures, batches, settings, progress)
+    results = _drain(futures, batches, cfg, progress)
     client.cancel(futures)
-    cache = assemble_cache(local, results, settings, todo)
+    cache = assemble_cache(local, results, cfg, todo)
     if target is not None:
         write_jkl(cache, target, comments=True)
     return cache
 
 
-def _drain(futures: list[Future], batches: list[list[int]], settings: ExploreSettings,
+def _drain(futures: list[Future], batches: list[list[int]], settings: CacheSpec,
            progress: bool) -> list[VariableResult]:
     results: list[VariableResult] = []
     if not progress:

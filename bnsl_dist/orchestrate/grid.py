@@ -2,7 +2,7 @@
 
 ``run_grid(client, grid, results_dir)``:
 
-1. expands the grid into cells (:func:`bnsl_dist.experiment.expand_grid`) and skips every
+1. expands the grid into cells (:func:`bnsl_dist.pipeline.grid.expand_grid`) and skips every
    cell whose result file exists;
 2. builds each distinct cache the pending cells need once, as its own task (key
    ``cache-<hash of data + settings>``), saved as ``caches/<key>.jkl.gz`` so reruns and
@@ -43,15 +43,9 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from bnsl_dist.config import ClusterConfig, GridConfig, JobqueueConfig
 from bnsl_dist.exceptions import InvalidConfigError
-from bnsl_dist.experiment import (
-    CacheSpec,
-    Cell,
-    NoSolutionError,
-    ensure_cache,
-    expand_grid,
-    failure_record,
-    run_cell,
-)
+from bnsl_dist.pipeline.cell import CacheJob, Cell
+from bnsl_dist.pipeline.grid import expand_grid
+from bnsl_dist.pipeline.run import NoSolutionError, ensure_cache, failure_record, run_cell
 from bnsl_dist.results.records import CellResult
 from bnsl_dist.results.store import ResultStore, StoreStatus
 
@@ -69,7 +63,7 @@ class GridPlan:
     pending: tuple[Cell, ...]
     done: tuple[str, ...]
     failed: tuple[str, ...]
-    caches_to_build: tuple[CacheSpec, ...]
+    caches_to_build: tuple[CacheJob, ...]
     search_seconds: float | None  # sum of the pending cells' time budgets (None: unknown)
     cache_seconds: float | None
 
@@ -104,11 +98,12 @@ def plan_grid(grid: GridConfig, results_dir: str | os.PathLike[str]) -> GridPlan
     st = store.status(c.key for c in cells)
     done = set(st.done)
     pending = tuple(c for c in cells if c.key not in done)
-    caches: dict[str, CacheSpec] = {}
+    caches: dict[str, CacheJob] = {}
     for c in pending:
-        if grid.kind == "search" and c.cache.given_path is None \
-                and not store.cache_path(c.cache.key).is_file():
-            caches.setdefault(c.cache.key, c.cache)
+        job = c.cache_job
+        if grid.kind == "search" and job.given_path is None \
+                and not store.cache_path(job.key).is_file():
+            caches.setdefault(job.key, job)
     search: float | None = 0.0
     for c in pending:
         if c.budget_seconds is None or search is None:
@@ -118,7 +113,7 @@ def plan_grid(grid: GridConfig, results_dir: str | os.PathLike[str]) -> GridPlan
     cache_s: float | None = 0.0 if grid.cache.seconds_per_variable is not None else None
     spv = grid.cache.seconds_per_variable
     for spec in caches.values():
-        n = _n_vars_hint(spec.dataset, spec.data_path)
+        n = None if spec.data is None else _n_vars_hint(spec.data.name, spec.data.path)
         cache_s = None if (cache_s is None or spv is None or n is None) else cache_s + spv * n
     if not caches:
         cache_s = 0.0
@@ -315,7 +310,7 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
         summary.seconds = time.perf_counter() - t0
         return summary
     if warmup:
-        algs = tuple(sorted({(c.algorithm, c.params, c.k) for c in pending},
+        algs = tuple(sorted({(c.algorithm, c.params_json, c.k) for c in pending},
                             key=lambda t: (t[0], t[1], t[2] or 0)))
         client.register_plugin(WarmupPlugin(algs), name="bnsl-dist-warmup")
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -326,18 +321,19 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
         task = bar.add_task(grid.name, total=len(pending))
         cache_futs: dict[str, Future | str | None] = {}
         for c in pending:
-            ck = c.cache.key
+            job = c.cache_job
+            ck = job.key
             if ck in cache_futs:
                 continue
-            if grid.kind != "search" or c.cache.given_path is not None:
+            if grid.kind != "search" or job.given_path is not None:
                 cache_futs[ck] = None
                 continue
             path = store.cache_path(ck)
             cache_futs[ck] = str(path) if path.is_file() else client.submit(
-                ensure_cache, c.cache, str(path), key=f"cache-{ck}", pure=False)
+                ensure_cache, job, str(path), key=f"cache-{ck}", pure=False)
         futures: dict[Future, str] = {}
         for c in pending:
-            fut = client.submit(run_cell, c, cache_futs[c.cache.key], key=f"cell-{c.key}",
+            fut = client.submit(run_cell, c, cache_futs[c.cache_job.key], key=f"cell-{c.key}",
                                 pure=False)
             futures[fut] = c.key
         del cache_futs  # cells hold their cache futures; release ours

@@ -8,18 +8,19 @@ pure :func:`bnsl_dist.sem.complete_rows`, so the result equals the serial run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from distributed import Client
 from numpy.typing import NDArray
 
+from bnsl_dist.cache.spec import CacheSpec
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.model.network import BayesianNetwork
 from bnsl_dist.search.base import Budget
 from bnsl_dist.sem.imputation import complete_rows
-from bnsl_dist.sem.structural_em import SEMResult, sem_cache_settings, structural_em
+from bnsl_dist.sem.structural_em import SEMResult, sem_cache_spec, structural_em
 
 __all__ = ["DaskEStep", "structural_em_distributed"]
 
@@ -57,7 +58,7 @@ class DaskEStep:
 def structural_em_distributed(client: Client, data: CategoricalData, *, k: int = 4,
                               rng: np.random.Generator | int | None = None,
                               batch_size: int = 20_000,
-                              cache_settings: Mapping[str, Any] | None = None,
+                              cache: CacheSpec | None = None,
                               search_budget: Budget | None = None,
                               distribute_cache: bool = True, **kwargs: Any) -> SEMResult:
     """:func:`bnsl_dist.sem.structural_em` with a Dask E-step and cache build."""
@@ -65,11 +66,11 @@ def structural_em_distributed(client: Client, data: CategoricalData, *, k: int =
     if distribute_cache:
         from bnsl_dist.orchestrate.explore import build_cache_distributed
 
-        settings = sem_cache_settings(cache_settings, kwargs.get("score", "bic"), data)
+        spec = sem_cache_spec(cache, kwargs.get("score", "bic"), data)
 
         def cache_builder(d: CategoricalData):  # type: ignore[no-untyped-def]
-            return build_cache_distributed(client, d, **settings)
+            return build_cache_distributed(client, d, spec)
 
-    return structural_em(data, k=k, rng=rng, cache_settings=cache_settings,
+    return structural_em(data, k=k, rng=rng, cache=cache,
                          search_budget=search_budget, cache_builder=cache_builder,
                          e_step_runner=DaskEStep(client, batch_size), **kwargs)

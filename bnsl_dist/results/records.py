@@ -15,6 +15,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from bnsl_dist.graph.dag import DAG
+from bnsl_dist.search.base import AnytimeTrace, Incumbent
+
 __all__ = ["CellResult", "CellFailure", "RESULT_SCHEMA", "records_to_table",
            "FAILURE_STATUSES"]
 
@@ -29,11 +32,17 @@ class CellResult:
     Scores are log-scores (higher is better). ``checkpoint_scores[i]`` is the best score
     found within ``checkpoints[i]`` seconds (NaN when nothing was found by then), and
     likewise for iteration checkpoints. ``trace_*`` hold every incumbent of the run, for
-    anytime curves. ``iterations`` is the iteration count the optimizer reported with
-    its last incumbent; ``elapsed`` the seconds the run took (optimizer stream only),
-    ``wall_seconds`` the whole cell (data, cache and run); ``treewidth_bound`` a min-fill
-    upper bound on the treewidth of the best DAG (cells with ``k`` only). ``params``,
-    ``extra`` (e.g. SEM imputation accuracy) and ``versions`` are JSON text.
+    anytime curves; only incumbents found within the budget are kept, so the best score
+    is the best at the budget. ``incumbent_dags`` (JSON: trace index -> parent lists)
+    holds the DAG of every incumbent that is the best at some checkpoint or overall, so
+    :meth:`trace` gives each checkpoint's DAG. ``iterations`` is the iteration count
+    run; ``elapsed`` the seconds the run took (optimizer stream only), ``wall_seconds``
+    the whole cell (data, cache and run). Cells with ``k`` carry a treewidth
+    certificate of the best DAG: an elimination order (``treewidth_order``) of width
+    ``treewidth_bound``. Provenance: ``versions`` (package and dependencies, JSON),
+    ``commit`` and ``dirty`` (when run from a git checkout), ``hostname`` and ``spec``
+    (the fully resolved cell, JSON). ``params`` and ``extra`` (e.g. SEM imputation
+    accuracy, screening) are JSON text.
     """
 
     key: str
@@ -72,12 +81,15 @@ class CellResult:
     versions: str = "{}"
     hostname: str = ""
     finished_at: str = ""
+    incumbent_dags: str = "{}"
+    treewidth_order: tuple[int, ...] = ()
+    commit: str | None = None
+    dirty: bool | None = None
+    spec: str = "{}"
 
     def to_row(self) -> dict[str, Any]:
         row = asdict(self)
-        for name in ("checkpoints", "checkpoint_scores", "iteration_checkpoints",
-                     "iteration_checkpoint_scores", "trace_elapsed", "trace_scores",
-                     "trace_iterations"):
+        for name in _LIST_FIELDS:
             row[name] = list(row[name])
         return row
 
@@ -101,6 +113,19 @@ class CellResult:
         out: dict[str, Any] = json.loads(self.params)
         return out
 
+    def trace(self) -> AnytimeTrace:
+        """The incumbents whose DAG the record keeps (the best at each checkpoint and
+        overall): ``best_at`` / ``best_at_iteration`` of this trace equal the full
+        run's at every checkpoint of the cell, and its ``best`` the run's best."""
+        names = tuple(json.loads(self.dag_json)["nodes"]) if self.dag_json else None
+        dags = json.loads(self.incumbent_dags)
+        incs = [Incumbent(elapsed=self.trace_elapsed[i], score=self.trace_scores[i],
+                          dag=DAG.from_parents(dags[str(i)], names),
+                          iterations=self.trace_iterations[i],
+                          bound=self.bound if i == len(self.trace_scores) - 1 else None)
+                for i in sorted(int(k) for k in dags)]
+        return AnytimeTrace(incs, self.iterations, self.elapsed)
+
 
 def _is_missing(val: Any) -> bool:
     return val is None or (isinstance(val, float) and math.isnan(val))
@@ -108,7 +133,7 @@ def _is_missing(val: Any) -> bool:
 
 _LIST_FIELDS = {"checkpoints", "checkpoint_scores", "iteration_checkpoints",
                 "iteration_checkpoint_scores", "trace_elapsed", "trace_scores",
-                "trace_iterations"}
+                "trace_iterations", "treewidth_order"}
 
 #: The Arrow schema of a result row (nullable where the record field is optional).
 RESULT_SCHEMA = pa.schema([
@@ -128,7 +153,9 @@ RESULT_SCHEMA = pa.schema([
     ("trace_elapsed", pa.list_(pa.float64())), ("trace_scores", pa.list_(pa.float64())),
     ("trace_iterations", pa.list_(pa.int64())),
     ("extra", pa.string()), ("versions", pa.string()), ("hostname", pa.string()),
-    ("finished_at", pa.string()),
+    ("finished_at", pa.string()), ("incumbent_dags", pa.string()),
+    ("treewidth_order", pa.list_(pa.int64())), ("commit", pa.string()),
+    ("dirty", pa.bool_()), ("spec", pa.string()),
 ])
 
 

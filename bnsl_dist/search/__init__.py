@@ -11,7 +11,6 @@ import bnsl_dist.search.exact.ilp  # noqa: F401,E402
 import bnsl_dist.search.exact.twilp  # noqa: F401,E402
 import bnsl_dist.search.local  # noqa: F401,E402
 import bnsl_dist.search.ordering  # noqa: F401,E402
-import bnsl_dist.search.qds  # noqa: F401,E402
 import bnsl_dist.search.treewidth  # noqa: F401,E402
 from bnsl_dist.search.base import (
     DEFAULT_CHECKPOINTS,

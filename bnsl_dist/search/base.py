@@ -8,12 +8,17 @@ unchanged; ``__init__`` does no work and no state carries over between runs.
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import time
-from collections.abc import Callable, Iterator
+import typing
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
+from pydantic import TypeAdapter, ValidationError
 
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError
@@ -25,7 +30,10 @@ __all__ = [
     "Incumbent",
     "AnytimeTrace",
     "Optimizer",
+    "Hyperparameter",
+    "OptimizerInfo",
     "register",
+    "optimizer_info",
     "get_optimizer",
     "optimizer_names",
     "make_optimizer",
@@ -137,6 +145,25 @@ class AnytimeTrace:
         cands = [i for i in self.incumbents if i.iterations <= it]
         return max(cands, key=lambda i: i.score, default=None)
 
+    def within(self, budget: Budget) -> AnytimeTrace:
+        """The incumbents found within ``budget`` (an optimizer checks its clock between
+        steps, so the last step may end past the budget: what it found then is not
+        reported, and the best of the result is the best at the budget)."""
+        s, it = budget.seconds, budget.max_iterations
+        kept = [i for i in self.incumbents
+                if (s is None or i.elapsed <= s) and (it is None or i.iterations <= it)]
+        return AnytimeTrace(kept, self.total_iterations, self.total_seconds)
+
+    @classmethod
+    def merge(cls, traces: Sequence[AnytimeTrace]) -> AnytimeTrace:
+        """Several runs (one per seed) as one trace: ``best_at(t)`` is the best over the
+        runs within ``t`` (ties: the earlier run). Each incumbent's ``info["run"]`` is
+        the index of its run; iterations add up, seconds are the longest run's."""
+        incs = [dataclasses.replace(i, info={**i.info, "run": r})
+                for r, tr in enumerate(traces) for i in tr.incumbents]
+        return cls(incs, sum(t.total_iterations for t in traces),
+                   max((t.total_seconds for t in traces), default=0.0))
+
     @classmethod
     def collect(cls, stream: Iterator[Incumbent], on_incumbent: Callable[[Incumbent], None]
                 | None = None) -> AnytimeTrace:
@@ -174,12 +201,87 @@ class Optimizer(Protocol):
             rng: np.random.Generator) -> Iterator[Incumbent]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Hyperparameter:
+    """One keyword argument of an optimizer's ``__init__``: its declaration."""
+
+    name: str
+    annotation: Any
+    default: Any = inspect.Parameter.empty
+
+    @property
+    def required(self) -> bool:
+        return self.default is inspect.Parameter.empty
+
+    def describe(self) -> str:
+        t = getattr(self.annotation, "__name__", None) or str(self.annotation)
+        t = t.replace("typing.", "").replace("collections.abc.", "")
+        return f"{self.name}: {t}" + ("" if self.required else f" = {self.default!r}")
+
+
+@dataclass(frozen=True)
+class OptimizerInfo:
+    """A registered optimizer: its class and the hyper-parameters its keyword-only
+    ``__init__`` declares (names, types, defaults). ``k`` among them means it learns
+    bounded-treewidth DAGs and takes a treewidth bound."""
+
+    name: str
+    cls: type
+    hyperparameters: tuple[Hyperparameter, ...]
+
+    @property
+    def takes_k(self) -> bool:
+        return any(h.name == "k" for h in self.hyperparameters)
+
+    @property
+    def exact(self) -> bool:
+        return bool(getattr(self.cls, "exact", False))
+
+    @cached_property
+    def _adapters(self) -> dict[str, TypeAdapter[Any]]:
+        return {h.name: TypeAdapter(h.annotation) for h in self.hyperparameters}
+
+    def check_params(self, params: Mapping[str, Any], k: int | None = None) -> None:
+        """Reject unknown names, values of the wrong type and a missing or
+        unexpected ``k`` (given apart from ``params``).
+
+        Raises
+        ------
+        InvalidConfigError
+            Naming the algorithm, the parameter and what it accepts.
+        """
+        known = {h.name: h for h in self.hyperparameters if h.name != "k"}
+        for key, value in params.items():
+            if key == "k":
+                raise InvalidConfigError(f"algorithm {self.name!r}: give the treewidth bound "
+                                         f"as the field 'k' (-k), not as a parameter")
+            if key not in known:
+                raise InvalidConfigError(
+                    f"algorithm {self.name!r} has no parameter {key!r}; it takes "
+                    f"{', '.join(sorted(known)) or 'none'}")
+            try:
+                self._adapters[key].validate_python(value)
+            except ValidationError:
+                raise InvalidConfigError(
+                    f"algorithm {self.name!r}: parameter {known[key].describe()}, got "
+                    f"{value!r}") from None
+        missing = [h.name for h in known.values() if h.required and h.name not in params]
+        if missing:
+            raise InvalidConfigError(f"algorithm {self.name!r} needs {', '.join(missing)}")
+        if self.takes_k and k is None:
+            raise InvalidConfigError(f"algorithm {self.name!r} needs a treewidth bound k")
+        if not self.takes_k and k is not None:
+            raise InvalidConfigError(f"algorithm {self.name!r} takes no treewidth bound k")
+
+
 _REGISTRY: dict[str, type] = {}
 T = TypeVar("T", bound=type)
 
 
 def register(name: str) -> Callable[[T], T]:
-    """Class decorator adding an optimizer to the registry under ``name``."""
+    """Class decorator adding an optimizer to the registry under ``name``; its
+    keyword-only ``__init__`` arguments (annotated, with defaults) are its declared
+    hyper-parameters."""
 
     def deco(cls: T) -> T:
         if name in _REGISTRY and _REGISTRY[name] is not cls:
@@ -206,15 +308,34 @@ def get_optimizer(name: str) -> type:
         return _REGISTRY[name]
     except KeyError:
         raise InvalidConfigError(f"unknown algorithm {name!r}; choose from "
-                                 f"{sorted(_REGISTRY)}") from None
+                                 f"{', '.join(sorted(_REGISTRY))}") from None
 
 
-def make_optimizer(name: str, **params: Any) -> Any:
-    """Instantiate a registered optimizer; unknown parameters are a config error."""
-    cls = get_optimizer(name)
+_INFO: dict[str, OptimizerInfo] = {}
+
+
+def optimizer_info(name: str) -> OptimizerInfo:
+    """The declaration of a registered optimizer (unknown names: InvalidConfigError)."""
+    if name not in _INFO:
+        cls = get_optimizer(name)
+        hints = typing.get_type_hints(cls.__init__)  # type: ignore[misc]
+        params = [p for p in inspect.signature(cls.__init__).parameters.values()  # type: ignore[misc]
+                  if p.kind is inspect.Parameter.KEYWORD_ONLY]
+        _INFO[name] = OptimizerInfo(name, cls, tuple(
+            Hyperparameter(p.name, hints.get(p.name, Any), p.default) for p in params))
+    return _INFO[name]
+
+
+def make_optimizer(name: str, k: int | None = None, **params: Any) -> Any:
+    """Instantiate a registered optimizer after checking its parameters (and ``k``
+    for the bounded-treewidth ones) against its declaration."""
+    info = optimizer_info(name)
+    info.check_params(params, k)
+    if k is not None:
+        params["k"] = k
     try:
-        return cls(**params)
-    except TypeError as exc:
+        return info.cls(**params)
+    except TypeError as exc:  # pragma: no cover - check_params mirrors the signature
         raise InvalidConfigError(f"algorithm {name!r}: {exc}") from None
 
 

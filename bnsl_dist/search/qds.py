@@ -1,4 +1,4 @@
-"""Quasi-determinism screening (qds-BNSL) around any registered structure learner.
+"""Quasi-determinism screening (qds-BNSL): a stage before any registered structure learner.
 
 Algorithm 1 finds the simplest ε-quasi-deterministic forest F_ε: candidate parents
 π_ε(i) = {j : H_D(X_i|X_j) <= ε}; 2-cycles are broken keeping the direction with the
@@ -18,23 +18,25 @@ network structure learning with quasi-determinism", 2018, §3 (Algorithms 1 and 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from pydantic import Field, NonNegativeFloat, model_validator
 
+from bnsl_dist._spec import Spec, make
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.graph.dag import DAG
 from bnsl_dist.scores.entropy import conditional_entropy_matrix
 from bnsl_dist.scores.local import LocalScorer
-from bnsl_dist.search.base import Budget, Incumbent, make_optimizer, register
+from bnsl_dist.search.base import Budget, Incumbent, as_generator, make_optimizer
 
-__all__ = ["qd_forest", "epsilon_for_root_fraction", "Screening", "screen", "QDSResult", "QDS",
-           "qds_learn"]
+__all__ = ["qd_forest", "epsilon_for_root_fraction", "ScreeningSpec", "Screening", "screen",
+           "QDSResult", "qds_learn"]
 
 
 def qd_forest(cond_entropy: NDArray[np.float64], arities: NDArray[np.int64],
@@ -115,6 +117,34 @@ def epsilon_for_root_fraction(cond_entropy: NDArray[np.float64], arities: NDArra
 CacheBuilder = Callable[[CategoricalData], ParentSetCache]
 
 
+class ScreeningSpec(Spec):
+    """The screening stage: ε directly, or ε_x with x the fraction of variables kept
+    as roots (default x = 0.5, the paper's msnbc experiment). The forest is scored
+    with the cache's score.
+
+    Examples
+    --------
+    >>> ScreeningSpec().root_fraction
+    0.5
+    """
+
+    epsilon: NonNegativeFloat | None = Field(
+        default=None, description="qds screening: quasi-determinism threshold (nats).")
+    root_fraction: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="qds screening: choose epsilon so that "
+        "this fraction of variables stay roots (0.5 when screening without epsilon).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            if data.get("epsilon") is not None and data.get("root_fraction") is not None:
+                raise ValueError("give epsilon or root_fraction, not both")
+            if data.get("epsilon") is None and data.get("root_fraction") is None:
+                return {**data, "root_fraction": 0.5}
+        return data
+
+
 @dataclass
 class Screening:
     """Algorithm 1 applied to a data set: the forest, its roots and their data."""
@@ -128,23 +158,43 @@ class Screening:
 
     def lift(self, root_dag: DAG) -> DAG:
         """F_ε ∪ G_R: the roots' DAG (over roots 0..m-1) joined with the forest."""
-        return _merge(self.forest_parent, self.roots, root_dag, self.names)
+        parents: list[list[int]] = [[] for _ in self.names]
+        for i, p in enumerate(self.forest_parent):
+            if p >= 0:
+                parents[i] = [int(p)]
+        for a, ps in enumerate(root_dag.parents):
+            parents[self.roots[a]] = [self.roots[b] for b in ps]
+        return DAG.from_parents(parents, self.names)
+
+    def lift_incumbent(self, inc: Incumbent, elapsed: float | None = None) -> Incumbent:
+        """An incumbent of the roots' search as one over all variables (score and bound
+        plus the forest's score; a treewidth certificate of the roots' DAG is dropped)."""
+        return Incumbent(elapsed=inc.elapsed if elapsed is None else elapsed,
+                         score=self.forest_score + inc.score, dag=self.lift(inc.dag),
+                         iterations=inc.iterations,
+                         bound=None if inc.bound is None else self.forest_score + inc.bound,
+                         info={**{k: v for k, v in inc.info.items() if k != "certificate"},
+                               "epsilon": self.epsilon, "n_roots": len(self.roots)})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"epsilon": self.epsilon, "n_roots": len(self.roots), "roots": self.roots,
+                "forest_parent": [int(p) for p in self.forest_parent],
+                "forest_score": self.forest_score, "seconds": self.seconds}
 
 
-def screen(data: CategoricalData, *, epsilon: float | None = None,
-           root_fraction: float | None = None, score: str = "bic",
-           ess: float = 1.0) -> Screening:
-    """Compute H_D(X_i|X_j), choose ε (directly or as ε_x) and the forest F_ε."""
-    if epsilon is not None and root_fraction is not None:
-        raise InvalidConfigError("give epsilon or root_fraction, not both")
-    if epsilon is None and root_fraction is None:
-        root_fraction = 0.5
-    if epsilon is not None and epsilon < 0:
-        raise InvalidConfigError(f"epsilon must be >= 0, got {epsilon}")
+def screen(data: CategoricalData, spec: ScreeningSpec | None = None, *, score: str = "bic",
+           ess: float = 1.0, **settings: Any) -> Screening:
+    """Compute H_D(X_i|X_j), choose ε (``spec.epsilon``, or ε_x for
+    ``spec.root_fraction``) and the forest F_ε, scored with ``score``.
+    ``settings`` are the spec's fields as keywords (instead of ``spec``)."""
+    if spec is None:
+        spec = make(ScreeningSpec, settings)
+    elif settings:
+        raise InvalidConfigError("give either a ScreeningSpec or keyword settings, not both")
     t0 = time.perf_counter()
     h = conditional_entropy_matrix(data)
-    eps = (float(epsilon) if epsilon is not None
-           else epsilon_for_root_fraction(h, data.arities, float(root_fraction)))  # type: ignore[arg-type]
+    eps = (float(spec.epsilon) if spec.epsilon is not None
+           else epsilon_for_root_fraction(h, data.arities, float(spec.root_fraction or 0.0)))
     parent = qd_forest(h, data.arities, eps)
     roots = [int(v) for v in np.nonzero(parent < 0)[0]]
     scorer = LocalScorer(data, score, ess)
@@ -166,100 +216,33 @@ class QDSResult:
     incumbents: list[Incumbent] = field(default_factory=list)
 
 
-@register("qds")
-class QDS:
-    """qds-BNSL: screen quasi-deterministic arcs, learn the rest with ``inner``.
-
-    It needs the data (the screening statistics and the roots' own cache), so it runs
-    through :meth:`learn` (``bnsl-dist learn DATA --algorithm qds``); :meth:`run` on a
-    ready cache is refused.
-
-    Parameters
-    ----------
-    inner : str
-        A registered optimizer run on the roots (default "asobs-ent").
-    inner_params : mapping, optional
-        Its hyper-parameters.
-    epsilon, root_fraction : float, optional
-        ε directly, or as ε_x with x the fraction of variables kept as roots
-        (default: root_fraction 0.5 as in the paper's msnbc experiment).
-    score : {"bic", "bdeu"}
-        The score reported for the whole DAG (the roots' cache should use the same).
-    """
-
-    name: ClassVar[str] = "qds"
-    exact: ClassVar[bool] = False
-    needs_data: ClassVar[bool] = True
-
-    def __init__(self, *, inner: str = "asobs-ent", inner_params: Mapping[str, Any] | None = None,
-                 epsilon: float | None = None, root_fraction: float | None = None,
-                 score: str = "bic", ess: float = 1.0) -> None:
-        self.inner = inner
-        self.inner_params = dict(inner_params or {})
-        self.epsilon = epsilon
-        self.root_fraction = root_fraction
-        self.score = score
-        self.ess = ess
-
-    def run(self, cache: ParentSetCache, budget: Budget,
-            rng: np.random.Generator) -> Iterator[Incumbent]:
-        raise InvalidConfigError("qds screens the data itself: call QDS.learn(data, ...) or "
-                                 "`bnsl-dist learn DATA --algorithm qds`, not on a cache")
-
-    def learn(self, data: CategoricalData, budget: Budget, rng: np.random.Generator, *,
-              cache_builder: CacheBuilder) -> Iterator[Incumbent]:
-        """Screen, build the roots' cache with ``cache_builder``, run the inner learner.
-
-        Yields incumbents over the whole variable set (forest ∪ roots' DAG); their
-        ``elapsed`` includes screening and the cache build.
-        """
-        res = qds_learn(data, budget, rng, cache_builder=cache_builder, inner=self.inner,
-                        inner_params=self.inner_params, epsilon=self.epsilon,
-                        root_fraction=self.root_fraction, score=self.score, ess=self.ess)
-        yield from res.incumbents
-
-
 def qds_learn(data: CategoricalData, budget: Budget, rng: np.random.Generator | int | None, *,
               cache_builder: CacheBuilder, inner: str = "asobs-ent",
-              inner_params: Mapping[str, Any] | None = None, epsilon: float | None = None,
-              root_fraction: float | None = None, score: str = "bic",
-              ess: float = 1.0) -> QDSResult:
-    """Algorithm 2 (qds-BNSL). See :class:`QDS`."""
-    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+              inner_params: Mapping[str, Any] | None = None, k: int | None = None,
+              epsilon: float | None = None, root_fraction: float | None = None,
+              score: str = "bic", ess: float = 1.0) -> QDSResult:
+    """Algorithm 2 (qds-BNSL) in one call: screen, build the roots' cache with
+    ``cache_builder``, run the registered optimizer ``inner`` (with ``inner_params`` and
+    treewidth bound ``k`` where it takes one) on it (for what is left
+    of the budget's seconds) and lift its DAGs back. Incumbents' ``elapsed`` include
+    screening and the cache build. The pipeline runs the same stages with the cache as
+    its own task (:mod:`bnsl_dist.pipeline`)."""
+    gen = as_generator(rng)
     t0 = time.perf_counter()
     scr = screen(data, epsilon=epsilon, root_fraction=root_fraction, score=score, ess=ess)
-    parent, roots, eps, forest_score = scr.forest_parent, scr.roots, scr.epsilon, scr.forest_score
     t_screen = time.perf_counter() - t0
-    sub = data.select(roots)
-    cache = cache_builder(sub)
+    cache = cache_builder(data.select(scr.roots))
     t_cache = time.perf_counter() - t0 - t_screen
-    optimizer = make_optimizer(inner, **dict(inner_params or {}))
+    optimizer = make_optimizer(inner, k, **dict(inner_params or {}))
     remaining = None if budget.seconds is None else max(1e-3, budget.seconds -
                                                         (time.perf_counter() - t0))
     inner_budget = Budget(seconds=remaining, max_iterations=budget.max_iterations)
-    incumbents: list[Incumbent] = []
-    best = None
-    for inc in optimizer.run(cache, inner_budget, gen):
-        full = scr.lift(inc.dag)
-        total = forest_score + inc.score
-        best = (full, total)
-        incumbents.append(Incumbent(elapsed=time.perf_counter() - t0, score=total, dag=full,
-                                    iterations=inc.iterations,
-                                    info={"epsilon": eps, "n_roots": len(roots)}))
-    if best is None:
+    incumbents = [scr.lift_incumbent(inc, time.perf_counter() - t0)
+                  for inc in optimizer.run(cache, inner_budget, gen)]
+    if not incumbents:
         raise InvalidConfigError(f"inner learner {inner!r} produced no DAG within the budget")
-    return QDSResult(dag=best[0], score=best[1], epsilon=eps, forest_parent=parent,
-                     roots=roots, incumbents=incumbents,
+    best = incumbents[-1]
+    return QDSResult(dag=best.dag, score=best.score, epsilon=scr.epsilon,
+                     forest_parent=scr.forest_parent, roots=scr.roots, incumbents=incumbents,
                      seconds={"screening": t_screen, "cache": t_cache,
                               "total": time.perf_counter() - t0})
-
-
-def _merge(parent: NDArray[np.int64], roots: list[int], root_dag: DAG,
-           names: tuple[str, ...]) -> DAG:
-    parents: list[list[int]] = [[] for _ in names]
-    for i, p in enumerate(parent):
-        if p >= 0:
-            parents[i] = [int(p)]
-    for a, ps in enumerate(root_dag.parents):
-        parents[roots[a]] = [roots[b] for b in ps]
-    return DAG.from_parents(parents, names)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bnsl_dist.cache.parent_sets import ParentSetCache
+from bnsl_dist.cache.spec import CacheSpec
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.graph.dag import DAG
@@ -47,7 +48,7 @@ from bnsl_dist.search.base import Budget, Incumbent, make_optimizer
 from bnsl_dist.sem.imputation import EStep, complete_rows
 
 __all__ = ["SEMIteration", "SEMResult", "structural_em", "random_chain", "initial_network",
-           "sem_budgets", "sem_cache_settings", "equivalence_key"]
+           "sem_budgets", "sem_cache_spec", "equivalence_key"]
 
 #: Completes rows: (network, elimination order, codes, missing mask, method) -> codes.
 EStepRunner = Callable[[BayesianNetwork, Sequence[int] | None, NDArray[np.integer],
@@ -149,17 +150,13 @@ def sem_budgets(n_vars: int, n_samples: int) -> tuple[int, int]:
     return scores, iterations
 
 
-def sem_cache_settings(cache_settings: Mapping[str, Any] | None, score: str,
-                       data: CategoricalData) -> dict[str, Any]:
-    """Keyword arguments of the M-step's cache build: independence selection with the
-    exact-score budget of :func:`sem_budgets`, unless the caller gives other settings
-    (a budget in seconds or scores, given and not None, replaces the default)."""
-    settings: dict[str, Any] = {"method": "independence", "score": score}
-    settings.update(cache_settings or {})
-    if settings.get("seconds_per_variable") is None and \
-            settings.get("scores_per_variable") is None:
-        settings["scores_per_variable"] = sem_budgets(data.n_vars, data.n_samples)[0]
-    return settings
+def sem_cache_spec(cache: CacheSpec | None, score: str, data: CategoricalData) -> CacheSpec:
+    """The M-step's cache build: ``cache`` when given, else independence selection with
+    ``score`` and the exact-score budget of :func:`sem_budgets` (reproducible)."""
+    if cache is not None:
+        return cache
+    return CacheSpec(score=score,  # type: ignore[arg-type]
+                     scores_per_variable=sem_budgets(data.n_vars, data.n_samples)[0])
 
 
 def equivalence_key(dag: DAG) -> tuple[frozenset[tuple[int, int]], frozenset[tuple[int, int, int]]]:
@@ -180,7 +177,7 @@ def _serial_e_step(net: BayesianNetwork, order: Sequence[int] | None,
 
 def structural_em(data: CategoricalData, *, k: int = 4, rng: np.random.Generator | int | None = None,
                   max_iterations: int = 10, e_step: EStep = "mpe",
-                  cache_settings: Mapping[str, Any] | None = None,
+                  cache: CacheSpec | None = None,
                   search_budget: Budget | None = None, score: str = "bic",
                   alpha: float = 1.0, cache_builder: CacheBuilder | None = None,
                   searcher: Searcher | None = None,
@@ -201,10 +198,10 @@ def structural_em(data: CategoricalData, *, k: int = 4, rng: np.random.Generator
         Stop after this many iterations whatever the other rules say.
     e_step : {"mpe", "marginal"}
         Joint MPE completion (default) or per-variable marginal argmax.
-    cache_settings : mapping, optional
-        Keyword arguments of :func:`bnsl_dist.cache.build_cache` (default: independence
+    cache : CacheSpec, optional
+        The M-step's cache build (default: :func:`sem_cache_spec`, independence
         selection with the exact-score budget of :func:`sem_budgets`; the paper's
-        budget is ``{"seconds_per_variable": 1.0}``, not reproducible).
+        budget is ``CacheSpec(seconds_per_variable=1.0)``, not reproducible).
     search_budget : Budget, optional
         k-MAX's budget per iteration (default: the iterations of :func:`sem_budgets`).
     cache_builder, searcher, e_step_runner : callables, optional
@@ -236,13 +233,12 @@ def structural_em(data: CategoricalData, *, k: int = 4, rng: np.random.Generator
     if data.n_vars < 2:
         raise DataError("structural EM needs at least two variables", path=data.source)
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    spec = sem_cache_spec(cache, score, data)
     if cache_builder is None:
         from bnsl_dist.cache import build_cache
 
-        settings = sem_cache_settings(cache_settings, score, data)
-
         def cache_builder(d: CategoricalData) -> ParentSetCache:
-            return build_cache(d, **settings)
+            return build_cache(d, spec)
 
     budget = search_budget or Budget(max_iterations=sem_budgets(data.n_vars,
                                                                 data.n_samples)[1])

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from bnsl_dist.cache import ExploreSettings, build_cache, explore_variable, read_jkl, write_jkl
+from bnsl_dist.cache import CacheSpec, build_cache, explore_variable, read_jkl, write_jkl
 from bnsl_dist.cache.build import cache_key
 from bnsl_dist.data import CategoricalData
 from bnsl_dist.data.registry import bundled_path
@@ -61,7 +61,7 @@ def test_score_budget_is_deterministic_and_matches_explore_variable(asia):
     scorer = LocalScorer(asia, "bic")
     for v in (0, 5):
         assert explore_variable(scorer, v, scores_per_variable=60) == a.sets_of(v)
-        assert explore_variable(asia, v, settings=ExploreSettings(scores_per_variable=60)) \
+        assert explore_variable(asia, v, settings=CacheSpec(scores_per_variable=60)) \
             == a.sets_of(v)
 
 
@@ -97,19 +97,20 @@ def test_cache_survives_a_jkl_round_trip(asia, tmp_path):
 
 
 def test_cache_key_depends_on_data_settings_and_variables(asia):
-    s1, s2 = ExploreSettings(scores_per_variable=10), ExploreSettings(scores_per_variable=11)
+    s1, s2 = CacheSpec(scores_per_variable=10), CacheSpec(scores_per_variable=11)
     h = asia.content_hash()
-    assert cache_key(h, s1, [0, 1]) == cache_key(h, ExploreSettings(scores_per_variable=10),
+    assert cache_key(h, s1, [0, 1]) == cache_key(h, CacheSpec(scores_per_variable=10),
                                                  [0, 1])
     assert len({cache_key(h, s1, [0, 1]), cache_key(h, s2, [0, 1]), cache_key(h, s1, [0]),
                 cache_key("x" + h[1:], s1, [0, 1])}) == 4
 
 
 def test_independence_default_budget_is_one_second():
-    assert ExploreSettings().seconds == 1.0
-    assert ExploreSettings(scores_per_variable=5).seconds is None
-    assert ExploreSettings(seconds_per_variable=math.inf).seconds is None
-    assert ExploreSettings(method="sequential").seconds is None
+    assert CacheSpec().seconds == 1.0
+    assert CacheSpec().seconds_per_variable == 1.0  # the applied default is recorded
+    assert CacheSpec(scores_per_variable=5).seconds is None
+    assert CacheSpec(seconds_per_variable=math.inf).seconds is None
+    assert CacheSpec(method="sequential").seconds is None
 
 
 @pytest.mark.parametrize("kwargs,field", [
@@ -144,7 +145,7 @@ def test_explore_variable_checks_its_inputs(asia):
     with pytest.raises(InvalidConfigError, match="bic or bdeu"):
         explore_variable(LocalScorer(asia, "ll"), 0, method="sequential")
     with pytest.raises(InvalidConfigError, match="not both"):
-        explore_variable(asia, 0, settings=ExploreSettings(), method="sequential")
+        explore_variable(asia, 0, settings=CacheSpec(), method="sequential")
 
 
 @pytest.mark.parametrize("method", ["independence", "sequential"])
@@ -157,3 +158,11 @@ def test_one_and_two_variables(method):
     c2 = build_cache(two, method=method, scores_per_variable=10)
     assert [ps for ps, _ in c2.sets_of(0)] == [(1,), ()]
     assert [ps for ps, _ in c2.sets_of(1)] == [(0,), ()]
+
+
+def test_cache_spec_round_trips_and_rejects_unknown_keys():
+    spec = CacheSpec(method="sequential", score="bdeu", ess=2.0, max_indegree=2,
+                     seconds_per_variable=math.inf)
+    assert CacheSpec.model_validate_json(spec.model_dump_json()) == spec
+    with pytest.raises(InvalidConfigError, match="max_indgree"):
+        build_cache(CategoricalData.from_array(np.zeros((3, 2), int)), max_indgree=2)

@@ -73,12 +73,12 @@ def test_data_task_is_keyed_by_content_hash_and_files_are_read_by_workers(client
 
 
 def test_cache_dir_saves_and_reuses(client, child, tmp_path):
-    from bnsl_dist.cache.build import ExploreSettings
+    from bnsl_dist.cache import CacheSpec
     from bnsl_dist.orchestrate.explore import build_cache_distributed, cached_path
 
     kw = {"method": "independence", "scores_per_variable": 60, "variables": [1, 2, 3]}
     first = build_cache_distributed(client, child, cache_dir=tmp_path, **kw)
-    path = cached_path(tmp_path, child, ExploreSettings(method="independence",
+    path = cached_path(tmp_path, child, CacheSpec(method="independence",
                                                         scores_per_variable=60), [1, 2, 3])
     assert path.exists()
     _same(first, read_jkl(path))

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from bnsl_dist.experiment import expand_grid, run_cell
+from bnsl_dist.pipeline.grid import expand_grid
+from bnsl_dist.pipeline.run import run_cell
 from bnsl_dist.results.store import ResultStore
 from tests.orchestrate.test_grid import comparable, small_grid, write_nltcs_caches
 

@@ -14,7 +14,9 @@ from bnsl_dist.cache.jkl import write_jkl
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.cli import main
 from bnsl_dist.config import GridConfig
-from bnsl_dist.experiment import expand_grid, load_data, run_cell
+from bnsl_dist.pipeline.grid import expand_grid
+from bnsl_dist.pipeline.run import load_data, run_cell
+from bnsl_dist.pipeline.specs import DataRef
 from bnsl_dist.results.store import ResultStore
 from bnsl_dist.scores.local import LocalScorer
 
@@ -26,7 +28,7 @@ ALGORITHMS = [{"name": "kg", "k": [2]}, {"name": "kmax", "k": [2]}, {"name": "as
 def write_nltcs_caches(folder: Path, splits=("valid", "test")) -> str:
     """Exhaustive in-degree-2 BIC caches of bundled nltcs; returns the path template."""
     for split in splits:
-        data = load_data("nltcs", split)
+        data = load_data(DataRef(name="nltcs", split=split))
         sc = LocalScorer(data, "bic")
         n = data.n_vars
         lists = [[(ps, sc.score(v, ps)) for r in range(3)
@@ -91,14 +93,16 @@ def test_failures_are_recorded_apart(client, caches, tmp_path):
     from bnsl_dist.orchestrate.grid import grid_status, run_grid
 
     grid = small_grid(caches, name="bad", seeds=(0,), splits=("test",),
-                      algorithms=[{"name": "kg", "k": [2], "params": {"bogus": 1}},
+                      algorithms=[{"name": "dp", "params": {"max_vars": 4}},
                                   {"name": "kg", "label": "kg-ok", "k": [2]}])
     summary = run_grid(client, grid, tmp_path, progress=False, report=False)
     assert len(summary.failed) == 1 and len(summary.computed) == 1
     store = ResultStore(tmp_path)
     (fail,) = store.read_failures()
-    assert fail.status == "error" and "bogus" in fail.error
-    assert "InvalidConfigError" in fail.traceback and fail.label == "kg"
+    assert fail.status == "error" and "exceed the limit of 4" in fail.error
+    assert "InvalidConfigError" in fail.traceback and fail.label == "dp"
+    assert fail.extra["provenance"]["version"] and fail.extra["spec"]["search"]["algorithm"] \
+        == "dp"
     assert [r.label for r in store.read_results()] == ["kg-ok"]
     st = grid_status(grid, tmp_path)
     assert st.counts() == {"done": 1, "failed": 1, "pending": 0, "total": 2}
@@ -163,3 +167,65 @@ def test_builds_each_cache_once(client, tmp_path):
     assert len(files) == 2
     assert len({r.cache_key for r in ResultStore(tmp_path).read_results()}) == 2
     assert plan_grid(grid, tmp_path).caches_to_build == ()
+
+
+def test_qds_grid_cells_are_ok_and_equal_qds_learn(client, tmp_path):
+    """Screening is a stage: every cell of a small qds grid (any optimizer after the
+    screen) runs through the grid runner, and each lifted DAG is the one qds_learn
+    finds with the same cache settings, stream and budget."""
+    from bnsl_dist.cache import build_cache
+    from bnsl_dist.orchestrate.grid import run_grid
+    from bnsl_dist.search import Budget
+    from bnsl_dist.search.qds import qds_learn
+
+    grid = GridConfig.model_validate({
+        "name": "qds-tiny", "seed": 5, "datasets": [{"name": "nltcs", "splits": ["test"]}],
+        "cache": {"method": "sequential", "score": "bdeu", "max_indegree": 2,
+                  "scores_per_variable": 80},
+        "algorithms": [{"name": "hc-tabu", "label": "sota"},
+                       {"name": "hc-tabu", "label": "qds-x0.5",
+                        "screening": {"root_fraction": 0.5}},
+                       {"name": "asobs", "label": "qds-eps", "screening": {"epsilon": 0.05}},
+                       {"name": "kmax", "k": [2], "label": "qds-kmax",
+                        "screening": {"root_fraction": 0.5}}],
+        "seeds": [0], "budget": {"iterations": 8}})
+    summary = run_grid(client, grid, tmp_path, progress=False, report=False)
+    assert not summary.failed and len(summary.computed) == 4
+    recs = {r.label: r for r in ResultStore(tmp_path).read_results()}
+    assert all(r.status in ("ok", "optimal") for r in recs.values())
+    data = load_data(DataRef(name="nltcs", split="test"))
+    scorer = LocalScorer(data, "bdeu")
+    for cell in expand_grid(grid):
+        rec = recs[cell.label]
+        dag = json.loads(rec.dag_json)
+        pos = {n: i for i, n in enumerate(data.names)}
+        parents = [sorted(pos[p] for p in dag["parents"][n]) for n in data.names]
+        assert rec.best_score == pytest.approx(
+            sum(scorer.score(v, ps) for v, ps in enumerate(parents)), rel=1e-9)
+        if cell.screening is None:
+            continue
+        ref = qds_learn(data, Budget(max_iterations=8), cell.rng(),
+                        cache_builder=lambda d: build_cache(d, grid.cache),
+                        inner=cell.algorithm, inner_params=dict(cell.search.params),
+                        k=cell.k, epsilon=cell.screening.epsilon,
+                        root_fraction=cell.screening.root_fraction, score="bdeu")
+        assert [list(p) for p in ref.dag.parents] == parents
+        assert rec.best_score == pytest.approx(ref.score, rel=1e-12)
+        assert json.loads(rec.extra)["screening"]["n_roots"] == len(ref.roots)
+
+
+def test_shipped_qds_grid_runs_every_cell(client, tmp_path, shared_data):
+    """configs/grids/qds-2018.yaml, shrunk to one seed and small budgets, runs through
+    the grid runner with every cell ok."""
+    from bnsl_dist.config import load_grid
+    from bnsl_dist.orchestrate.grid import run_grid
+
+    full = load_grid(Path(__file__).resolve().parents[2] / "configs/grids/qds-2018.yaml")
+    grid = full.model_copy(update={
+        "seeds": (0,), "budget": full.budget.model_copy(update={
+            "seconds": 30.0, "iterations": 2, "checkpoints": (1.0,)}),
+        "cache": full.cache.model_copy(update={"seconds_per_variable": None,
+                                               "scores_per_variable": 20,
+                                               "max_indegree": 1})})
+    summary = run_grid(client, grid, tmp_path, progress=False, report=False)
+    assert not summary.failed and len(summary.computed) == len(full.algorithms)

@@ -3,10 +3,10 @@
 Each test is parametrized over ``optimizer_names()``, so a newly registered optimizer is
 checked as soon as its module is imported by ``bnsl_dist/search/__init__.py``.
 
-Optimizers that need constructor parameters get them from ``PARAMS`` below: add one
-line ``"name": {...}`` for yours. ``EXACT_PARAMS`` overrides them for the brute-force
-test (e.g. a treewidth bound large enough not to bind on n <= 7, so that an exact
-bounded-treewidth solver must reach the unbounded optimum).
+Optimizers are built from the registry's declaration: the bounded-treewidth ones
+(those declaring ``k``) get ``k = 3``, and ``k = 6`` for the brute-force test (a bound
+that cannot bind on n <= 7, so an exact bounded-treewidth solver must reach the
+unbounded optimum); every other parameter keeps its declared default.
 
 What is checked (ARCHITECTURE.md "Contracts", STYLE.md §4):
 - the class has ``name`` and ``exact``, keyword-only hyper-parameters, and satisfies the
@@ -33,33 +33,17 @@ import numpy as np
 import pytest
 
 from bnsl_dist.search import Budget, Optimizer, get_optimizer, make_optimizer, optimizer_names
+from bnsl_dist.search.base import optimizer_info
 from tests.naive import brute_force_best, naive_is_acyclic, random_cache
 
-#: Extra constructor parameters per registered name (add yours here).
-PARAMS: dict[str, dict[str, Any]] = {
-    "kg": {"k": 3},
-    "kg-ent": {"k": 3},
-    "kmax": {"k": 3},
-    "twilp": {"k": 3},
-}
-
-#: Overrides for the brute-force test (n <= 7): bounds that must not bind there.
-EXACT_PARAMS: dict[str, dict[str, Any]] = {
-    "twilp": {"k": 6},
-}
-
-#: Optimizers with ``needs_data = True`` (qds) screen raw data and refuse a bare cache;
-#: tests/search/test_qds.py checks the same contract for them on data.
-NAMES = [n for n in optimizer_names() if not getattr(get_optimizer(n), "needs_data", False)]
+NAMES = optimizer_names()
 ITERS = 25
 TIME_BUDGET = 1.0
 
 
 def _make(name: str, exact: bool = False) -> Any:
-    params = dict(PARAMS.get(name, {}))
-    if exact:
-        params.update(EXACT_PARAMS.get(name, {}))
-    return make_optimizer(name, **params)
+    k = (6 if exact else 3) if optimizer_info(name).takes_k else None
+    return make_optimizer(name, k)
 
 
 def _run(name: str, cache, budget: Budget, seed: int = 0, opt: Any = None) -> list:
@@ -74,7 +58,20 @@ def caches():
 
 
 def test_registry_is_not_empty():
-    assert {"dp"} <= set(NAMES)
+    assert {"dp", "asobs", "kmax"} <= set(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_declared_parameters_are_the_signature(name):
+    """The registry's declaration is the keyword-only signature: every declared default
+    builds the optimizer, every declared type is a real annotation."""
+    info = optimizer_info(name)
+    sig = inspect.signature(get_optimizer(name).__init__)
+    assert [h.name for h in info.hyperparameters] == [
+        p.name for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY]
+    assert info.takes_k == ("k" in sig.parameters)
+    with pytest.raises(Exception, match="no parameter 'no_such_param'"):
+        make_optimizer(name, 3 if info.takes_k else None, no_such_param=1)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -1,5 +1,5 @@
-"""qds-BNSL: the ε-qd forest (Algorithm 1), learning on the roots (Algorithm 2), and the
-optimizer contract on data (qds needs data, so the cache-only contract suite skips it)."""
+"""qds-BNSL: the ε-qd forest (Algorithm 1), learning on the roots (Algorithm 2), the
+anytime contract of the lifted incumbents, screening as a stage of `learn`."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from bnsl_dist.graph import find_cycle
 from bnsl_dist.scores import LocalScorer
 from bnsl_dist.scores.entropy import conditional_entropy_matrix
 from bnsl_dist.search import Budget, make_optimizer
-from bnsl_dist.search.qds import QDS, epsilon_for_root_fraction, qd_forest, qds_learn
+from bnsl_dist.search.qds import ScreeningSpec, epsilon_for_root_fraction, qd_forest, qds_learn
 from tests.naive_scores import exhaustive_cache_builder as exhaustive_cache
 from tests.naive_scores import naive_entropy
 
@@ -102,9 +102,8 @@ def test_proposition_1_deterministic_screening_keeps_the_mll_optimum():
 def test_qds_contract_on_data():
     d = resolve_data("nltcs/test")
     builder = exhaustive_cache("bic", max_indegree=1)
-    opt = QDS(inner="dp", root_fraction=0.5)
-    incs = list(opt.learn(d, Budget(max_iterations=1), np.random.default_rng(1),
-                          cache_builder=builder))
+    incs = qds_learn(d, Budget(max_iterations=1), np.random.default_rng(1),
+                     cache_builder=builder, inner="dp", root_fraction=0.5).incumbents
     assert incs
     scorer = LocalScorer(d, "bic")
     for a, b in zip(incs, incs[1:], strict=False):
@@ -112,14 +111,21 @@ def test_qds_contract_on_data():
     for inc in incs:
         assert find_cycle(inc.dag.parents) is None
         assert inc.score == pytest.approx(scorer.score_parents(inc.dag.parents).sum(), rel=1e-9)
-    again = list(QDS(inner="dp", root_fraction=0.5).learn(
-        d, Budget(max_iterations=1), np.random.default_rng(1), cache_builder=builder))
-    assert again[-1].dag == incs[-1].dag
-    with pytest.raises(InvalidConfigError):
-        list(opt.run(builder(d), Budget(max_iterations=1), np.random.default_rng(0)))
-    with pytest.raises(InvalidConfigError):
+    again = qds_learn(d, Budget(max_iterations=1), np.random.default_rng(1),
+                      cache_builder=builder, inner="dp", root_fraction=0.5)
+    assert again.dag == incs[-1].dag
+    with pytest.raises(InvalidConfigError, match="not both"):
         qds_learn(d, Budget(max_iterations=1), 0, cache_builder=builder, epsilon=0.1,
                   root_fraction=0.5)
+
+
+def test_screening_spec_defaults_and_errors():
+    assert ScreeningSpec().root_fraction == 0.5 and ScreeningSpec().epsilon is None
+    assert ScreeningSpec(epsilon=0.1).root_fraction is None
+    with pytest.raises(ValueError, match="not both"):
+        ScreeningSpec(epsilon=0.1, root_fraction=0.5)
+    with pytest.raises(ValueError, match="root_fraction"):
+        ScreeningSpec(root_fraction=1.5)
 
 
 def test_cli_learn_qds(tmp_path):
@@ -131,17 +137,20 @@ def test_cli_learn_qds(tmp_path):
     from bnsl_dist.graph import DAG
 
     out = tmp_path / "r.json"
-    res = CliRunner().invoke(main, ["learn", "nltcs/test", "--algorithm", "qds", "--inner",
-                                    "hc-tabu", "--root-fraction", "0.5", "--serial",
+    res = CliRunner().invoke(main, ["learn", "nltcs/test", "--algorithm", "hc-tabu",
+                                    "--root-fraction", "0.5", "--serial",
                                     "--iterations", "3", "--scores-per-variable", "100",
                                     "-q", "-o", str(out)])
     assert res.exit_code == 0, res.output
     r = json.loads(out.read_text())
     d = resolve_data("nltcs/test")
     dag = DAG.from_json_dict(r["dag"], names=d.names)
-    assert r["algorithm"] == "qds" and r["qds"]["n_roots"] <= d.n_vars // 2
+    assert r["spec"]["screening"] == {"epsilon": None, "root_fraction": 0.5}
+    assert r["screening"]["n_roots"] <= d.n_vars // 2
+    assert r["cache"]["n_vars"] == d.n_vars
     assert r["score"] == pytest.approx(LocalScorer(d, "bic").score_parents(dag.parents).sum(),
                                        rel=1e-9)
     bad = CliRunner().invoke(main, ["learn", "nltcs", "--algorithm", "asobs",
-                                    "--epsilon", "0.1", "--serial", "-o", str(out)])
-    assert bad.exit_code == 2 and "qds only" in bad.output
+                                    "--epsilon", "0.1", "--root-fraction", "0.5", "--serial",
+                                    "-o", str(out)])
+    assert bad.exit_code == 2 and "not both" in bad.output

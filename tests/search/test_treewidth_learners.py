@@ -26,7 +26,7 @@ from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.graph import KTree, TreewidthCertificate
 from bnsl_dist.search import Budget, make_optimizer
 from bnsl_dist.search.ordering.samplers import entropy_weights
-from bnsl_dist.search.treewidth import KGreedyEnt, KMax
+from bnsl_dist.search.treewidth import KGreedyEnt
 from bnsl_dist.search.treewidth import _kernels as K
 from bnsl_dist.search.treewidth._driver import CacheArrays
 from tests.graph.naive_treewidth import naive_elimination_width, nx_moral, treewidth_dp

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
 from bnsl_dist.cli import main
@@ -37,8 +38,13 @@ def test_impute_cli_serial(tmp_path):
     assert read_bif(net).n_vars == truth.n_vars
 
 
-def test_impute_cli_rejects_both_budgets(tmp_path):
-    res = CliRunner().invoke(main, ["impute", "wine", "--serial", "--seconds-per-variable", "1",
-                                    "--scores-per-variable", "5", "-o", str(tmp_path / "o.csv")])
-    assert res.exit_code == 2 and "error:" in res.output
+@pytest.mark.parametrize("args, needle", [
+    (["--seconds-per-variable", "-1"], "seconds_per_variable"),
+    (["--scores-per-variable", "0"], "scores_per_variable"),
+    (["-k", "0"], "-k"),
+])
+def test_impute_cli_rejects_bad_settings_before_reading(tmp_path, args, needle):
+    res = CliRunner().invoke(main, ["impute", "wine", "--serial", *args,
+                                    "-o", str(tmp_path / "o.csv")])
+    assert res.exit_code == 2 and "error:" in res.output and needle in res.output
     assert not (tmp_path / "o.csv").exists()

@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
+from bnsl_dist.cache.spec import CacheSpec
 from bnsl_dist.data import bundled_path
 from bnsl_dist.data.masking import mask_mcar
 from bnsl_dist.model.bif import read_bif
@@ -208,7 +209,7 @@ def test_default_budgets_scale_with_the_data_and_reproduce(asia):
         CACHE_SCORES_RANGE,
         SEARCH_ITERATIONS_RANGE,
         sem_budgets,
-        sem_cache_settings,
+        sem_cache_spec,
     )
 
     # exact scores per variable fall as rows grow (each score costs O(N)), k-MAX
@@ -221,14 +222,12 @@ def test_default_budgets_scale_with_the_data_and_reproduce(asia):
     assert its == sorted(its, reverse=True) and its[0] > its[-1]
     assert min(its) == SEARCH_ITERATIONS_RANGE[0] and max(its) == SEARCH_ITERATIONS_RANGE[1]
     _, _, masked = asia
-    got = sem_cache_settings(None, "bic", masked)
-    assert got["scores_per_variable"] == sem_budgets(masked.n_vars, masked.n_samples)[0]
-    assert "seconds_per_variable" not in got
-    # a caller's budget wins, None counts as not given
-    assert sem_cache_settings({"seconds_per_variable": 1.0}, "bic", masked) == {
-        "method": "independence", "score": "bic", "seconds_per_variable": 1.0}
-    assert sem_cache_settings({"seconds_per_variable": None}, "bic", masked)[
-        "scores_per_variable"] == got["scores_per_variable"]
+    got = sem_cache_spec(None, "bic", masked)
+    assert got.scores_per_variable == sem_budgets(masked.n_vars, masked.n_samples)[0]
+    assert got.seconds_per_variable is None and got.method == "independence"
+    # a caller's spec wins
+    paper = CacheSpec(seconds_per_variable=1.0)
+    assert sem_cache_spec(paper, "bic", masked) is paper
     # the defaults are work counts: the same seed gives the same run
     a = structural_em(masked, k=2, rng=5, max_iterations=3)
     b = structural_em(masked, k=2, rng=5, max_iterations=3)

@@ -39,9 +39,9 @@ from typing import Any
 import numpy as np
 
 from bnsl_dist.data import read_data, write_csv
-from bnsl_dist.data.generate import random_network
 from bnsl_dist.data.masking import mask_mcar
-from bnsl_dist.data.sampling import sample
+from bnsl_dist.model.generate import random_network
+from bnsl_dist.model.sampling import sample
 from bnsl_dist.sem import imputation_accuracy, impute, mode_impute, structural_em
 from workflows.benchmarks._common import write_result
 

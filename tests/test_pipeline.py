@@ -1,5 +1,5 @@
 """Cells and run_cell: keys, seeds independent of scheduling, records checked against a
-naive BIC oracle."""
+naive BIC oracle; spec models; screening as a stage; provenance."""
 
 from __future__ import annotations
 
@@ -10,14 +10,20 @@ import math
 import numpy as np
 import pytest
 
-import bnsl_dist.experiment as E
+import bnsl_dist.pipeline.cell as C
+import bnsl_dist.pipeline.run as E
+import bnsl_dist.search.base as B
 from bnsl_dist.cache.jkl import write_jkl
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.config import GridConfig
-from bnsl_dist.exceptions import DataError, InvalidConfigError
+from bnsl_dist.exceptions import DataError
+from bnsl_dist.pipeline.grid import expand_grid
+from bnsl_dist.pipeline.specs import DataRef
 from bnsl_dist.scores.local import LocalScorer
-from bnsl_dist.search.base import Incumbent, make_optimizer
+from bnsl_dist.search.base import Incumbent
 from tests.naive_scores import naive_bic
+
+NLTCS = DataRef(name="nltcs")
 
 
 def _grid(**over):
@@ -33,7 +39,7 @@ def _grid(**over):
 @pytest.fixture(scope="module")
 def nltcs_cache(tmp_path_factory):
     """An exhaustive in-degree-2 BIC cache of nltcs/train, as a .jkl file."""
-    data = E.load_data("nltcs", "train")
+    data = E.load_data(NLTCS)
     sc = LocalScorer(data, "bic")
     n = data.n_vars
     lists = [[(ps, sc.score(v, ps)) for r in range(3)
@@ -46,31 +52,31 @@ def nltcs_cache(tmp_path_factory):
 
 
 def test_expand_counts_and_unique_keys():
-    cells = E.expand_grid(_grid())
+    cells = expand_grid(_grid())
     assert len(cells) == 2 * (2 + 1) * 2  # splits x (kg k=2,3 + asobs) x seeds
     assert len({c.key for c in cells}) == len(cells)
     assert {(c.algorithm, c.k) for c in cells} == {("kg", 2), ("kg", 3), ("asobs", None)}
-    assert E.expand_grid(_grid())[3].key == cells[3].key  # stable
+    assert expand_grid(_grid())[3].key == cells[3].key  # stable
 
 
 def test_key_depends_on_content_and_version(monkeypatch):
-    base = {c.describe(): c.key for c in E.expand_grid(_grid())}
-    longer = {c.describe(): c.key for c in E.expand_grid(_grid(budget={"iterations": 31}))}
+    base = {c.describe(): c.key for c in expand_grid(_grid())}
+    longer = {c.describe(): c.key for c in expand_grid(_grid(budget={"iterations": 31}))}
     assert not set(base.values()) & set(longer.values())
-    monkeypatch.setattr(E, "code_version", lambda: "999")
-    bumped = {c.describe(): c.key for c in E.expand_grid(_grid())}
+    monkeypatch.setattr(C, "code_version", lambda: "999")
+    bumped = {c.describe(): c.key for c in expand_grid(_grid())}
     assert not set(base.values()) & set(bumped.values())
 
 
 def test_seed_is_independent_of_budget_order_and_version(monkeypatch):
-    a = E.expand_grid(_grid())
-    b = E.expand_grid(_grid(budget={"iterations": 99}))
-    rev = E.expand_grid(_grid(algorithms=[{"name": "asobs"}, {"name": "kg", "k": [3, 2]}]))
+    a = expand_grid(_grid())
+    b = expand_grid(_grid(budget={"iterations": 99}))
+    rev = expand_grid(_grid(algorithms=[{"name": "asobs"}, {"name": "kg", "k": [3, 2]}]))
     draws = {c.describe(): c.rng().integers(0, 2**62) for c in a}
     assert draws == {c.describe(): c.rng().integers(0, 2**62) for c in b}
     assert draws == {c.describe(): c.rng().integers(0, 2**62) for c in rev}
     assert len(set(draws.values())) == len(draws)  # every cell its own stream
-    other = E.expand_grid(_grid(seed=12))
+    other = expand_grid(_grid(seed=12))
     assert not set(draws.values()) & {c.rng().integers(0, 2**62) for c in other}
 
 
@@ -80,9 +86,9 @@ def test_sem_cells_carry_rates():
         "cache": {"method": "independence", "scores_per_variable": 5},
         "algorithms": [{"name": "kmax", "k": [2]}], "budget": {"seconds": 5},
         "seeds": [0, 1], "sem": {"missing_rates": [0.1, 0.2]}})
-    cells = E.expand_grid(g)
+    cells = expand_grid(g)
     assert len(cells) == 4
-    assert sorted(json.loads(c.extra)["missing_rate"] for c in cells) == [0.1, 0.1, 0.2, 0.2]
+    assert sorted(c.sem.missing_rate for c in cells) == [0.1, 0.1, 0.2, 0.2]
 
 
 def _check_record(rec, cell, data):
@@ -107,13 +113,13 @@ def _check_record(rec, cell, data):
 def test_run_cell_records_match_naive_bic(nltcs_cache):
     g = _grid(cache={"method": "sequential", "max_indegree": 2, "path": str(nltcs_cache)},
               datasets=[{"name": "nltcs", "splits": ["train"]}], seeds=[0])
-    data = E.load_data("nltcs", "train")
-    for cell in E.expand_grid(g):
+    data = E.load_data(NLTCS)
+    for cell in expand_grid(g):
         rec = E.run_cell(cell)  # cache from the settings' path
         _check_record(rec, cell, data)
         again = E.run_cell(cell, str(nltcs_cache))
         assert (again.best_score, again.dag_json) == (rec.best_score, rec.dag_json)
-        assert json.loads(rec.versions)["bnsl_dist"] == E.code_version()
+        assert json.loads(rec.versions)["bnsl_dist"] == C.code_version()
 
 
 class _Nothing:
@@ -138,30 +144,29 @@ class _One:
         yield Incumbent(0.0, cache.score_dag(dag), dag, iterations=1)
 
 
-def _fake_make(name, **params):
-    """Test optimizers, kept out of the global registry (the contract suite runs it)."""
-    fakes = {"test-nothing": _Nothing, "test-one": _One}
-    if name in fakes:
-        try:
-            return fakes[name](**params)
-        except TypeError as exc:
-            raise InvalidConfigError(f"algorithm {name!r}: {exc}") from None
-    return make_optimizer(name, **params)
+@pytest.fixture
+def fake_optimizers(monkeypatch):
+    """Test optimizers in the registry for one test only (the contract suite must not
+    see them)."""
+    for name, cls in (("test-nothing", _Nothing), ("test-one", _One)):
+        monkeypatch.setitem(B._REGISTRY, name, cls)
+        monkeypatch.delitem(B._INFO, name, raising=False)
+    yield
+    for name in ("test-nothing", "test-one"):
+        B._INFO.pop(name, None)
 
 
-def test_run_cell_errors(nltcs_cache, monkeypatch):
-    monkeypatch.setattr(E, "make_optimizer", _fake_make)
+def test_run_cell_errors(nltcs_cache, fake_optimizers):
     g = _grid(cache={"method": "sequential", "max_indegree": 2, "path": str(nltcs_cache)},
               datasets=[{"name": "nltcs", "splits": ["train"]}], seeds=[0],
-              algorithms=[{"name": "test-nothing"}, {"name": "test-one", "params": {"bad": 1}},
-                          {"name": "test-one", "label": "one"}])
-    nothing, bad, one = E.expand_grid(g)
+              algorithms=[{"name": "test-nothing"}, {"name": "test-one", "label": "one"}])
+    nothing, one = expand_grid(g)
     with pytest.raises(E.NoSolutionError):
         E.run_cell(nothing)
-    with pytest.raises(InvalidConfigError, match="bad"):
-        E.run_cell(bad)
+    with pytest.raises(ValueError, match="has no parameter 'bad'; it takes factor"):
+        _grid(algorithms=[{"name": "test-one", "params": {"bad": 1}}])
     rec = E.run_cell(one)
-    assert json.loads(rec.dag_json)["parents"] == {n: [] for n in E.load_data("nltcs").names}
+    assert json.loads(rec.dag_json)["parents"] == {n: [] for n in E.load_data(NLTCS).names}
     f = E.failure_record(nothing, "no-solution", E.NoSolutionError("x"))
     assert f.status == "no-solution" and f.key == nothing.key
 
@@ -169,13 +174,15 @@ def test_run_cell_errors(nltcs_cache, monkeypatch):
 def test_load_data_paths(monkeypatch, tmp_path):
     monkeypatch.delenv("NOPE_DIR", raising=False)
     with pytest.raises(DataError, match="not set"):
-        E.load_data("x", "train", "${NOPE_DIR}/x.csv")
+        E.load_data(DataRef(name="x", path="${NOPE_DIR}/x.csv"))
     (tmp_path / "train.csv").write_text("a,b\n0,1\n1,0\n")
     monkeypatch.setenv("MY_DIR", str(tmp_path))
-    d = E.load_data("x", "train", "${MY_DIR}/{split}.csv")
+    d = E.load_data(DataRef(name="x", path="${MY_DIR}/{split}.csv"))
     assert d.n_vars == 2 and d.n_samples == 2
     with pytest.raises(DataError):
-        E.load_data("no-such-dataset-anywhere", "train")
+        E.load_data(DataRef(name="no-such-dataset-anywhere"))
+    with pytest.raises(DataError, match="data list"):
+        DataRef(name="no-such-dataset-anywhere").check()
 
 
 def test_cache_of_wrong_size_rejected(tmp_path):
@@ -183,7 +190,7 @@ def test_cache_of_wrong_size_rejected(tmp_path):
     p = tmp_path / "two.jkl"
     write_jkl(ParentSetCache.from_lists(lists), p)
     with pytest.raises(DataError, match="2 variables"):
-        E.load_cache(p, E.load_data("nltcs", "train"))
+        E.load_cache(p, E.load_data(NLTCS))
 
 
 def test_built_cache_when_builder_available(tmp_path):
@@ -195,13 +202,13 @@ def test_built_cache_when_builder_available(tmp_path):
     g = _grid(cache={"method": "independence", "scores_per_variable": 40},
               datasets=[{"name": "nltcs", "splits": ["test"]}], seeds=[0],
               algorithms=[{"name": "kg", "k": [2]}])
-    (cell,) = E.expand_grid(g)
-    path = E.ensure_cache(cell.cache, tmp_path / "c.jkl.gz")
+    (cell,) = expand_grid(g)
+    path = E.ensure_cache(cell.cache_job, tmp_path / "c.jkl.gz")
     mtime = (tmp_path / "c.jkl.gz").stat().st_mtime_ns
-    assert E.ensure_cache(cell.cache, path) == path  # idempotent: not rebuilt
+    assert E.ensure_cache(cell.cache_job, path) == path  # idempotent: not rebuilt
     assert (tmp_path / "c.jkl.gz").stat().st_mtime_ns == mtime
     a = E.run_cell(cell, path)
-    _check_record(a, cell, E.load_data("nltcs", "test"))
+    _check_record(a, cell, E.load_data(DataRef(name="nltcs", split="test")))
 
 
 def test_sem_cell_imputes_reproducibly():
@@ -212,7 +219,7 @@ def test_sem_cell_imputes_reproducibly():
         "budget": {"iterations": 10, "seconds": 30}, "seeds": [0],
         "sem": {"missing_rates": [0.1], "max_em_iterations": 2,
                 "search_seconds_per_variable": 0.1}})
-    (cell,) = E.expand_grid(g)
+    (cell,) = expand_grid(g)
     a, b = E.run_cell(cell), E.run_cell(cell)
     ea = json.loads(a.extra)
     assert ea == json.loads(b.extra) and a.dag_json == b.dag_json

@@ -1,0 +1,170 @@
+"""Cells: one unit of work of any run (a grid, ``learn``'s seeds) and the cache it needs.
+
+A :class:`Cell` is (data reference, cache spec, optional screening spec, search spec,
+seed) plus the grid it belongs to. Its ``key`` hashes its canonical JSON with the code
+version, so a results folder knows which cells are done; its random generator is a
+:class:`numpy.random.SeedSequence` child of the grid seed keyed by the cell's identity,
+so results never depend on which worker runs a cell, or when.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import NonNegativeInt, PositiveFloat, PositiveInt, model_validator
+
+from bnsl_dist import __version__
+from bnsl_dist._spec import Spec
+from bnsl_dist.pipeline.specs import (
+    CacheSpec,
+    DataRef,
+    ScreeningSpec,
+    SearchSpec,
+    fill_placeholders,
+)
+from bnsl_dist.search.base import Budget
+
+__all__ = ["Cell", "CacheJob", "SemSpec", "canonical_json", "digest", "code_version"]
+
+
+def code_version() -> str:
+    """The version that keys include: results of another version are not reused."""
+    return __version__
+
+
+def canonical_json(obj: Any) -> str:
+    """Sorted keys, no spaces: equal values give equal text."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def digest(obj: Any, n: int = 20) -> str:
+    """Hash of ``obj``'s canonical JSON (``n`` hex digits)."""
+    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:n]
+
+
+class CacheJob(Spec):
+    """The cache a cell searches: of the data (the screened roots' data when screening
+    is on), built with ``cache`` — or the ready file ``cache.path`` names."""
+
+    data: DataRef | None
+    screening: ScreeningSpec | None = None
+    cache: CacheSpec
+
+    @property
+    def key(self) -> str:
+        """Names the saved file: hash of the data, screening, settings and version."""
+        return digest({**self.model_dump(mode="json"), "version": code_version()})
+
+    @property
+    def given_path(self) -> str | None:
+        """A ready ``.jkl`` file (placeholders filled), if the spec names one."""
+        p = self.cache.path
+        if p is None:
+            return None
+        import os
+
+        d = self.data
+        return os.path.expandvars(p if d is None else fill_placeholders(p, d.name, d.split))
+
+
+class SemSpec(Spec):
+    """SEM-kMAX imputation of one cell (ALGORITHMS.md §9): the MCAR missing rate, the EM
+    iteration cap and k-MAX's seconds per variable per M-step."""
+
+    missing_rate: float
+    max_em_iterations: PositiveInt = 10
+    search_seconds_per_variable: PositiveFloat = 1.0
+
+
+class Cell(Spec):
+    """One point of a run; ``label`` names the algorithm entry in tables."""
+
+    grid: str
+    kind: Literal["search", "sem"] = "search"
+    label: str
+    data: DataRef | None
+    cache: CacheSpec
+    screening: ScreeningSpec | None = None
+    search: SearchSpec
+    seed: NonNegativeInt
+    grid_seed: NonNegativeInt = 0
+    sem: SemSpec | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Cell:
+        if self.data is None and (self.cache.path is None or self.screening is not None
+                                  or self.kind == "sem"):
+            raise ValueError("a cell without data needs a ready cache file and no "
+                             "screening")
+        if (self.kind == "sem") != (self.sem is not None):
+            raise ValueError("a 'sem' cell needs its 'sem' settings (and only it)")
+        return self
+
+    # -- what grids and records read -------------------------------------------------
+    @property
+    def algorithm(self) -> str:
+        return self.search.algorithm
+
+    @property
+    def k(self) -> int | None:
+        return self.search.k
+
+    @property
+    def dataset(self) -> str:
+        return self.data.name if self.data is not None else "cache"
+
+    @property
+    def split(self) -> str:
+        return self.data.split if self.data is not None else ""
+
+    @property
+    def budget_seconds(self) -> float | None:
+        return self.search.budget.seconds
+
+    @property
+    def budget_iterations(self) -> int | None:
+        return self.search.budget.iterations
+
+    @property
+    def budget(self) -> Budget:
+        return self.search.budget.as_budget()
+
+    @property
+    def params_json(self) -> str:
+        return canonical_json(self.search.params)
+
+    @property
+    def cache_job(self) -> CacheJob:
+        return CacheJob(data=self.data, screening=self.screening, cache=self.cache)
+
+    def identity(self) -> dict[str, Any]:
+        """What makes the cell what it is (its seed stream derives from this)."""
+        out = {"grid": self.grid, "kind": self.kind, "dataset": self.dataset,
+               "split": self.split, "algorithm": self.algorithm, "label": self.label,
+               "params": self.search.params, "k": self.k, "seed": self.seed,
+               "extra": {} if self.sem is None else self.sem.model_dump(mode="json")}
+        if self.screening is not None:
+            out["screening"] = self.screening.model_dump(mode="json")
+        return out
+
+    @property
+    def key(self) -> str:
+        """Hash of the cell's canonical JSON plus the code version."""
+        return digest({"cell": self.model_dump(mode="json"), "version": code_version()})
+
+    def seed_sequence(self) -> np.random.SeedSequence:
+        """A child of the grid seed keyed by the cell identity (not by budget, version
+        or scheduling), so longer runs replay shorter ones."""
+        h = hashlib.sha256(canonical_json(self.identity()).encode()).digest()
+        words = tuple(int.from_bytes(h[i:i + 4], "little") for i in range(0, 16, 4))
+        return np.random.SeedSequence(entropy=self.grid_seed, spawn_key=words)
+
+    def rng(self) -> np.random.Generator:
+        return np.random.default_rng(self.seed_sequence())
+
+    def describe(self) -> str:
+        kk = f" k={self.k}" if self.k is not None else ""
+        return f"{self.dataset}/{self.split} {self.label}{kk} seed={self.seed}"

@@ -1,0 +1,45 @@
+"""A grid YAML as cells: data sets × splits × algorithms × treewidths × seeds (× SEM
+missing rates)."""
+
+from __future__ import annotations
+
+from bnsl_dist.config import GridConfig
+from bnsl_dist.pipeline.cell import Cell, SemSpec
+from bnsl_dist.pipeline.specs import SearchSpec
+
+__all__ = ["expand_grid"]
+
+
+def expand_grid(grid: GridConfig) -> list[Cell]:
+    """Every cell of ``grid``, in the nesting order data sets, splits, algorithms,
+    treewidths, missing rates, seeds.
+
+    Examples
+    --------
+    >>> g = GridConfig.model_validate({
+    ...     "name": "toy", "datasets": [{"name": "nltcs", "splits": ["train", "test"]}],
+    ...     "cache": {"method": "sequential", "max_indegree": 2},
+    ...     "algorithms": [{"name": "kg", "k": [2, 3]}], "seeds": [0, 1],
+    ...     "budget": {"iterations": 10}})
+    >>> len(expand_grid(g))
+    8
+    """
+    sems: tuple[SemSpec | None, ...] = (None,)
+    if grid.kind == "sem" and grid.sem is not None:
+        sems = tuple(SemSpec(missing_rate=r, max_em_iterations=grid.sem.max_em_iterations,
+                             search_seconds_per_variable=grid.sem.search_seconds_per_variable)
+                     for r in grid.sem.missing_rates)
+    cells: list[Cell] = []
+    for ds in grid.datasets:
+        for ref in ds.refs():
+            for alg in grid.algorithms:
+                for k in alg.treewidths(grid):
+                    search = SearchSpec(algorithm=alg.name, params=alg.params, k=k,
+                                        budget=alg.budget or grid.budget)
+                    for sem in sems:
+                        for seed in grid.seeds:
+                            cells.append(Cell(grid=grid.name, kind=grid.kind,
+                                              label=alg.display, data=ref, cache=grid.cache,
+                                              screening=alg.screening, search=search,
+                                              seed=int(seed), grid_seed=grid.seed, sem=sem))
+    return cells

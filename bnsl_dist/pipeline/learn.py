@@ -1,0 +1,151 @@
+"""``learn``: a one-data-set grid. One cell per seed, the cache built once, the per-seed
+traces merged into the best DAG at each checkpoint (:class:`LearnResult`).
+
+Serially :func:`learn` is ``map(run_cell, cells)``; on Dask
+:func:`bnsl_dist.orchestrate.anytime.learn_distributed` is ``client.map(run_cell,
+cells)``: the same cells, the same function, so with an iteration budget (and a cache
+budget in exact scores) both give the same result.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from bnsl_dist.cache.parent_sets import ParentSetCache
+from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.pipeline.cell import Cell
+from bnsl_dist.pipeline.provenance import provenance
+from bnsl_dist.pipeline.run import build, load_cache, run_cell, stage_data
+from bnsl_dist.pipeline.specs import CacheSpec, DataRef, ScreeningSpec, SearchSpec
+from bnsl_dist.results.records import CellResult
+from bnsl_dist.search.base import AnytimeTrace
+
+__all__ = ["SCHEMA_VERSION", "Checkpoint", "SeedRun", "LearnResult", "learn_cells",
+           "prepare_cache", "learn"]
+
+#: Version of the result JSON's layout (README "Result JSON"); bumped on any change.
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The best DAG over all seeds within ``budget`` (seconds or iterations)."""
+
+    budget: float
+    score: float | None
+    seed: int | None
+    dag: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class SeedRun:
+    """One seed's run: iterations run, seconds, incumbents (elapsed, score, iterations,
+    bound) found within the budget."""
+
+    seed: int
+    iterations: int
+    seconds: float
+    incumbents: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class LearnResult:
+    """What ``learn`` writes (schema :data:`SCHEMA_VERSION`, documented in README)."""
+
+    spec: dict[str, Any]
+    dag: dict[str, Any]
+    score: float
+    best: dict[str, Any]
+    unit: str
+    checkpoints: list[Checkpoint]
+    runs: list[SeedRun]
+    cache: dict[str, Any]
+    screening: dict[str, Any] | None
+    treewidth: dict[str, Any] | None
+    provenance: dict[str, Any]
+    schema_version: int = field(default=SCHEMA_VERSION)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, obj: dict[str, Any]) -> LearnResult:
+        version = obj.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise InvalidConfigError(f"result schema version {version!r}; this version "
+                                     f"reads {SCHEMA_VERSION}")
+        return cls(**{**obj, "checkpoints": [Checkpoint(**c) for c in obj["checkpoints"]],
+                      "runs": [SeedRun(**r) for r in obj["runs"]]})
+
+    @classmethod
+    def merge(cls, cells: Sequence[Cell], results: Sequence[CellResult]) -> LearnResult:
+        """The seeds' records as one result: at each checkpoint the best DAG over the
+        seeds (ties: the earlier seed), through :meth:`AnytimeTrace.merge`."""
+        if not cells or len(cells) != len(results):
+            raise InvalidConfigError("one record per cell is needed")
+        c0 = cells[0]
+        merged = AnytimeTrace.merge([r.trace() for r in results])
+        b = c0.search.budget
+        by_time = b.seconds is not None
+        rows = []
+        for cp in (b.checkpoints if by_time else b.iteration_checkpoints):
+            inc = merged.best_at(cp) if by_time else merged.best_at_iteration(int(cp))
+            rows.append(Checkpoint(float(cp), None, None, None) if inc is None else
+                        Checkpoint(float(cp), inc.score, cells[inc.info["run"]].seed,
+                                   inc.dag.to_json_dict()))
+        best = merged.best
+        if best is None:  # pragma: no cover - run_cell raises NoSolutionError
+            raise InvalidConfigError("no DAG")
+        top = results[best.info["run"]]
+        run_dicts = [SeedRun(c.seed, r.iterations, r.elapsed, [
+            {"elapsed": e, "score": s, "iterations": i, "bound": None}
+            for e, s, i in zip(r.trace_elapsed, r.trace_scores, r.trace_iterations,
+                               strict=True)]) for c, r in zip(cells, results, strict=True)]
+        screening = json.loads(top.extra).get("screening")
+        return cls(
+            spec={"data": None if c0.data is None else c0.data.model_dump(mode="json"),
+                  "cache": c0.cache.model_dump(mode="json"),
+                  "screening": None if c0.screening is None
+                  else c0.screening.model_dump(mode="json"),
+                  "search": c0.search.model_dump(mode="json"),
+                  "seeds": [c.seed for c in cells], "base_seed": c0.grid_seed},
+            dag=best.dag.to_json_dict(), score=best.score,
+            best={"seed": cells[best.info["run"]].seed, "elapsed": best.elapsed,
+                  "iterations": best.iterations, "bound": top.bound},
+            unit="seconds" if by_time else "iterations", checkpoints=rows, runs=run_dicts,
+            cache={"key": top.cache_key, "n_vars": top.n_vars,
+                   "n_sets": top.n_parent_sets, "seconds": top.cache_seconds},
+            screening=screening,
+            treewidth=None if top.treewidth_bound is None else {
+                "width": top.treewidth_bound, "order": list(top.treewidth_order)},
+            provenance=provenance())
+
+
+def learn_cells(data: DataRef | None, cache: CacheSpec, search: SearchSpec, seeds: int, *,
+                base_seed: int = 0, screening: ScreeningSpec | None = None) -> list[Cell]:
+    """One cell per seed ``0 .. seeds-1``, each a child stream of ``base_seed``."""
+    if seeds < 1:
+        raise InvalidConfigError(f"seeds must be >= 1, got {seeds}")
+    return [Cell(grid="learn", label=search.algorithm, data=data, cache=cache,
+                 screening=screening, search=search, seed=s, grid_seed=base_seed)
+            for s in range(seeds)]
+
+
+def prepare_cache(cell: Cell) -> ParentSetCache:
+    """The cache the cells of a ``learn`` share, serially: read, or built once."""
+    job = cell.cache_job
+    _, _, target = stage_data(job)
+    if job.given_path is not None:
+        return load_cache(job.given_path, target)
+    if target is None:  # pragma: no cover - Cell's validator
+        raise InvalidConfigError("a cache build needs data")
+    return build(job.cache, target)
+
+
+def learn(cells: Sequence[Cell], cache: ParentSetCache | None = None) -> LearnResult:
+    """``map(run_cell, cells)`` with one shared cache (built here unless given)."""
+    shared = prepare_cache(cells[0]) if cache is None else cache
+    return LearnResult.merge(cells, [run_cell(c, shared) for c in cells])

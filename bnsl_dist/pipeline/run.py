@@ -1,0 +1,330 @@
+"""``run_cell``: data -> [screening] -> cache -> search -> [lift] -> record. No Dask.
+
+The one unit of work of every run: ``grid run`` maps it over a grid's cells, ``learn``
+over one data set's seeds, serially (``map(run_cell, cells)``) or on Dask
+(``client.map(run_cell, cells)``). Caches are their own step (:func:`ensure_cache`
+writes one file per :class:`~bnsl_dist.pipeline.cell.CacheJob`), so cells that share
+a cache share its build.
+
+References
+----------
+M. Scanagatta, G. Corani, C. P. de Campos, M. Zaffalon, "Approximate structure learning
+for large Bayesian networks", Machine Learning 107, 2018, §4.3 and §5.3 (the grids).
+Rahier et al., JFRB 2018, Algorithm 2 (screening as a stage).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bnsl_dist.cache.parent_sets import ParentSetCache
+from bnsl_dist.data.dataset import CategoricalData
+from bnsl_dist.exceptions import DataError
+from bnsl_dist.pipeline.cell import CacheJob, Cell, canonical_json
+from bnsl_dist.pipeline.provenance import provenance
+from bnsl_dist.pipeline.specs import CacheSpec, DataRef, ScreeningSpec, shared_data_dir
+from bnsl_dist.results.records import CellFailure, CellResult
+from bnsl_dist.search.base import AnytimeTrace, Incumbent
+from bnsl_dist.search.qds import Screening, screen
+
+__all__ = ["run_cell", "load_data", "stage_data", "ensure_cache", "load_cache", "build",
+           "NoSolutionError", "failure_record"]
+
+
+class NoSolutionError(RuntimeError):
+    """The optimizer reported no DAG within its budget (recorded as a failure)."""
+
+
+# ---------------------------------------------------------------------------- data
+@functools.lru_cache(maxsize=4)
+def load_data(ref: DataRef) -> CategoricalData:
+    """The split ``ref`` names: a file, a bundled data set, a registered one
+    (materialised through the registry, copied from the shared data folder
+    ``BNSL_SHARED_DATA`` when set) or a shared Twenty Datasets copy. Cached per
+    process.
+
+    Raises
+    ------
+    DataError
+        No such file or data set.
+    """
+    from bnsl_dist.data.registry import _BUNDLED_SPLITS, resolve_data
+    from bnsl_dist.datasets.catalog import load_catalog, load_registered
+
+    if ref.file is not None:
+        return resolve_data(ref.file, missing=ref.missing)
+    if ref.name in _BUNDLED_SPLITS:
+        return resolve_data(f"{ref.name}/{ref.split}")
+    shared = shared_data_dir()
+    if ref.name in load_catalog().datasets:
+        return load_registered(ref.name, split=ref.split, mirror=shared)
+    folder = None if shared is None else shared / "twenty" / ref.name
+    if folder is not None and (folder / f"{ref.split}.csv.gz").is_file():
+        from bnsl_dist.data.io import read_dataset
+
+        return read_dataset(ref.name, {s: folder / f"{s}.csv.gz"
+                                       for s in ("train", "valid", "test")})[ref.split]
+    return resolve_data(ref.name if ref.split == "train" else f"{ref.name}/{ref.split}")
+
+
+@functools.lru_cache(maxsize=4)
+def _screening(ref: DataRef, spec: ScreeningSpec, score: str, ess: float) -> Screening:
+    return screen(load_data(ref), spec, score=score, ess=ess)
+
+
+def stage_data(job: CacheJob) -> tuple[CategoricalData | None, Screening | None,
+                                       CategoricalData | None]:
+    """(all data, screening, the data the cache is built on: the roots' with screening).
+    Cached per process (cells of one data set screen once)."""
+    if job.data is None:
+        return None, None, None
+    data = load_data(job.data)
+    if job.screening is None:
+        return data, None, data
+    scr = _screening(job.data, job.screening, job.cache.score, job.cache.ess)
+    return data, scr, data.select(scr.roots)
+
+
+# ---------------------------------------------------------------------------- caches
+def build(spec: CacheSpec, data: CategoricalData) -> ParentSetCache:
+    """The cache of ``data`` (serially), with the entropies the entropy-ordered
+    optimizers read."""
+    from bnsl_dist.cache.build import build_cache
+
+    t0 = time.perf_counter()
+    cache = with_entropies(build_cache(data, spec), data)
+    cache.meta["build_seconds"] = time.perf_counter() - t0
+    return cache
+
+
+def with_entropies(cache: ParentSetCache, data: CategoricalData | None) -> ParentSetCache:
+    """Set the variables' entropies on the cache unless there (needs data)."""
+    if data is not None and cache.entropies is None:
+        from bnsl_dist.scores.local import LocalScorer
+
+        cache.entropies = LocalScorer(data, "ll").entropies()
+    return cache
+
+
+def ensure_cache(job: CacheJob, path: str | os.PathLike[str]) -> str:
+    """Build the cache of ``job`` and save it at ``path`` unless a file is there.
+
+    Idempotent (a rerun, or a task recomputed after a lost worker, reuses the file);
+    the file is written atomically. Returns the path.
+    """
+    p = Path(path)
+    if p.is_file():
+        return str(p)
+    from bnsl_dist.cache.jkl import write_jkl
+
+    _, _, target = stage_data(job)
+    if target is None:
+        raise DataError("a cache build needs data")
+    cache = build(job.cache, target)
+    cache.meta["cache_key"] = job.key
+    write_jkl(cache, p)
+    return str(p)
+
+
+@functools.lru_cache(maxsize=2)
+def _read_cache_file(path: str, mtime_ns: int, names: tuple[str, ...] | None
+                     ) -> ParentSetCache:
+    from bnsl_dist.cache.jkl import read_jkl
+
+    return read_jkl(path, names=names)
+
+
+def load_cache(path: str | os.PathLike[str], data: CategoricalData | None) -> ParentSetCache:
+    """Read a ``.jkl`` cache (for ``data`` when given), cached per process while the
+    file is unchanged."""
+    p = Path(path)
+    try:
+        mtime = p.stat().st_mtime_ns
+    except FileNotFoundError:
+        raise DataError("no such cache file", path=str(p)) from None
+    cache = _read_cache_file(str(p), mtime, None if data is None else tuple(data.names))
+    if data is not None and cache.n_vars != data.n_vars:
+        raise DataError(f"the cache has {cache.n_vars} variables, the data {data.n_vars}",
+                        path=str(p))
+    return with_entropies(cache, data)
+
+
+def _resolve_cache(job: CacheJob, cache: ParentSetCache | str | os.PathLike[str] | None,
+                   target: CategoricalData | None) -> tuple[ParentSetCache, float]:
+    if isinstance(cache, ParentSetCache):
+        return with_entropies(cache, target), float(cache.meta.get("build_seconds", 0.0))
+    if cache is None:
+        cache = job.given_path
+    if cache is not None:
+        loaded = load_cache(cache, target)
+        return loaded, float(loaded.meta.get("build_seconds", 0.0))
+    if target is None:  # pragma: no cover - Cell's validator forbids it
+        raise DataError("a cell without data needs a cache file")
+    built = build(job.cache, target)
+    return built, float(built.meta["build_seconds"])
+
+
+# ---------------------------------------------------------------------------- running
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _score_or_nan(inc: Incumbent | None) -> float:
+    return math.nan if inc is None else float(inc.score)
+
+
+def _provenance_fields(cell: Cell) -> dict[str, Any]:
+    prov = provenance()
+    return {"versions": canonical_json(prov["versions"]), "hostname": prov["hostname"],
+            "commit": prov["commit"], "dirty": prov["dirty"],
+            "spec": canonical_json(cell.model_dump(mode="json")), "finished_at": _now()}
+
+
+def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None = None
+             ) -> CellResult:
+    """Run one cell and return its record. Pure: no Dask, no files written.
+
+    Parameters
+    ----------
+    cell : Cell
+    cache : ParentSetCache or path, optional
+        The cell's cache (of the screened roots when the cell screens), or the ``.jkl``
+        file holding it. Default: the cache spec's ``path``, else built here.
+
+    Returns
+    -------
+    CellResult
+        Incumbents found after the budget are not reported: the best is the best at
+        the budget.
+
+    Raises
+    ------
+    NoSolutionError
+        The optimizer found no DAG within the budget.
+    BNSLError
+        Bad data, cache or parameters.
+    """
+    t_start = time.perf_counter()
+    if cell.kind == "sem":
+        return _run_sem_cell(cell, t_start)
+    job = cell.cache_job
+    data, scr, target = stage_data(job)
+    pc, cache_seconds = _resolve_cache(job, cache, target)
+    budget = cell.budget
+    trace = AnytimeTrace.collect(cell.search.optimizer().run(pc, budget, cell.rng()))
+    trace = trace.within(budget)
+    if scr is not None:
+        trace = AnytimeTrace([scr.lift_incumbent(i) for i in trace.incumbents],
+                             trace.total_iterations, trace.total_seconds)
+    best = trace.best
+    if best is None:
+        raise NoSolutionError(f"{cell.describe()}: no DAG within the budget")
+    b = cell.search.budget
+    at_time = [trace.best_at(c) for c in b.checkpoints]
+    at_iter = [trace.best_at_iteration(c) for c in b.iteration_checkpoints]
+    index = {id(inc): i for i, inc in enumerate(trace.incumbents)}
+    kept = {index[id(inc)] for inc in (*at_time, *at_iter, best) if inc is not None}
+    last = trace.incumbents[-1]
+    bound = best.bound if best.bound is not None else last.bound
+    optimal = bound is not None and bound - best.score <= 1e-9 * max(1.0, abs(best.score))
+    order, width = _certificate(best, cell.k)
+    extra = {} if scr is None else {"screening": scr.to_dict()}
+    return CellResult(
+        key=cell.key, grid=cell.grid, dataset=cell.dataset, split=cell.split,
+        algorithm=cell.algorithm, label=cell.label, params=cell.params_json, k=cell.k,
+        seed=cell.seed, budget_seconds=b.seconds, budget_iterations=b.iterations,
+        best_score=float(best.score), dag_json=canonical_json(best.dag.to_json_dict()),
+        n_vars=best.dag.n_vars,
+        n_samples=data.n_samples if data is not None else int(pc.meta.get("n_samples", 0)),
+        status="optimal" if optimal else "ok",
+        bound=None if bound is None else float(bound),
+        iterations=int(max(trace.total_iterations, last.iterations)),
+        elapsed=float(trace.total_seconds), wall_seconds=time.perf_counter() - t_start,
+        cache_key=job.key, cache_seconds=float(cache_seconds), n_parent_sets=int(pc.n_sets),
+        data_hash=data.content_hash() if data is not None else str(pc.meta.get("data_hash", "")),
+        treewidth_bound=width, treewidth_order=order,
+        checkpoints=tuple(b.checkpoints), checkpoint_scores=tuple(map(_score_or_nan, at_time)),
+        iteration_checkpoints=tuple(b.iteration_checkpoints),
+        iteration_checkpoint_scores=tuple(map(_score_or_nan, at_iter)),
+        trace_elapsed=tuple(float(i.elapsed) for i in trace.incumbents),
+        trace_scores=tuple(float(i.score) for i in trace.incumbents),
+        trace_iterations=tuple(int(i.iterations) for i in trace.incumbents),
+        incumbent_dags=canonical_json({str(i): [list(p) for p in trace.incumbents[i].dag.parents]
+                                       for i in sorted(kept)}),
+        extra=canonical_json(extra), **_provenance_fields(cell))
+
+
+def _certificate(best: Incumbent, k: int | None) -> tuple[tuple[int, ...], int | None]:
+    """A bounded-treewidth result's certificate: the optimizer's elimination order, or
+    a min-fill one (width <= k checked either way)."""
+    if k is None:
+        return (), None
+    from bnsl_dist.graph.treewidth import certify
+
+    cert = best.info.get("certificate")
+    if cert is None:
+        cert = certify(best.dag, k)
+    return tuple(int(v) for v in cert.order), int(cert.width)
+
+
+def _run_sem_cell(cell: Cell, t_start: float) -> CellResult:
+    """SEM-kMAX imputation (ALGORITHMS.md §9): mask the data MCAR, run structural EM,
+    report the imputation accuracy in ``extra`` and the final DAG's completed-data BIC."""
+    from bnsl_dist.data.masking import mask_mcar
+    from bnsl_dist.search.base import Budget
+    from bnsl_dist.sem import imputation_accuracy, structural_em
+
+    sem = cell.sem
+    if sem is None or cell.data is None:  # pragma: no cover - Cell's validator
+        raise DataError("a sem cell needs data and sem settings")
+    truth = load_data(cell.data)
+    mask_ss, sem_ss = cell.seed_sequence().spawn(2)
+    masked = mask_mcar(truth, sem.missing_rate, np.random.default_rng(mask_ss))
+    seconds = sem.search_seconds_per_variable * truth.n_vars
+    if cell.budget_seconds is not None:
+        seconds = min(seconds, cell.budget_seconds)
+    search = Budget(seconds=seconds, max_iterations=cell.budget_iterations)
+    res = structural_em(masked, k=cell.k or 4, rng=np.random.default_rng(sem_ss),
+                        max_iterations=sem.max_em_iterations, cache=cell.cache,
+                        search_budget=search)
+    acc = imputation_accuracy(truth, masked, res.completed)
+    last = res.history[-1] if res.history else None
+    out_extra = {**sem.model_dump(mode="json"), "imputation_accuracy": acc,
+                 "converged": bool(res.converged), "em_iterations": len(res.history),
+                 "missing_cells": int(masked.missing.sum()) if masked.missing is not None
+                 else 0}
+    return CellResult(
+        key=cell.key, grid=cell.grid, dataset=cell.dataset, split=cell.split,
+        algorithm=cell.algorithm, label=cell.label, params=cell.params_json, k=cell.k,
+        seed=cell.seed, budget_seconds=cell.budget_seconds,
+        budget_iterations=cell.budget_iterations,
+        best_score=float(last.score) if last is not None else math.nan,
+        dag_json=canonical_json(res.network.dag.to_json_dict()),
+        n_vars=truth.n_vars, n_samples=truth.n_samples, status="ok",
+        iterations=len(res.history), elapsed=time.perf_counter() - t_start,
+        wall_seconds=time.perf_counter() - t_start, cache_key=cell.cache_job.key,
+        data_hash=truth.content_hash(), treewidth_order=tuple(int(v) for v in res.order),
+        extra=canonical_json(out_extra), **_provenance_fields(cell))
+
+
+def failure_record(cell: Cell, status: str, error: BaseException | str,
+                   traceback_text: str = "", extra: Mapping[str, Any] | None = None
+                   ) -> CellFailure:
+    """The failure record of a cell (kept apart from results), with its provenance."""
+    err = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    prov = provenance()
+    return CellFailure(key=cell.key, grid=cell.grid, dataset=cell.dataset, split=cell.split,
+                       algorithm=cell.algorithm, label=cell.label, k=cell.k, seed=cell.seed,
+                       status=status, error=err, traceback=traceback_text,
+                       finished_at=_now(),
+                       extra={**dict(extra or {}), "provenance": prov,
+                              "spec": cell.model_dump(mode="json")})

@@ -1,0 +1,103 @@
+"""The spec models of a run, one per concept, shared by YAML, the library and the CLI.
+
+A cell of any run is (:class:`DataRef`, :class:`CacheSpec`, optional
+:class:`ScreeningSpec`, :class:`SearchSpec`, seed). All are frozen pydantic models
+that reject unknown keys; defaults are resolved into them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from bnsl_dist._spec import Spec, make
+from bnsl_dist.cache.spec import CacheSpec
+from bnsl_dist.datasets.catalog import shared_data_dir
+from bnsl_dist.exceptions import DataError
+from bnsl_dist.search.qds import ScreeningSpec
+from bnsl_dist.search.spec import BudgetSpec, SearchSpec
+
+__all__ = ["DataRef", "CacheSpec", "ScreeningSpec", "SearchSpec", "BudgetSpec", "make",
+           "fill_placeholders", "shared_data_dir", "dataset_names"]
+
+_SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+
+def fill_placeholders(template: str, dataset: str, split: str) -> str:
+    """Replace ``{dataset}`` and ``{split}`` (other braces, e.g. ``${VAR}``, stay)."""
+    return template.replace("{dataset}", dataset).replace("{split}", split)
+
+
+def dataset_names() -> set[str]:
+    """Every name a DataRef may give: bundled, registered (``bnsl-dist data list``) and
+    the shared Twenty Datasets copies."""
+    from bnsl_dist.data.registry import _BUNDLED_FILES, _BUNDLED_SPLITS
+    from bnsl_dist.datasets.catalog import load_catalog
+
+    names = set(_BUNDLED_SPLITS) | set(_BUNDLED_FILES) | set(load_catalog().datasets)
+    shared = shared_data_dir()
+    if shared is not None and (shared / "twenty").is_dir():
+        names |= {p.name for p in (shared / "twenty").iterdir() if p.is_dir()}
+    return names
+
+
+class DataRef(Spec):
+    """One split of a data set: a registered or bundled ``name``, or a file ``path``
+    (``{dataset}``/``{split}`` and environment variables filled in). ``missing``:
+    values missing in the file are an error, or masked (SEM)."""
+
+    name: str = Field(min_length=1)
+    split: str = "train"
+    path: str | None = None
+    missing: Literal["error", "mask"] = "error"
+
+    @field_validator("name", "split")
+    @classmethod
+    def _slug(cls, v: str) -> str:
+        if not _SLUG.match(v):
+            raise ValueError(f"{v!r} is not a valid name (letters, digits, _.+-)")
+        return v
+
+    @classmethod
+    def parse(cls, source: str, missing: Literal["error", "mask"] = "error") -> DataRef:
+        """A command-line DATA argument: a file, ``NAME`` or ``NAME/SPLIT``."""
+        p = Path(source)
+        if p.exists():
+            stem = p.name.split(".")[0] or "data"
+            return make(cls, name=stem if _SLUG.match(stem) else "data",
+                        path=str(p.resolve()), missing=missing)
+        name, _, split = source.partition("/")
+        return make(cls, name=name, split=split or "train", missing=missing)
+
+    @property
+    def file(self) -> str | None:
+        """The file to read, placeholders and environment variables filled in."""
+        if self.path is None:
+            return None
+        p = os.path.expandvars(fill_placeholders(self.path, self.name, self.split))
+        if "$" in p:
+            raise DataError(f"data path {self.path!r}: an environment variable in it is not set")
+        return p
+
+    def check(self) -> None:
+        """Fail now, not after a cluster started, if the name or file is unknown.
+
+        Raises
+        ------
+        DataError
+        """
+        if self.path is not None:
+            f = self.file
+            if f is not None and not Path(f).exists():
+                raise DataError("no such file", path=f)
+            return
+        if self.name not in dataset_names():
+            raise DataError(f"{self.name!r}: no such file, bundled or registered data set "
+                            f"(see `bnsl-dist data list`)")
+
+    def describe(self) -> str:
+        return f"{self.name}/{self.split}"

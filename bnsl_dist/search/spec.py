@@ -1,0 +1,127 @@
+"""SearchSpec: which optimizer runs, with which parameters, for how long.
+
+One model for YAML, the library and the CLI. The algorithm name and its parameters are
+checked against the registry's declaration (:func:`~bnsl_dist.search.base.optimizer_info`)
+while the spec is validated, so a typo fails before any data is read.
+
+Examples
+--------
+>>> s = SearchSpec(algorithm="kmax", k=3, budget={"iterations": 10})
+>>> s.budget.as_budget()
+Budget(seconds=None, max_iterations=10)
+>>> from bnsl_dist._spec import make
+>>> make(SearchSpec, algorithm="asobs", params={"windw": 3},
+...      budget={"seconds": 1})  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+bnsl_dist.exceptions.InvalidConfigError: params: algorithm 'asobs' has no parameter 'windw'; ...
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import (
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from bnsl_dist._spec import Spec
+from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.search.base import DEFAULT_CHECKPOINTS, Budget, make_optimizer, optimizer_info
+
+__all__ = ["BudgetSpec", "SearchSpec", "JSONValue", "registry_check"]
+
+JSONValue = str | int | float | bool | None | list[Any] | dict[str, Any]
+
+
+class BudgetSpec(Spec):
+    """Seconds and/or iterations per run, and the checkpoints reported on the way
+    (``checkpoints`` in seconds, ``iteration_checkpoints`` in iterations)."""
+
+    seconds: PositiveFloat | None = None
+    iterations: PositiveInt | None = None
+    checkpoints: tuple[PositiveFloat, ...] = ()
+    iteration_checkpoints: tuple[PositiveInt, ...] = ()
+
+    @model_validator(mode="after")
+    def _check(self) -> BudgetSpec:
+        if self.seconds is None and self.iterations is None:
+            raise ValueError("a budget needs seconds or iterations (or both)")
+        for name, vals, top in (("checkpoints", self.checkpoints, self.seconds),
+                                ("iteration_checkpoints", self.iteration_checkpoints,
+                                 self.iterations)):
+            if list(vals) != sorted(set(vals)):
+                raise ValueError(f"{name} must be strictly increasing, got {list(vals)}")
+            if top is not None and vals and vals[-1] > top:
+                raise ValueError(f"{name} {list(vals)} go past the budget ({top})")
+        return self
+
+    @classmethod
+    def with_default_checkpoints(cls, seconds: float | None, iterations: int | None
+                                 ) -> BudgetSpec:
+        """A budget whose checkpoints are resolved: 1, 10, 60, 600, 3600 s below the
+        time budget, or 1, 10, 100, ... below the iteration budget; the budget last."""
+        if seconds is not None:
+            cps = tuple(c for c in DEFAULT_CHECKPOINTS if c < seconds) + (float(seconds),)
+            return cls(seconds=seconds, iterations=iterations, checkpoints=cps)
+        if iterations is None:
+            raise InvalidConfigError("a budget needs seconds or iterations (or both)")
+        its = []
+        c = 1
+        while c < iterations:
+            its.append(c)
+            c *= 10
+        return cls(iterations=iterations, iteration_checkpoints=(*its, iterations))
+
+    def as_budget(self) -> Budget:
+        return Budget(seconds=self.seconds, max_iterations=self.iterations)
+
+
+class SearchSpec(Spec):
+    """A registered optimizer, its declared parameters, its treewidth bound ``k`` (for
+    the optimizers that declare one) and the budget of each run."""
+
+    algorithm: str = Field(default="asobs-ent", min_length=1)
+    params: dict[str, JSONValue] = Field(default_factory=dict)
+    k: PositiveInt | None = None
+    budget: BudgetSpec
+
+    @field_validator("algorithm")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        try:
+            optimizer_info(v)
+        except InvalidConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return v
+
+    @field_validator("params")
+    @classmethod
+    def _declared(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        name = info.data.get("algorithm")
+        if name is not None:  # k is checked below, with the whole spec
+            registry_check(name, v, 1 if optimizer_info(name).takes_k else None)
+        return v
+
+    @model_validator(mode="after")
+    def _k(self) -> SearchSpec:
+        registry_check(self.algorithm, {}, self.k)
+        return self
+
+    def optimizer(self) -> Any:
+        """A fresh instance of the optimizer."""
+        return make_optimizer(self.algorithm, self.k, **self.params)
+
+
+def registry_check(algorithm: str, params: dict[str, Any], k: int | None) -> None:
+    """:meth:`OptimizerInfo.check_params` as a ValueError, which pydantic reports at the
+    field being validated (with the file and line when read from YAML)."""
+    try:
+        optimizer_info(algorithm).check_params(params, k)
+    except InvalidConfigError as exc:
+        raise ValueError(str(exc)) from None
