@@ -33,6 +33,7 @@ def _register() -> None:
     main.add_command(infer_cmd); main.add_command(loglik_cmd)  # noqa: E702
     from bnsl_dist.cli.learn import learn_cmd
     main.add_command(learn_cmd)
+    from bnsl_dist.cli.cluster import cluster_group; main.add_command(cluster_group)  # noqa: E702,I001
 
 
 _register()

@@ -24,7 +24,6 @@ Output (:func:`search_distributed`, :func:`search_serial`) — JSON-ready::
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -181,25 +180,22 @@ def _load_jkl(path: str) -> ParentSetCache:
 
 
 def _file_key(path: Path) -> str:
+    from bnsl_dist.orchestrate.workers import task_key
+
     st = path.stat()
-    h = hashlib.sha1(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()
-    return f"load-cache-{h[:16]}"
+    return task_key("load-cache", str(path.resolve()), st.st_size, st.st_mtime_ns)
 
 
 def _warm_workers(client: Any, algorithm: str, params: dict[str, Any]) -> None:
     """Load the optimizer's numba kernels in every worker before the timed runs, so
     compilation (or loading numba's disk cache) never counts against a budget."""
-    import json
+    from bnsl_dist.orchestrate.workers import algorithm_spec, register_warmup
 
-    from bnsl_dist.orchestrate.grid import warm_up
-
-    p = dict(params)
-    k = p.pop("k", None)
     try:
-        spec = ((algorithm, json.dumps(p, sort_keys=True), None if k is None else int(k)),)
+        spec = algorithm_spec(algorithm, params)
     except (TypeError, ValueError):
         return  # parameters that are not plain JSON: skip the warm-up, not the run
-    client.run(warm_up, spec)
+    register_warmup(client, algorithms=[spec])
 
 
 def search_distributed(client: Any, cache: ParentSetCache | str | os.PathLike[str],
@@ -224,6 +220,8 @@ def search_distributed(client: Any, cache: ParentSetCache | str | os.PathLike[st
     dict — see the module docstring; equal to :func:`search_serial`'s result except
     for measured times.
     """
+    from bnsl_dist.orchestrate.workers import task_key
+
     params = dict(params or {})
     _validate(algorithm, params)
     _warm_workers(client, algorithm, params)
@@ -238,10 +236,9 @@ def search_distributed(client: Any, cache: ParentSetCache | str | os.PathLike[st
         local = _load_jkl(str(path))  # validates here, with a clear error
         names = local.names
         cache_f = client.submit(_load_jkl, str(path), key=_file_key(path), pure=False)
-    token = hashlib.sha1(repr((algorithm, sorted(params.items()), budget,
-                               [_seed_label(s) for s in streams])).encode()).hexdigest()[:12]
     futures = [client.submit(run_seed, cache_f, algorithm, params, budget, s,
-                             key=f"search-{algorithm}-{token}-{i}", pure=False)
+                             key=task_key(f"search-{algorithm}", cache_f.key, params, budget,
+                                          _seed_label(s), i), pure=False)
                for i, s in enumerate(streams)]
     runs = client.gather(futures)
     return reduce_runs(runs, names, algorithm=algorithm, params=params, budget=budget,
