@@ -88,9 +88,13 @@ def read_scheduler_file(path: str | os.PathLike[str]) -> str:
 def tls_security(tls_dir: str | os.PathLike[str] | None = None) -> Any:
     """A :class:`distributed.security.Security` requiring TLS: from ``tls_dir``
     (``ca.pem``, ``cert.pem``, ``key.pem``) or dask's configuration."""
+    import dask
     from distributed.security import Security
 
     if tls_dir is None:
+        if not dask.config.get("distributed.comm.tls.ca-file", None):
+            raise InvalidConfigError("a tls:// scheduler needs its certificates: give "
+                                     "--tls-dir (or set dask's distributed.comm.tls.*)")
         return Security(require_encryption=True)
     d = Path(tls_dir).expanduser()
     files = {name: d / f"{name}.pem" for name in ("ca", "cert", "key")}
