@@ -260,6 +260,8 @@ class ClusterConfig(_Model):
     scheduler_file: str | None = None
     jobqueue: JobqueueConfig | None = None
     kubernetes: KubernetesConfig | None = None
+    tls: bool = True  # jobqueue clusters: temporary TLS credentials (deploy/README.md)
+    dashboard_address: str | None = None  # jobqueue scheduler: default 127.0.0.1:8787
 
     @model_validator(mode="after")
     def _consistent(self) -> ClusterConfig:

@@ -88,6 +88,7 @@ def _register() -> None:
     from bnsl_dist.cli.learn import algorithms_cmd, learn_cmd
     main.add_command(learn_cmd)
     main.add_command(algorithms_cmd)
+    from bnsl_dist.cli.cluster import cluster_group; main.add_command(cluster_group)  # noqa: E702,I001
 
 
 _register()

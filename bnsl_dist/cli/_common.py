@@ -1,4 +1,4 @@
-"""Shared CLI plumbing: one-line errors with exit code 2, JSON output, data loading."""
+"""Shared CLI plumbing: one-line errors with exit code 2, JSON output, cluster options."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from bnsl_dist.exceptions import BNSLError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["handle_errors", "echo_json", "EXIT_USAGE"]
+__all__ = ["handle_errors", "echo_json", "cluster_options", "cluster_kwargs", "EXIT_USAGE"]
 
 EXIT_USAGE = 2
 
@@ -38,3 +38,52 @@ def handle_errors(fn: F) -> F:
 
 def echo_json(obj: Any) -> None:
     click.echo(json.dumps(obj, indent=1, sort_keys=False))
+
+
+_CLUSTER_OPTIONS = [
+    click.option("--workers", type=int, default=None,
+                 help="Worker processes of a local cluster [one per core]."),
+    click.option("--scheduler", default=None, metavar="ADDRESS",
+                 help="Use a running Dask scheduler (tcp://HOST:PORT or tls://...)."),
+    click.option("--scheduler-file", "scheduler_file", default=None,
+                 type=click.Path(dir_okay=False),
+                 help="Use the running cluster of this scheduler file (as written by "
+                      "`bnsl-dist cluster start`)."),
+    click.option("--connect-timeout", "connect_timeout", type=float, default=None,
+                 metavar="SECONDS",
+                 help="Seconds to reach a running scheduler and to see a worker "
+                      "[$BNSL_CONNECT_TIMEOUT or 10]."),
+    click.option("--tls-dir", "tls_dir", default=None, type=click.Path(file_okay=False),
+                 help="TLS certificates (ca.pem, cert.pem, key.pem) for a tls:// scheduler "
+                      "[dask's distributed.comm.tls configuration]."),
+]
+
+
+def cluster_options(fn: F) -> F:
+    """Add the cluster-connection options (``--workers``, ``--scheduler``,
+    ``--scheduler-file``, ``--connect-timeout``, ``--tls-dir``); the command receives them
+    as keyword arguments and passes :func:`cluster_kwargs` of them to
+    :func:`bnsl_dist.orchestrate.cluster.connect`."""
+    for opt in reversed(_CLUSTER_OPTIONS):
+        fn = opt(fn)
+    return fn
+
+
+def cluster_kwargs(workers: int | None = None, scheduler: str | None = None,
+                   scheduler_file: str | None = None, connect_timeout: float | None = None,
+                   tls_dir: str | None = None) -> dict[str, Any]:
+    """The options of :func:`cluster_options`, checked (at most one cluster, positive
+    numbers, a well-formed address) before anything starts."""
+    from bnsl_dist.exceptions import InvalidConfigError
+    from bnsl_dist.orchestrate.cluster import connect_timeout as _timeout
+    from bnsl_dist.orchestrate.cluster import validate_address
+
+    if sum(x is not None for x in (workers, scheduler, scheduler_file)) > 1:
+        raise InvalidConfigError("give at most one of --workers, --scheduler, "
+                                 "--scheduler-file")
+    if workers is not None and workers < 1:
+        raise InvalidConfigError(f"--workers must be >= 1, got {workers}")
+    if scheduler is not None:
+        validate_address(scheduler)
+    return {"workers": workers, "scheduler": scheduler, "scheduler_file": scheduler_file,
+            "timeout": _timeout(connect_timeout), "tls_dir": tls_dir}

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 import click
 
-from bnsl_dist.cli._common import echo_json, handle_errors
+from bnsl_dist.cli._common import cluster_kwargs, cluster_options, echo_json, handle_errors
 
 
 @click.group("grid")
@@ -16,12 +19,7 @@ def grid_group() -> None:
 @click.argument("grid_file", metavar="GRID.yaml", type=click.Path(dir_okay=False))
 @click.option("--results", "results", required=True, type=click.Path(file_okay=False),
               help="Results folder (one Parquet file per finished cell).")
-@click.option("--workers", type=int, default=None,
-              help="Worker processes of a local cluster (default: one per core).")
-@click.option("--scheduler", default=None, help="Address of a running scheduler, "
-              "tcp://HOST:PORT.")
-@click.option("--scheduler-file", "scheduler_file", default=None,
-              type=click.Path(dir_okay=False), help="Scheduler file of a running cluster.")
+@cluster_options
 @click.option("--cluster", "cluster_file", default=None, type=click.Path(dir_okay=False),
               help="Cluster YAML (configs/clusters/*.yaml): local, address, SLURM, "
                    "Kubernetes...")
@@ -30,32 +28,34 @@ def grid_group() -> None:
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option("--no-report", is_flag=True, help="No Dask performance report.")
 @handle_errors
-def run_cmd(grid_file: str, results: str, workers: int | None, scheduler: str | None,
-            scheduler_file: str | None, cluster_file: str | None, dry_run: bool,
-            no_progress: bool, no_report: bool) -> None:
-    """Run every cell of GRID.yaml whose result is not yet in --results."""
+def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: bool,
+            no_progress: bool, no_report: bool, **cluster: Any) -> None:
+    """Run every cell of GRID.yaml whose result is not yet in --results.
+
+    Exit status: 0 when every cell is stored, 1 when a cell failed (the failed cells'
+    keys and first error lines are printed), 2 on bad input or a lost cluster."""
     from bnsl_dist.config import load_cluster, load_grid
-    from bnsl_dist.exceptions import InvalidConfigError
     from bnsl_dist.orchestrate.cluster import default_n_workers
     from bnsl_dist.orchestrate.grid import format_plan, open_client, plan_grid, run_grid
 
-    if sum(x is not None for x in (workers, scheduler, scheduler_file)) > 1:
-        raise InvalidConfigError("give at most one of --workers, --scheduler, "
-                                 "--scheduler-file")
+    conn = cluster_kwargs(**cluster)
     grid = load_grid(grid_file)
-    cluster = load_cluster(cluster_file) if cluster_file else grid.cluster
+    cfg = load_cluster(cluster_file) if cluster_file else grid.cluster
     if dry_run:
-        n = workers or (cluster.workers if cluster and cluster.workers else None) \
+        n = conn["workers"] or (cfg.workers if cfg and cfg.workers else None) \
             or default_n_workers()
         click.echo(format_plan(plan_grid(grid, results), n))
         return
-    with open_client(cluster, workers=workers, scheduler=scheduler,
-                     scheduler_file=scheduler_file) as client:
+    with open_client(cfg, **conn) as client:
         summary = run_grid(client, grid, results, progress=not no_progress,
                            report=not no_report)
     click.echo(str(summary))
     if summary.report is not None:
         click.echo(f"performance report: {summary.report}")
+    if summary.failed:
+        for key in summary.failed:
+            click.echo(f"failed {key}: {summary.errors.get(key, '')}", err=True)
+        sys.exit(1)
 
 
 @grid_group.command("status")

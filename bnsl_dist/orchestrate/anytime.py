@@ -15,7 +15,6 @@ the ``.jkl`` file the spec names, and reaches the workers once (scattered).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,10 +41,10 @@ def prepare_cache_distributed(client: Any, cell: Cell) -> ParentSetCache:
 def _warm_workers(client: Any, cell: Cell) -> None:
     """Load the optimizer's numba kernels in every worker before the timed runs, so
     compilation (or loading numba's disk cache) never counts against a budget."""
-    from bnsl_dist.orchestrate.grid import warm_up
+    from bnsl_dist.orchestrate.workers import algorithm_spec, register_warmup
 
-    client.run(warm_up, ((cell.algorithm, json.dumps(cell.search.params, sort_keys=True),
-                          cell.k),))
+    register_warmup(client, algorithms=[algorithm_spec(cell.algorithm, cell.search.params,
+                                                       cell.k)])
 
 
 def learn_distributed(client: Any, cells: Sequence[Cell],
@@ -60,9 +59,11 @@ def learn_distributed(client: Any, cells: Sequence[Cell],
     cache : ParentSetCache, optional
         Already built or read (default: :func:`prepare_cache_distributed`).
     """
+    from bnsl_dist.orchestrate.workers import task_key
+
     shared = prepare_cache_distributed(client, cells[0]) if cache is None else cache
     _warm_workers(client, cells[0])
     cache_f = client.scatter(shared, broadcast=False)
     futures = client.map(run_cell, list(cells), cache=cache_f,
-                         key=[f"learn-{c.key}" for c in cells], pure=False)
+                         key=[task_key("learn", c.key) for c in cells], pure=False)
     return LearnResult.merge(cells, client.gather(futures))

@@ -1,16 +1,29 @@
-"""Distributed parent-set exploration: one Dask task per variable (or small batch).
+"""Distributed parent-set exploration: Dask tasks of shrinking batches of variables.
 
-The data reach the workers through one task keyed ``data-<content hash>`` (it reads
-the file, or carries the arrays in its spec): not scattered, so a lost worker's copy is
-recomputed. Each exploration task runs :func:`bnsl_dist.cache.build.explore_batch`,
-the very function of the serial build, and :func:`~bnsl_dist.cache.build.assemble_cache`
-merges the results, so a score-budgeted (or unbudgeted) build equals the serial one.
-With ``cache_dir`` the cache is written there as ``<key>.jkl`` (key = hash of the
-data and the settings) and later runs with the same data and settings read it back.
+Data never ride in the task graph: data named by a path (or bundled name) are read by
+each worker process once (:func:`load_data_task`, memoised per process and checked
+against the client's content hash); in-memory data are scattered once to every worker.
+Tasks therefore carry only variable indices and settings, and no task is tied to the
+worker that happens to hold the data.
+
+Load balance: the cost of exploring one variable differs by orders of magnitude, so
+batches shrink as the work proceeds (guided self-scheduling: each batch takes about
+1/(4 W) of the variables left, W = workers, down to one variable), submitted in order
+with decreasing priorities; the long tail is made of one-variable tasks that idle
+workers pick up (and Dask's work stealing moves queued ones).
+
+Each task runs :func:`bnsl_dist.cache.build.explore_batch`, the very function of the
+serial build, and :func:`~bnsl_dist.cache.build.assemble_cache` merges the results by
+variable, so a score-budgeted (or unbudgeted) build equals the serial one whatever the
+number of workers or the batching. With ``cache_dir`` the cache is written there as
+``<key>.jkl`` (key = hash of the data and the settings) and later runs with the same
+data and settings read it back.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,19 +46,18 @@ from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.scores.local import LocalScorer
 
-__all__ = ["build_cache_distributed", "cached_path", "load_data_task"]
+__all__ = ["build_cache_distributed", "cached_path", "guided_batches", "load_data_task"]
 
 
-def load_data_task(spec: str | CategoricalData, expected_hash: str) -> CategoricalData:
-    """The data-loading task: read ``spec`` (a path or bundled name) or pass data through.
+@functools.lru_cache(maxsize=4)
+def load_data_task(spec: str, expected_hash: str) -> CategoricalData:
+    """Read ``spec`` (a path or bundled name) in this process, once per (spec, hash).
 
     Raises
     ------
     DataError
         The worker read different data than the client (another file at that path).
     """
-    if isinstance(spec, CategoricalData):
-        return spec
     from bnsl_dist.data.registry import resolve_data
 
     data = resolve_data(spec)
@@ -55,9 +67,27 @@ def load_data_task(spec: str | CategoricalData, expected_hash: str) -> Categoric
     return data
 
 
-def _explore_task(data: CategoricalData, variables: list[int], settings: CacheSpec
-                  ) -> list[VariableResult]:
+def _explore_task(data: CategoricalData | str, data_hash: str, variables: list[int],
+                  settings: CacheSpec) -> list[VariableResult]:
+    if isinstance(data, str):
+        data = load_data_task(data, data_hash)
     return explore_batch(data, variables, settings)
+
+
+def guided_batches(variables: Sequence[int], n_workers: int,
+                   batch_size: int | None = None) -> list[list[int]]:
+    """Split ``variables`` into batches: ``batch_size`` each when given, else shrinking
+    ones (ceil(left / (4 W)), at least 1), so the last tasks are single variables."""
+    todo = list(variables)
+    if batch_size is not None:
+        return [todo[i:i + batch_size] for i in range(0, len(todo), batch_size)]
+    out = []
+    i = 0
+    while i < len(todo):
+        size = max(1, math.ceil((len(todo) - i) / (4 * max(1, n_workers))))
+        out.append(todo[i:i + size])
+        i += size
+    return out
 
 
 def cached_path(cache_dir: str | os.PathLike[str], data: CategoricalData,
@@ -83,7 +113,7 @@ def build_cache_distributed(client: Client, data: CategoricalData | str | os.Pat
     spec, settings, variables, progress
         As in :func:`~bnsl_dist.cache.build_cache`; ``progress`` shows a rich bar.
     batch_size : int, optional
-        Variables per task (default 1).
+        Variables per task (default: shrinking batches, see :func:`guided_batches`).
     cache_dir : path, optional
         Keep the cache there and reuse it on later calls with the same data and
         settings.
@@ -113,16 +143,21 @@ def build_cache_distributed(client: Client, data: CategoricalData | str | os.Pat
         cache = read_jkl(target, names=local.names)
         if cache.meta.get("data_hash") == local.content_hash():
             return cache
+    from bnsl_dist.orchestrate.workers import register_warmup, task_key
+
+    register_warmup(client, cache_methods=(cfg.method,))
     h = local.content_hash()
-    data_future = client.submit(load_data_task, source, h, key=f"data-{h}", pure=False)
-    size = batch_size or 1
-    batches = [todo[i:i + size] for i in range(0, len(todo), size)]
+    shipped: Future | str = source if isinstance(source, str) \
+        else client.scatter(local, broadcast=True, hash=False)
+    n_workers = len(client.scheduler_info().get("workers", {}))
+    batches = guided_batches(todo, n_workers, batch_size)
     tag = cache_key(h, cfg, todo)
-    futures: list[Future] = [client.submit(_explore_task, data_future, b, cfg,
-                                           key=f"explore-{tag}-{i}", pure=False)
+    futures: list[Future] = [client.submit(_explore_task, shipped, h, b, cfg,
+                                           key=task_key("explore", tag, b), pure=False,
+                                           priority=len(batches) - i)
                              for i, b in enumerate(batches)]
     results = _drain(futures, batches, cfg, progress)
-    client.cancel(futures)
+    del futures, shipped
     cache = assemble_cache(local, results, cfg, todo)
     if target is not None:
         write_jkl(cache, target, comments=True)

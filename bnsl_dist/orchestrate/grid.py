@@ -8,17 +8,20 @@
    ``cache-<hash of data + settings>``), saved as ``caches/<key>.jkl.gz`` so reruns and
    recomputed tasks reuse it;
 3. submits every pending cell as ``client.submit(run_cell, cell, cache, key="cell-<key>",
-   pure=False)``; a cell's seed derives from the grid seed and the cell identity, so
-   the result is the same on any worker, in any order, after any worker loss;
-4. drains ``as_completed`` and writes each result as its own Parquet file atomically, or
-   a failure record (status + traceback) — never a result — when the cell raised, found
-   no DAG, or kept killing workers;
-5. shows a progress bar and the dashboard link, and saves a Dask performance report in
-   ``reports/`` beside the results.
+   pure=False)`` (:func:`run_cells`): a cell starts as soon as its own cache exists,
+   caches and long cells first; a cell's seed derives from the grid seed and the cell
+   identity, so the result is the same on any worker, in any order, after any worker loss;
+4. writes each result as its own Parquet file atomically, or a failure record (status +
+   traceback) — never a result — when the cell raised or found no DAG; cells the
+   cluster cut off are left for the rerun (:class:`GridInterrupted` when the scheduler
+   or every worker is lost);
+5. shows a progress bar and the dashboard link, saves a Dask performance report in
+   ``reports/`` and the run's utilisation in ``reports/grid-run-<name>-<time>.json``.
 
 Numba kernels are compiled (or loaded from numba's disk cache) once per worker process
-by a worker plugin that runs every algorithm of the grid on a toy cache before the first
-task, so compilation never lands inside a timed run.
+by the warm-up worker plugin (:mod:`bnsl_dist.orchestrate.workers`), for the grid's
+algorithms (and cache method when caches are built), before the first task, so
+compilation never lands inside a timed run.
 
 References
 ----------
@@ -28,29 +31,32 @@ SciPy 2015 (futures, ``as_completed``). ARCHITECTURE.md "Distribution".
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import os
 import sys
 import time
 import traceback as tb_mod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from distributed import Client, Future, as_completed, performance_report
-from distributed.diagnostics.plugin import WorkerPlugin
 
 from bnsl_dist.config import ClusterConfig, GridConfig, JobqueueConfig
-from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.exceptions import BNSLError, InvalidConfigError
+from bnsl_dist.orchestrate.workers import algorithm_spec, register_warmup
 from bnsl_dist.pipeline.cell import CacheJob, Cell
 from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.pipeline.run import NoSolutionError, ensure_cache, failure_record, run_cell
 from bnsl_dist.results.records import CellResult
 from bnsl_dist.results.store import ResultStore, StoreStatus
 
-__all__ = ["GridPlan", "GridSummary", "WarmupPlugin", "plan_grid", "format_plan",
-           "grid_status", "run_grid", "open_client", "jobqueue_job_script", "warm_up"]
+__all__ = ["GridInterrupted", "GridPlan", "GridSummary", "cell_cost", "plan_grid",
+           "format_plan", "grid_status", "run_cells", "run_grid", "open_client",
+           "jobqueue_job_script"]
 
 
 # ---------------------------------------------------------------------------- planning
@@ -163,85 +169,65 @@ def grid_status(grid: GridConfig, results_dir: str | os.PathLike[str]) -> StoreS
     return ResultStore(results_dir).status(c.key for c in expand_grid(grid))
 
 
-# ---------------------------------------------------------------------------- warm-up
-def warm_up(algorithms: tuple[tuple[str, str, int | None], ...]) -> dict[str, str]:
-    """Compile (or load from numba's cache) the kernels of the given algorithms by
-    running each for two iterations on a toy cache. Returns problems by algorithm
-    (warm-up never raises: a real run reports real errors)."""
-    import itertools
-    import json
-
-    import numpy as np
-
-    from bnsl_dist.cache.parent_sets import ParentSetCache
-    from bnsl_dist.data.dataset import CategoricalData
-    from bnsl_dist.scores.local import LocalScorer
-    from bnsl_dist.search.base import Budget, make_optimizer
-
-    problems: dict[str, str] = {}
-    rng = np.random.default_rng(0)
-    data = CategoricalData.from_array(rng.integers(0, 2, size=(200, 6)))
-    sc = LocalScorer(data, "bic")
-    n = data.n_vars
-    lists = [[(ps, sc.score(v, ps)) for r in range(3)
-              for ps in itertools.combinations([u for u in range(n) if u != v], r)]
-             for v in range(n)]
-    cache = ParentSetCache.from_lists(lists, names=data.names).prune_dominated()
-    cache.entropies = sc.entropies()
-    try:  # the cache builders' kernels (cache tasks and SEM cells build caches)
-        from bnsl_dist.cache import build_cache
-
-        for method in ("independence", "sequential"):
-            build_cache(data, method=method, scores_per_variable=20, max_indegree=2)
-    except Exception as exc:  # noqa: BLE001 - reported, never raised
-        problems["build_cache"] = f"{type(exc).__name__}: {exc}"
-    for name, params_json, k in algorithms:
-        try:
-            params = json.loads(params_json)
-            if k is not None:
-                params["k"] = min(k, n - 1)
-            opt = make_optimizer(name, **params)
-            for _ in opt.run(cache, Budget(seconds=30.0, max_iterations=2), rng):
-                pass
-        except Exception as exc:  # noqa: BLE001 - reported, never raised
-            problems[name] = f"{type(exc).__name__}: {exc}"
-    return problems
-
-
-class WarmupPlugin(WorkerPlugin):
-    """Runs :func:`warm_up` once in every worker process (also in workers that join
-    later, e.g. replacements of lost ones)."""
-
-    def __init__(self, algorithms: tuple[tuple[str, str, int | None], ...]) -> None:
-        self.algorithms = algorithms
-
-    def setup(self, worker: Any) -> None:
-        worker.bnsl_warmup_problems = warm_up(self.algorithms)
-
-
 # ---------------------------------------------------------------------------- running
+class GridInterrupted(BNSLError):
+    """The cluster went away mid-grid (scheduler lost, or no worker left): what was stored
+    stays, a rerun resumes."""
+
+
+#: Seconds without any worker after which a grid gives up (workers seen before).
+NO_WORKER_TIMEOUT = 30.0
+
+_INFRASTRUCTURE = ("KilledWorker", "CommClosedError", "CancelledError",
+                   "FutureCancelledError", "FutureLostError")
+
+
 @dataclass
 class GridSummary:
-    """What a :func:`run_grid` call did."""
+    """What a :func:`run_grid` call did. ``utilisation`` = sum of task compute time /
+    (wall time × workers), None when the scheduler could not say."""
 
     total: int
     skipped: int
     computed: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    interrupted: list[str] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)  # failed key -> first error line
     seconds: float = 0.0
+    busy_seconds: float | None = None
+    workers: int = 0
     report: Path | None = None
 
+    @property
+    def utilisation(self) -> float | None:
+        if self.busy_seconds is None or not self.workers or self.seconds <= 0:
+            return None
+        return self.busy_seconds / (self.seconds * self.workers)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"total": self.total, "skipped": self.skipped, "computed": len(self.computed),
+                "failed": len(self.failed), "interrupted": len(self.interrupted),
+                "wall_seconds": round(self.seconds, 3), "workers": self.workers,
+                "busy_seconds": None if self.busy_seconds is None
+                else round(self.busy_seconds, 3),
+                "utilisation": None if self.utilisation is None
+                else round(self.utilisation, 4)}
+
     def __str__(self) -> str:
+        u = self.utilisation
         return (f"{self.total} cells: {self.skipped} already done, {len(self.computed)} "
-                f"computed, {len(self.failed)} failed ({self.seconds:.1f} s)")
+                f"computed, {len(self.failed)} failed ({self.seconds:.1f} s on "
+                f"{self.workers} workers; utilisation "
+                f"{'unknown' if u is None else f'{u:.2f}'})")
 
 
 def _failure_status(exc: BaseException) -> str:
-    if isinstance(exc, NoSolutionError):
-        return "no-solution"
-    if type(exc).__name__ == "KilledWorker":
-        return "killed"
-    return "error"
+    return "no-solution" if isinstance(exc, NoSolutionError) else "error"
+
+
+def _is_infrastructure(exc: BaseException) -> bool:
+    """The cluster, not the cell, stopped it (lost worker/scheduler, cancellation)."""
+    return type(exc).__name__ in _INFRASTRUCTURE or isinstance(exc, asyncio.CancelledError)
 
 
 def _progress(enabled: bool, total: int) -> Any:
@@ -263,20 +249,192 @@ def _progress(enabled: bool, total: int) -> Any:
 
 @contextlib.contextmanager
 def _report(path: Path | None) -> Iterator[None]:
+    """A Dask performance report written atomically to ``path``; skipped (no file, no
+    traceback) when the scheduler is gone by the end."""
     if path is None:
         yield
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    with performance_report(filename=str(tmp)):
+    rep = performance_report(filename=str(tmp))
+    rep.__enter__()
+    try:
         yield
-    if tmp.exists():
-        os.replace(tmp, path)
+    finally:
+        try:
+            rep.__exit__(None, None, None)
+        except Exception:  # noqa: BLE001 - a lost cluster has no report to give
+            tmp.unlink(missing_ok=True)
+        if tmp.exists():
+            os.replace(tmp, path)
+
+
+def _n_workers(client: Client) -> int | None:
+    """Workers connected now; None when the scheduler does not answer."""
+    if client.status != "running":
+        return None
+    try:
+        return len(client.scheduler_info().get("workers", {}))
+    except Exception:  # noqa: BLE001 - a lost scheduler
+        return None
+
+
+def _busy_seconds(client: Client, since: float, prefixes: tuple[str, ...]) -> float | None:
+    """Compute seconds of our tasks since ``since`` (the scheduler's task stream)."""
+    try:
+        stream = client.get_task_stream(start=since)
+    except Exception:  # noqa: BLE001 - a lost scheduler
+        return None
+    return sum(ss["stop"] - ss["start"] for rec in stream
+               if str(rec.get("key", "")).startswith(prefixes)
+               for ss in rec.get("startstops", ()) if ss.get("action") == "compute")
+
+
+def cell_cost(cell: Cell) -> float:
+    """A rough cost used only to order work (longest first): the time budget, else the
+    iteration budget scaled by the number of variables."""
+    n = _n_vars_hint(cell.dataset, cell.data.path if cell.data is not None else None) or 100
+    if cell.budget_seconds is not None:
+        return float(cell.budget_seconds) * (1.0 + 1e-6 * n)
+    return float(cell.budget_iterations or 1) * n * 1e-4
+
+
+def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
+              cache_path: Callable[[Cell], str | None],
+              build_cache: Callable[..., str] = ensure_cache,
+              run: Callable[..., CellResult] = run_cell,
+              cost: Callable[[Cell], float] = cell_cost,
+              bar: Any = None, on_result: Callable[[CellResult], None] | None = None,
+              no_worker_timeout: float = NO_WORKER_TIMEOUT) -> GridSummary:
+    """Run ``cells`` on the cluster and store each outcome as it arrives.
+
+    A cell needing a cache that ``cache_path(cell)`` names but that does not exist yet
+    depends on one ``build_cache(cell.cache, path)`` task per distinct cache: each
+    cell starts as soon as *its* cache exists (no barrier between cache and search
+    phases). Caches get the highest priorities (largest first), then cells, longest
+    first (``cost``), so no short task holds a worker while a long one waits.
+
+    Only a cell's own exception makes a failure record. A cell the infrastructure cut
+    off (cancelled, lost with the scheduler, a worker killed under it too often) is
+    counted as interrupted and left for a rerun; when the scheduler is lost, or no
+    worker is left for ``no_worker_timeout`` seconds, the remaining cells are
+    interrupted too.
+    """
+    summary = GridSummary(total=len(cells), skipped=0)
+    t0 = time.perf_counter()
+    since = time.time()
+    with contextlib.suppress(Exception):  # installs the scheduler's task-stream plugin
+        client.get_task_stream(start=0, stop=0)
+    summary.workers = _n_workers(client) or 0
+    by_key = {c.key: c for c in cells}
+    order = sorted(cells, key=cost)  # ascending: rank = priority
+    sizes: dict[str, float] = {}
+    first: dict[str, Cell] = {}
+    for c in cells:
+        if cache_path(c) is not None:
+            sizes[c.cache_job.key] = max(sizes.get(c.cache_job.key, 0.0), cost(c))
+            first.setdefault(c.cache_job.key, c)
+    cache_futs: dict[str, Future | str | None] = {}
+    for rank, ck in enumerate(sorted(sizes, key=sizes.__getitem__)):
+        c = first[ck]
+        path = cache_path(c)
+        assert path is not None
+        cache_futs[ck] = path if Path(path).is_file() else client.submit(
+            build_cache, c.cache_job, path, key=f"cache-{ck}", pure=False,
+            priority=len(cells) + 1 + rank)
+    futures: dict[Future, str] = {}
+    for rank, c in enumerate(order):
+        fut = client.submit(run, c, cache_futs.get(c.cache_job.key), key=f"cell-{c.key}",
+                            pure=False, priority=rank)
+        futures[fut] = c.key
+    del cache_futs  # cells hold their cache futures; release ours
+    lost = _drain(client, futures, by_key, store, summary, bar, on_result, no_worker_timeout)
+    summary.seconds = time.perf_counter() - t0
+    if lost is None:
+        summary.workers = max(summary.workers, _n_workers(client) or 0)
+        summary.busy_seconds = _busy_seconds(client, since, ("cell-", "cache-"))
+    else:
+        summary.interrupted.extend(futures.values())
+        with contextlib.suppress(Exception):
+            client.cancel(list(futures))
+    if summary.interrupted:
+        _quiet_distributed()
+        done = len(store.done_keys() & set(by_key))
+        raise GridInterrupted(
+            f"{lost or 'the cluster cut cells off'}: {done} of {len(cells)} pending cells "
+            f"stored ({len(summary.computed)} this run, {len(summary.failed)} failed, "
+            f"{len(summary.interrupted)} interrupted); rerun the same command to resume")
+    return summary
+
+
+def _drain(client: Client, futures: dict[Future, str], by_key: dict[str, Cell],
+           store: ResultStore, summary: GridSummary, bar: Any,
+           on_result: Callable[[CellResult], None] | None,
+           no_worker_timeout: float) -> str | None:
+    """Store outcomes as they come; the reason the cluster was lost, or None."""
+    ac = as_completed(list(futures), with_results=True)  # gathers in the background
+    next_check = time.monotonic() + 1.0
+    workerless_since: float | None = None
+    while not ac.is_empty():
+        batch = ac.next_batch(block=False)
+        if not batch:
+            now = time.monotonic()
+            if now >= next_check:
+                next_check = now + 1.0
+                n = _n_workers(client)
+                if n is None:
+                    return "lost the scheduler"
+                workerless_since = None if n else (workerless_since or now)
+                if workerless_since is not None and now - workerless_since > no_worker_timeout:
+                    return f"no worker left for {no_worker_timeout:g} s"
+            time.sleep(0.05)
+            continue
+        for fut, outcome in batch:
+            key = futures.pop(fut)
+            _store_outcome(outcome, by_key[key], store, summary, bar, on_result)
+            fut.release()
+            if bar is not None:
+                bar.advance(bar.task_ids[0])
+    if summary.interrupted and _n_workers(client) is None:
+        return "lost the scheduler"
+    return None
+
+
+def _store_outcome(outcome: Any, cell: Cell, store: ResultStore, summary: GridSummary,
+                   bar: Any, on_result: Callable[[CellResult], None] | None) -> None:
+    """``outcome``: the cell's record, its ``(type, exception, traceback)``, or the
+    cancellation that ended it."""
+    if isinstance(outcome, CellResult):
+        store.write_result(outcome)
+        summary.computed.append(cell.key)
+        if on_result is not None:
+            on_result(outcome)
+        return
+    exc, tb = (outcome[1], outcome[2]) if isinstance(outcome, tuple) else (outcome, None)
+    if not isinstance(exc, BaseException) or _is_infrastructure(exc):
+        summary.interrupted.append(cell.key)
+        return
+    text = "".join(tb_mod.format_exception(type(exc), exc, tb)) if tb is not None else ""
+    store.write_failure(failure_record(cell, _failure_status(exc), exc, text))
+    summary.failed.append(cell.key)
+    first = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    summary.errors[cell.key] = first
+    if bar is not None:
+        bar.console.print(f"[red]failed[/red] {cell.describe()}: {first}", markup=True)
+
+
+def _quiet_distributed() -> None:
+    """After a lost cluster, the client's reconnection attempts would log tracebacks."""
+    import logging
+
+    for name in ("distributed", "distributed.client", "distributed.comm"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[str], *,
              progress: bool = True, report: bool = True, warmup: bool = True,
-             on_result: Callable[[CellResult], None] | None = None) -> GridSummary:
+             on_result: Callable[[CellResult], None] | None = None,
+             no_worker_timeout: float = NO_WORKER_TIMEOUT) -> GridSummary:
     """Run every pending cell of ``grid`` on ``client``'s cluster into ``results_dir``.
 
     Parameters
@@ -291,13 +449,21 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
     report : bool
         Save a Dask performance report in ``results_dir/reports/``.
     warmup : bool
-        Register the numba warm-up worker plugin.
+        Register the numba warm-up worker plugin for the grid's kernels.
     on_result : callable, optional
         Called on the client with each result as it is written.
+    no_worker_timeout : float
+        Seconds without any worker after which the run stops (see :func:`run_cells`).
 
     Returns
     -------
     GridSummary
+        Also saved as ``reports/grid-run-<name>-<time>.json`` (utilisation included).
+
+    Raises
+    ------
+    GridInterrupted
+        The cluster was lost, or cut cells off; stored results stay.
     """
     t0 = time.perf_counter()
     store = ResultStore(results_dir)
@@ -305,61 +471,35 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
     cells = expand_grid(grid)
     done = store.done_keys()
     pending = [c for c in cells if c.key not in done]
-    summary = GridSummary(total=len(cells), skipped=len(cells) - len(pending))
     if not pending:
-        summary.seconds = time.perf_counter() - t0
-        return summary
+        return GridSummary(total=len(cells), skipped=len(cells),
+                           seconds=time.perf_counter() - t0)
+
+    def cache_path(c: Cell) -> str | None:
+        if grid.kind != "search" or c.cache_job.given_path is not None:
+            return None
+        return str(store.cache_path(c.cache_job.key))
+
     if warmup:
-        algs = tuple(sorted({(c.algorithm, c.params_json, c.k) for c in pending},
-                            key=lambda t: (t[0], t[1], t[2] or 0)))
-        client.register_plugin(WarmupPlugin(algs), name="bnsl-dist-warmup")
+        builds = any(cache_path(c) is not None and not Path(cache_path(c) or "").is_file()
+                     for c in pending) or grid.kind == "sem"
+        register_warmup(client, cache_methods=(grid.cache.method,) if builds else (),
+                        algorithms={algorithm_spec(c.algorithm, c.search.params, c.k)
+                                    for c in pending})
     stamp = time.strftime("%Y%m%d-%H%M%S")
     report_path = store.reports_dir / f"dask-performance-{grid.name}-{stamp}.html" \
         if report else None
-    by_key = {c.key: c for c in pending}
     with _report(report_path), _progress(progress, len(pending)) as bar:
-        task = bar.add_task(grid.name, total=len(pending))
-        cache_futs: dict[str, Future | str | None] = {}
-        for c in pending:
-            job = c.cache_job
-            ck = job.key
-            if ck in cache_futs:
-                continue
-            if grid.kind != "search" or job.given_path is not None:
-                cache_futs[ck] = None
-                continue
-            path = store.cache_path(ck)
-            cache_futs[ck] = str(path) if path.is_file() else client.submit(
-                ensure_cache, job, str(path), key=f"cache-{ck}", pure=False)
-        futures: dict[Future, str] = {}
-        for c in pending:
-            fut = client.submit(run_cell, c, cache_futs[c.cache_job.key], key=f"cell-{c.key}",
-                                pure=False)
-            futures[fut] = c.key
-        del cache_futs  # cells hold their cache futures; release ours
-        for fut in as_completed(list(futures)):
-            key = futures.pop(fut)
-            cell = by_key[key]
-            if fut.status == "finished":
-                rec = fut.result()
-                store.write_result(rec)
-                summary.computed.append(key)
-                if on_result is not None:
-                    on_result(rec)
-            else:
-                exc = fut.exception()
-                tb = fut.traceback()
-                text = "".join(tb_mod.format_exception(type(exc), exc, tb)) if tb is not None \
-                    else ""
-                store.write_failure(failure_record(cell, _failure_status(exc), exc, text))
-                summary.failed.append(key)
-                bar.console.print(f"[red]failed[/red] {cell.describe()}: "
-                                  f"{type(exc).__name__}: {exc}")
-            fut.release()
-            bar.advance(task)
+        bar.add_task(grid.name, total=len(pending))
+        summary = run_cells(client, pending, store, cache_path=cache_path, bar=bar,
+                            on_result=on_result, no_worker_timeout=no_worker_timeout)
+    summary.total, summary.skipped = len(cells), len(cells) - len(pending)
     summary.report = report_path if report_path is not None and report_path.exists() \
         else None
     summary.seconds = time.perf_counter() - t0
+    store.save_text(f"reports/grid-run-{grid.name}-{stamp}.json",
+                    json.dumps({**summary.to_dict(), "finished_at": time.strftime(
+                        "%Y-%m-%dT%H:%M:%S%z")}, indent=1) + "\n")
     return summary
 
 
@@ -386,9 +526,16 @@ def jobqueue_job_script(kind: str, cfg: JobqueueConfig,
 @contextlib.contextmanager
 def open_client(cluster: ClusterConfig | None = None, *, workers: int | None = None,
                 scheduler: str | None = None, scheduler_file: str | None = None,
-                announce: bool = True) -> Iterator[Client]:
+                announce: bool = True, timeout: float | None = None,
+                tls_dir: str | None = None) -> Iterator[Client]:
     """A client for the command line: explicit options first, else ``cluster``, else a
-    local cluster of single-threaded processes sized to the machine."""
+    local cluster of single-threaded processes sized to the machine.
+
+    Clusters spanning hosts are encrypted by default: dask-jobqueue clusters get
+    temporary TLS credentials (``Security.temporary()``) unless the cluster YAML says
+    ``tls: false``; ``tls://`` addresses use ``tls_dir`` or dask's TLS configuration.
+    Their dashboards bind to 127.0.0.1 unless ``dashboard_address`` says otherwise.
+    """
     from bnsl_dist.orchestrate.cluster import connect
 
     if scheduler or scheduler_file or workers or cluster is None \
@@ -401,7 +548,8 @@ def open_client(cluster: ClusterConfig | None = None, *, workers: int | None = N
             workers = c.workers if c.kind == "local" else None
         with connect(workers=workers, scheduler=scheduler, scheduler_file=scheduler_file,
                      threads_per_worker=c.threads_per_worker, announce=announce,
-                     memory_limit=c.memory_limit) as client:
+                     memory_limit=c.memory_limit, timeout=timeout,
+                     tls_dir=tls_dir) as client:
             yield client
         return
     if cluster.kind == "kubernetes":
@@ -433,7 +581,7 @@ def open_client(cluster: ClusterConfig | None = None, *, workers: int | None = N
                                  f"dask-jobqueue (pip install dask-jobqueue)") from None
     cls = {"slurm": dask_jobqueue.SLURMCluster, "pbs": dask_jobqueue.PBSCluster,
            "sge": dask_jobqueue.SGECluster, "lsf": dask_jobqueue.LSFCluster}[cluster.kind]
-    jc = cls(**jq.cluster_kwargs())
+    jc = cls(**jobqueue_kwargs(cluster))
     jc.scale(jobs=jq.jobs)
     try:
         with Client(jc) as client:
@@ -441,6 +589,22 @@ def open_client(cluster: ClusterConfig | None = None, *, workers: int | None = N
             yield client
     finally:
         jc.close()
+
+
+def jobqueue_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
+    """dask-jobqueue arguments of ``cluster``: TLS with temporary credentials unless
+    ``tls: false`` (workers on other hosts must not take plain-TCP connections from
+    anyone who reaches them), the dashboard on 127.0.0.1 unless configured."""
+    assert cluster.jobqueue is not None
+    kw = cluster.jobqueue.cluster_kwargs()
+    kw.setdefault("scheduler_options", {}).setdefault(
+        "dashboard_address", cluster.dashboard_address or "127.0.0.1:8787")
+    if cluster.tls:
+        from distributed.security import Security
+
+        kw["security"] = Security.temporary()
+        kw["protocol"] = "tls://"
+    return kw
 
 
 def _announce(client: Client, announce: bool) -> None:

@@ -85,6 +85,13 @@ def test_grid_equals_serial_and_resumes(client, caches, tmp_path):
     assert got == serial
     assert (tmp_path / "grids" / "tiny.json").is_file()
     assert summary.report is not None and summary.report.stat().st_size > 0
+    # utilisation: the cells' compute time over wall × workers, stored beside the results
+    assert summary.workers == 2 and summary.busy_seconds is not None
+    assert summary.busy_seconds >= sum(r.elapsed for r in store.read_results())
+    assert 0 < summary.utilisation <= 1
+    (run,) = (tmp_path / "reports").glob("grid-run-tiny-*.json")
+    assert json.loads(run.read_text()) | {"finished_at": None} == \
+        summary.to_dict() | {"finished_at": None}
     again = run_grid(client, grid, tmp_path, progress=False, report=False)
     assert again.skipped == len(cells) and again.computed == [] and again.failed == []
 

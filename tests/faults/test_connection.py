@@ -1,0 +1,110 @@
+"""Cluster connection faults fail fast with one line and exit code 2, before any work:
+a missing, stale or malformed scheduler file, a malformed or unreachable address, a
+scheduler without workers, a bad --workers value."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from bnsl_dist.cli import main
+
+pytestmark = [pytest.mark.dask, pytest.mark.timeout(120)]
+
+GRID = {"name": "conn", "datasets": [{"name": "nltcs", "splits": ["test"]}],
+        "cache": {"method": "sequential", "max_indegree": 1},
+        "algorithms": [{"name": "kg", "k": [2]}], "seeds": [0],
+        "budget": {"iterations": 5}}
+
+
+@pytest.fixture
+def grid_file(tmp_path):
+    f = tmp_path / "grid.yaml"
+    f.write_text(json.dumps(GRID))
+    return f
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _run(grid_file, tmp_path, *extra: str):
+    r = CliRunner().invoke(main, ["grid", "run", str(grid_file), "--results",
+                                  str(tmp_path / "res"), "--no-progress", "--no-report",
+                                  "--connect-timeout", "2", *extra])
+    return r
+
+
+def _one_line_error(r, *needles: str) -> None:
+    assert r.exit_code == 2, r.output
+    assert r.output.count("\n") == 1 and r.output.startswith("error: "), r.output
+    for n in needles:
+        assert n in r.output, r.output
+    assert "Traceback" not in r.output
+
+
+def test_missing_scheduler_file(grid_file, tmp_path):
+    r = _run(grid_file, tmp_path, "--scheduler-file", str(tmp_path / "nope.json"))
+    _one_line_error(r, "nope.json", "no such file")
+
+
+def test_malformed_scheduler_file(grid_file, tmp_path):
+    bad = tmp_path / "s.json"
+    bad.write_text("{not json")
+    _one_line_error(_run(grid_file, tmp_path, "--scheduler-file", str(bad)),
+                    "s.json", "not a scheduler file")
+    bad.write_text(json.dumps({"address": "nowhere"}))
+    _one_line_error(_run(grid_file, tmp_path, "--scheduler-file", str(bad)), "nowhere")
+
+
+def test_stale_scheduler_file(grid_file, tmp_path):
+    stale = tmp_path / "s.json"  # a scheduler that has gone: nothing listens there
+    stale.write_text(json.dumps({"address": f"tcp://127.0.0.1:{_free_port()}"}))
+    r = _run(grid_file, tmp_path, "--scheduler-file", str(stale))
+    _one_line_error(r, "cannot reach", "within 2 s", "s.json")
+
+
+@pytest.mark.parametrize("address,needle", [("notanaddress", "Invalid url scheme"),
+                                            ("tcp://127.0.0.1", "missing port"),
+                                            ("foo://a:1", "unknown address scheme")])
+def test_malformed_address(grid_file, tmp_path, address, needle):
+    _one_line_error(_run(grid_file, tmp_path, "--scheduler", address), address, needle)
+
+
+def test_unreachable_address(grid_file, tmp_path):
+    r = _run(grid_file, tmp_path, "--scheduler", f"tcp://127.0.0.1:{_free_port()}")
+    _one_line_error(r, "cannot reach")
+
+
+def test_bad_workers_and_several_clusters(grid_file, tmp_path):
+    _one_line_error(_run(grid_file, tmp_path, "--workers", "0"), "--workers must be >= 1")
+    _one_line_error(_run(grid_file, tmp_path, "--workers", "2", "--scheduler",
+                         "tcp://127.0.0.1:1"), "at most one")
+    _one_line_error(_run(grid_file, tmp_path, "--connect-timeout", "0"), "positive")
+
+
+def test_scheduler_without_workers(grid_file, tmp_path):
+    sf = tmp_path / "scheduler.json"
+    p = subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1",
+                          "--port", "0", "--no-dashboard", "--scheduler-file", str(sf)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        import time
+
+        deadline = time.monotonic() + 60
+        while not (sf.is_file() and sf.stat().st_size > 0):
+            assert p.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        r = _run(grid_file, tmp_path, "--scheduler-file", str(sf))
+        _one_line_error(r, "has no worker after 2 s")
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+    assert not (tmp_path / "res" / "failures").exists()
