@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from bnsl_dist import __version__
+from bnsl_dist._json import canonical_json, json_digest
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.config import AlgorithmConfig, BudgetConfig, CacheConfig, GridConfig
 from bnsl_dist.data.dataset import CategoricalData
@@ -51,15 +52,6 @@ class NoSolutionError(RuntimeError):
 def code_version() -> str:
     """The version that cell keys include: results of another version are not reused."""
     return __version__
-
-
-def canonical_json(obj: Any) -> str:
-    """Sorted keys, no spaces, floats as ``repr``: equal values give equal text."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
-def _digest(obj: Any, n: int = 20) -> str:
-    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:n]
 
 
 def fill_placeholders(template: str, dataset: str, split: str) -> str:
@@ -84,7 +76,7 @@ class CacheSpec:
     @property
     def key(self) -> str:
         """Hash of the data reference and the cache settings (names the saved file)."""
-        return _digest({"dataset": self.dataset, "split": self.split,
+        return json_digest({"dataset": self.dataset, "split": self.split,
                         "data_path": self.data_path, "cache": json.loads(self.settings),
                         "version": code_version()})
 
@@ -138,7 +130,7 @@ class Cell:
     def key(self) -> str:
         """Hash of the cell's canonical JSON plus the code version."""
         if not self._key:
-            object.__setattr__(self, "_key", _digest({"cell": self.to_json_dict(),
+            object.__setattr__(self, "_key", json_digest({"cell": self.to_json_dict(),
                                                       "version": code_version()}))
         return self._key
 

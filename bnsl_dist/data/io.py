@@ -13,7 +13,6 @@ Missing values (``?``, empty, ``NA``) are accepted only with ``missing="mask"``.
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
 import re
@@ -26,6 +25,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from bnsl_dist._io import read_text
 from bnsl_dist.data.dataset import MAX_STATES, CategoricalData, Dataset
 from bnsl_dist.exceptions import DataError
 
@@ -50,18 +50,6 @@ class _Raw:
     first_data_line: int  # 1-based line number of the first data row
 
 
-def _read_text(path: Path) -> str:
-    try:
-        if path.name.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8", newline="") as fh:
-                return fh.read()
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError("no such file", path=str(path)) from None
-    except (OSError, UnicodeDecodeError, EOFError) as exc:
-        raise DataError(f"cannot read: {exc}", path=str(path)) from None
-
-
 def _base_suffix(path: Path) -> str:
     name = path.name.lower()
     if name.endswith(".gz"):
@@ -78,7 +66,7 @@ def _is_int(tok: str) -> bool:
 
 
 def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: MissingPolicy) -> _Raw:
-    text = _read_text(path)
+    text = read_text(path)
     spath = str(path)
     lines = text.splitlines()
     while lines and not lines[-1].strip():

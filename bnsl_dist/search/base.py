@@ -29,7 +29,6 @@ __all__ = [
     "get_optimizer",
     "optimizer_names",
     "make_optimizer",
-    "as_generator",
     "DEFAULT_CHECKPOINTS",
 ]
 
@@ -217,9 +216,3 @@ def make_optimizer(name: str, **params: Any) -> Any:
     except TypeError as exc:
         raise InvalidConfigError(f"algorithm {name!r}: {exc}") from None
 
-
-def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
-    """Normalise a seed or generator."""
-    if isinstance(rng, np.random.Generator):
-        return rng
-    return np.random.default_rng(rng)

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from bnsl_dist._rng import as_rng
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import InvalidConfigError
@@ -225,7 +226,7 @@ def qds_learn(data: CategoricalData, budget: Budget, rng: np.random.Generator | 
               root_fraction: float | None = None, score: str = "bic",
               ess: float = 1.0) -> QDSResult:
     """Algorithm 2 (qds-BNSL). See :class:`QDS`."""
-    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    gen = as_rng(rng)
     t0 = time.perf_counter()
     scr = screen(data, epsilon=epsilon, root_fraction=root_fraction, score=score, ess=ess)
     parent, roots, eps, forest_score = scr.forest_parent, scr.roots, scr.epsilon, scr.forest_score
