@@ -1,4 +1,5 @@
-"""Atomic file writes: a temp file in the target folder, then a rename."""
+"""File helpers: atomic writes (a temp file in the target folder, then a rename) and the
+one gzip-aware text reader (``.gz`` names are decompressed, both ways)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,44 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-__all__ = ["atomic_write_text", "atomic_write_bytes", "atomic_writer"]
+from bnsl_dist.exceptions import DataError
+
+__all__ = ["atomic_write_text", "atomic_write_bytes", "atomic_writer", "open_text", "read_text"]
+
+
+def open_text(path: str | os.PathLike[str], newline: str | None = None) -> IO[str]:
+    """Open a UTF-8 text file for reading (a byte-order mark is dropped), decompressing it
+    when the name ends in ``.gz``; ``newline=""`` keeps line ends as they are."""
+    p = Path(path)
+    if p.name.endswith(".gz"):
+        return gzip.open(p, "rt", encoding="utf-8-sig", newline=newline)
+    return p.open(encoding="utf-8-sig", newline=newline)
+
+
+def read_text(path: str | os.PathLike[str], error: type[DataError] = DataError,
+              newline: str | None = None) -> str:
+    """The whole text of :func:`open_text`; a missing or unreadable file (bad gzip, not
+    UTF-8) raises ``error`` (a :class:`DataError` subclass) naming the file.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> p = os.path.join(tempfile.mkdtemp(), "t.txt.gz")
+    >>> atomic_write_text(p, "a,b\\n1,2\\n")
+    >>> read_text(p).splitlines()
+    ['a,b', '1,2']
+    >>> read_text(p + ".missing")
+    Traceback (most recent call last):
+    ...
+    bnsl_dist.exceptions.DataError: ...t.txt.gz.missing: no such file
+    """
+    try:
+        with open_text(path, newline) as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise error("no such file", path=str(path)) from None
+    except (OSError, UnicodeDecodeError, EOFError) as exc:
+        raise error(f"cannot read: {exc}", path=str(path)) from None
 
 
 def atomic_writer(path: str | os.PathLike[str], write: Callable[[IO[bytes]], None]) -> None:

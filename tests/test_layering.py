@@ -9,7 +9,7 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parents[1] / "bnsl_dist"
 ORDER = ["data", "scores", "cache", "search", "model", "datasets", "inference", "sem",
          "results", "reporting", "within"]
-LEAVES = {"graph", "exceptions", "_io", "_rng", "__init__", "_bundled", "_spec"}
+LEAVES = {"graph", "exceptions", "_io", "_json", "_rng", "__init__", "_bundled", "_spec"}
 TOP = {"config", "pipeline", "orchestrate", "cli"}  # may import anything
 
 

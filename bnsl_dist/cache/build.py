@@ -14,14 +14,13 @@ variables. NIPS 2015, §3. ALGORITHMS.md §3.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from bnsl_dist._json import json_digest
 from bnsl_dist._spec import make
 from bnsl_dist.cache import independence as _indep
 from bnsl_dist.cache.independence import ExploreStats, explore_independence
@@ -193,7 +192,7 @@ def cache_key(data_hash: str, settings: CacheSpec, variables: Sequence[int]) -> 
 
     payload = {"data": data_hash, "settings": settings.to_dict(),
                "variables": [int(v) for v in variables], "version": __version__, "format": 1}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:32]
+    return json_digest(payload, 32)
 
 
 def build_cache(data: CategoricalData, spec: CacheSpec | None = None, *,

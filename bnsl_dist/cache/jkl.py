@@ -18,7 +18,6 @@ metadata that the format itself cannot hold; with ``comments=False`` the file is
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import os
@@ -28,7 +27,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from bnsl_dist._io import atomic_writer
+from bnsl_dist._io import atomic_writer, read_text
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.exceptions import CacheFormatError
 
@@ -36,18 +35,6 @@ __all__ = ["read_jkl", "write_jkl", "META_TAG"]
 
 #: Prefix of the comment line holding names, arities and metadata as JSON.
 META_TAG = "# bnsl_dist:"
-
-
-def _read_text(path: Path) -> str:
-    try:
-        if path.name.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8") as fh:
-                return fh.read()
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CacheFormatError("no such file", path=str(path)) from None
-    except (OSError, UnicodeDecodeError, EOFError) as exc:
-        raise CacheFormatError(f"cannot read: {exc}", path=str(path)) from None
 
 
 def _parse_int(tok: str, what: str, src: str, line: int) -> int:
@@ -167,7 +154,7 @@ def read_jkl(path: str | os.PathLike[str], *, names: Sequence[str] | None = None
     """
     p = Path(path)
     src = str(p)
-    text, comments, stored = _comments(_read_text(p), src)
+    text, comments, stored = _comments(read_text(p, CacheFormatError), src)
     try:
         return _read_fast(text, names, stored, comments, src)
     except _Fallback:

@@ -18,7 +18,6 @@ Missing values (``?``, empty, ``NA``) are accepted only with ``missing="mask"``
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import os
 import re
@@ -31,6 +30,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from bnsl_dist._io import read_text
 from bnsl_dist.data.dataset import MAX_STATES, CategoricalData, Dataset
 from bnsl_dist.exceptions import DataError, MissingValueError
 
@@ -53,20 +53,6 @@ class _Raw:
     is_label: list[bool]
     missing: NDArray[np.bool_] | None
     first_data_line: int  # 1-based line number of the first data row
-
-
-def _read_text(path: Path) -> str:
-    """The file's text; a UTF-8 byte-order mark is dropped, line ends are kept."""
-    try:
-        if path.name.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8-sig", newline="") as fh:
-                return fh.read()
-        with open(path, encoding="utf-8-sig", newline="") as fh:
-            return fh.read()
-    except FileNotFoundError:
-        raise DataError("no such file", path=str(path)) from None
-    except (OSError, UnicodeDecodeError, EOFError) as exc:
-        raise DataError(f"cannot read: {exc}", path=str(path)) from None
 
 
 def _base_suffix(path: Path) -> str:
@@ -113,7 +99,7 @@ def _int_table(buf: io.StringIO, comma: bool, width: int) -> NDArray[np.int64] |
 
 def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: MissingPolicy) -> _Raw:
     spath = str(path)
-    text = _read_text(path)
+    text = read_text(path, newline="")
     buf = io.StringIO(text, newline="")
     comma = _base_suffix(path) == ".csv" or "," in buf.readline()
     buf.seek(0)

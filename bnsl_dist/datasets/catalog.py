@@ -40,7 +40,8 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from bnsl_dist._io import atomic_write_bytes
+from bnsl_dist._io import atomic_write_bytes, open_text
+from bnsl_dist._json import json_digest
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.data.io import read_data, read_dataset
 from bnsl_dist.data.registry import bundled_path
@@ -382,11 +383,6 @@ def _bundled_copy(name: str, spec: BifNetwork) -> Path | None:
 
 
 # ---------------------------------------------------------------------------- recipes
-def _digest(obj: Any) -> str:
-    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
 def _network_key(entry: Entry) -> dict[str, Any]:
     return {"version": RECIPE_VERSION, **entry.spec.model_dump(exclude={"title", "url"})}
 
@@ -432,7 +428,7 @@ def _network(entry: Entry, root: Path, mirror: Path | None) -> BayesianNetwork:
             local = _bundled_copy(entry.name, spec) or _fetch_file(
                 entry.name, None, spec, entry.sources, root, mirror)
         return read_bif(local)
-    path = root / "generated" / "networks" / f"{entry.name}-{_digest(_network_key(entry))}.bif.gz"
+    path = root / "generated" / "networks" / f"{entry.name}-{json_digest(_network_key(entry), 16)}.bif.gz"
     if path.exists():
         try:
             return read_bif(path)
@@ -491,7 +487,7 @@ def load_registered(name: str, split: str = "train", *,
         return read_dataset(name, paths)[split]
     net_entry = cat.network(spec.network)
     recipe = {"network": _network_key(net_entry), **spec.splits[split].model_dump()}
-    path = r / "generated" / name / f"{split}-{_digest(recipe)}.parquet"
+    path = r / "generated" / name / f"{split}-{json_digest(recipe, 16)}.parquet"
     if path.exists():
         cached = _read_parquet(path)
         if cached is not None:
@@ -504,8 +500,7 @@ def load_registered(name: str, split: str = "train", *,
 
 
 def _width(path: Path) -> int:
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rt") as fh:  # type: ignore[operator]
+    with open_text(path) as fh:
         first = fh.readline()
     return len(first.split(",")) if "," in first else len(first.split())
 
@@ -554,5 +549,5 @@ def fetch(name: str, mirror: str | os.PathLike[str] | None = None, *,
                                 _bundled_copy(base, entry.spec))]
         _network(entry, r, m)
         return sorted((r / "generated" / "networks").glob(
-            f"{base}-{_digest(_network_key(entry))}.bif.gz"))
+            f"{base}-{json_digest(_network_key(entry), 16)}.bif.gz"))
     raise DataError(f"no registered dataset or network {name!r}; run `bnsl-dist data list`")

@@ -10,13 +10,13 @@ so results never depend on which worker runs a cell, or when.
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
 from bnsl_dist import __version__
+from bnsl_dist._json import canonical_json, json_digest
 from bnsl_dist._spec import Spec
 from bnsl_dist.pipeline.specs import (
     CacheSpec,
@@ -27,22 +27,12 @@ from bnsl_dist.pipeline.specs import (
 )
 from bnsl_dist.search.base import Budget
 
-__all__ = ["Cell", "CacheJob", "SemSpec", "canonical_json", "digest", "code_version"]
+__all__ = ["Cell", "CacheJob", "SemSpec", "canonical_json", "code_version"]
 
 
 def code_version() -> str:
     """The version that keys include: results of another version are not reused."""
     return __version__
-
-
-def canonical_json(obj: Any) -> str:
-    """Sorted keys, no spaces: equal values give equal text."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
-def digest(obj: Any, n: int = 20) -> str:
-    """Hash of ``obj``'s canonical JSON (``n`` hex digits)."""
-    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:n]
 
 
 class CacheJob(Spec):
@@ -56,7 +46,7 @@ class CacheJob(Spec):
     @property
     def key(self) -> str:
         """Names the saved file: hash of the data, screening, settings and version."""
-        return digest({**self.model_dump(mode="json"), "version": code_version()})
+        return json_digest({**self.model_dump(mode="json"), "version": code_version()})
 
     @property
     def given_path(self) -> str | None:
@@ -153,7 +143,7 @@ class Cell(Spec):
     @property
     def key(self) -> str:
         """Hash of the cell's canonical JSON plus the code version."""
-        return digest({"cell": self.model_dump(mode="json"), "version": code_version()})
+        return json_digest({"cell": self.model_dump(mode="json"), "version": code_version()})
 
     def seed_sequence(self) -> np.random.SeedSequence:
         """A child of the grid seed keyed by the cell identity (not by budget, version

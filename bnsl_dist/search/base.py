@@ -37,7 +37,6 @@ __all__ = [
     "get_optimizer",
     "optimizer_names",
     "make_optimizer",
-    "as_generator",
     "DEFAULT_CHECKPOINTS",
 ]
 
@@ -338,9 +337,3 @@ def make_optimizer(name: str, k: int | None = None, **params: Any) -> Any:
     except TypeError as exc:  # pragma: no cover - check_params mirrors the signature
         raise InvalidConfigError(f"algorithm {name!r}: {exc}") from None
 
-
-def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
-    """Normalise a seed or generator."""
-    if isinstance(rng, np.random.Generator):
-        return rng
-    return np.random.default_rng(rng)

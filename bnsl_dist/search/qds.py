@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import Field, NonNegativeFloat, model_validator
 
+from bnsl_dist._rng import as_rng
 from bnsl_dist._spec import Spec, make
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.data.dataset import CategoricalData
@@ -33,7 +34,7 @@ from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.graph.dag import DAG
 from bnsl_dist.scores.entropy import conditional_entropy_matrix
 from bnsl_dist.scores.local import LocalScorer
-from bnsl_dist.search.base import Budget, Incumbent, as_generator, make_optimizer
+from bnsl_dist.search.base import Budget, Incumbent, make_optimizer
 
 __all__ = ["qd_forest", "epsilon_for_root_fraction", "ScreeningSpec", "Screening", "screen",
            "QDSResult", "qds_learn"]
@@ -227,7 +228,7 @@ def qds_learn(data: CategoricalData, budget: Budget, rng: np.random.Generator | 
     of the budget's seconds) and lift its DAGs back. Incumbents' ``elapsed`` include
     screening and the cache build. The pipeline runs the same stages with the cache as
     its own task (:mod:`bnsl_dist.pipeline`)."""
-    gen = as_generator(rng)
+    gen = as_rng(rng)
     t0 = time.perf_counter()
     scr = screen(data, epsilon=epsilon, root_fraction=root_fraction, score=score, ess=ess)
     t_screen = time.perf_counter() - t0

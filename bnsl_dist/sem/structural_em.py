@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from bnsl_dist._rng import as_rng
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.cache.spec import CacheSpec
 from bnsl_dist.data.dataset import CategoricalData
@@ -232,7 +233,7 @@ def structural_em(data: CategoricalData, *, k: int = 4, rng: np.random.Generator
         raise InvalidConfigError(f"patience must be >= 1, got {patience}")
     if data.n_vars < 2:
         raise DataError("structural EM needs at least two variables", path=data.source)
-    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    gen = as_rng(rng)
     spec = sem_cache_spec(cache, score, data)
     if cache_builder is None:
         from bnsl_dist.cache import build_cache

@@ -19,10 +19,11 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from bnsl_dist._rng import as_rng
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.graph.treewidth import TreewidthCertificate
-from bnsl_dist.search.base import Budget, Incumbent, as_generator
+from bnsl_dist.search.base import Budget, Incumbent
 
 __all__ = ["CacheArrays", "TreewidthLearner", "MAX_CLIQUE_VARS", "BATCH_SECONDS"]
 
@@ -183,7 +184,7 @@ class TreewidthLearner:
         """
         k, kernel = self._setup(cache)
         n = cache.n_vars
-        seed = int(as_generator(rng).integers(0, 2**63 - 1))
+        seed = int(as_rng(rng).integers(0, 2**63 - 1))
         single = k + 1 >= n
         best = -np.inf
         batches = _batches(kernel, n, budget, seed, single, improvements=True)
@@ -214,7 +215,7 @@ class TreewidthLearner:
         """The score of every iteration's DAG within the budget, and the seconds used
         (same iterations as :meth:`run` with the same seed and iteration budget)."""
         k, kernel = self._setup(cache)
-        seed = int(as_generator(rng).integers(0, 2**63 - 1))
+        seed = int(as_rng(rng).integers(0, 2**63 - 1))
         parts: list[NDArray[np.float64]] = []
         elapsed = 0.0
         for batch in _batches(kernel, cache.n_vars, budget, seed, k + 1 >= cache.n_vars,
