@@ -42,7 +42,9 @@ def run_cmd(grid_file: str, results: str, workers: int | None, scheduler: str | 
     if sum(x is not None for x in (workers, scheduler, scheduler_file)) > 1:
         raise InvalidConfigError("give at most one of --workers, --scheduler, "
                                  "--scheduler-file")
-    grid = load_grid(grid_file)
+    if workers is not None and workers < 1:
+        raise InvalidConfigError(f"--workers must be >= 1, got {workers}")
+    grid = load_grid(grid_file)  # every name checked: algorithms, parameters, data sets
     cluster = load_cluster(cluster_file) if cluster_file else grid.cluster
     if dry_run:
         n = workers or (cluster.workers if cluster and cluster.workers else None) \
