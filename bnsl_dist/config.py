@@ -52,7 +52,7 @@ from bnsl_dist.pipeline.specs import (
     dataset_names,
 )
 from bnsl_dist.search.base import optimizer_info
-from bnsl_dist.search.spec import JSONValue, registry_check
+from bnsl_dist.search.spec import AlgorithmName, JSONValue, declared_params
 
 __all__ = [
     "DatasetRef",
@@ -126,29 +126,17 @@ class AlgorithmConfig(_Model):
     run the same optimizer with different parameters under different labels.
     """
 
-    name: str = Field(min_length=1)
+    name: AlgorithmName
     label: str | None = None
     params: dict[str, JSONValue] = Field(default_factory=dict)
     k: tuple[PositiveInt, ...] | None = None
     budget: BudgetSpec | None = None
     screening: ScreeningSpec | None = None
 
-    @field_validator("name")
-    @classmethod
-    def _registered(cls, v: str) -> str:
-        try:
-            optimizer_info(v)
-        except InvalidConfigError as exc:
-            raise ValueError(str(exc)) from None
-        return v
-
     @field_validator("params")
     @classmethod
     def _declared(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-        name = info.data.get("name")
-        if name is not None:
-            registry_check(name, v, 1 if optimizer_info(name).takes_k else None)
-        return v
+        return declared_params(v, info, "name")
 
     @model_validator(mode="after")
     def _k(self) -> AlgorithmConfig:

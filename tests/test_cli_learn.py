@@ -159,3 +159,20 @@ def test_learn_bounded_treewidth_carries_a_certificate(runner, tmp_path):
             adj[u].discard(v)
         adj[v] = set()
     assert width == tw["width"]  # the order certifies the width
+
+
+def test_readme_reads_the_registry_and_the_result_schema(runner):
+    """The README's optimizer list is `bnsl-dist algorithms` (the registry), and its
+    result table names every field of LearnResult."""
+    import dataclasses
+    from pathlib import Path
+
+    from bnsl_dist.pipeline.learn import SCHEMA_VERSION, LearnResult
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    res = runner.invoke(main, ["algorithms"])
+    assert res.exit_code == 0 and res.output in readme
+    assert f"### Result JSON (schema version {SCHEMA_VERSION})" in readme
+    table = readme.split("### Result JSON")[1].split("###")[0]
+    for f in dataclasses.fields(LearnResult):
+        assert f"`{f.name}`" in table, f.name

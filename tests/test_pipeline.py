@@ -16,7 +16,7 @@ import bnsl_dist.search.base as B
 from bnsl_dist.cache.jkl import write_jkl
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.config import GridConfig
-from bnsl_dist.exceptions import DataError
+from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.pipeline.specs import DataRef
 from bnsl_dist.scores.local import LocalScorer
@@ -227,3 +227,66 @@ def test_sem_cell_imputes_reproducibly():
     sd = math.sqrt(n_cells * 0.1 * 0.9)
     assert abs(ea["missing_cells"] - 0.1 * n_cells) < 4 * sd
     assert 0.5 < ea["imputation_accuracy"] <= 1.0 and ea["em_iterations"] <= 2
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (("name: kg", "name: dpp"), "line 9: algorithms[0].name: unknown algorithm 'dpp'"),
+    (("name: nltcs", "name: nltcs-nope"), "line 3: datasets[0]: Value error, unknown data"),
+    (("k: [2]", "k: [2]\n    params: {max_parent: 1}"), "line 11: algorithms[0].params"),
+])
+def test_grid_dry_run_validates_every_name_like_a_run(tmp_path, edit, needle):
+    from click.testing import CliRunner
+
+    from bnsl_dist.cli import main
+
+    text = ("name: toy\ndatasets:\n  - name: nltcs\n    splits: [train]\ncache:\n"
+            "  method: independence\n  scores_per_variable: 10\nalgorithms:\n  - name: kg\n"
+            "    k: [2]\nbudget:\n  iterations: 10\n").replace(*edit)
+    (tmp_path / "g.yaml").write_text(text)
+    for extra in (["--dry-run"], ["--workers", "1"]):
+        res = CliRunner().invoke(main, ["grid", "run", str(tmp_path / "g.yaml"),
+                                        "--results", str(tmp_path / "r"), *extra])
+        assert res.exit_code == 2, res.output
+        line = res.output.strip()
+        assert line.count("\n") == 0 and str(tmp_path / "g.yaml") in line
+        assert needle.replace("Value error, ", "") in line, line
+    res = CliRunner().invoke(main, ["grid", "run", str(tmp_path / "g.yaml"), "--results",
+                                    str(tmp_path / "r"), "--workers", "0"])
+    assert res.exit_code == 2 and "--workers must be >= 1" in res.output
+
+
+def test_provenance_and_resolved_spec_in_every_record(tmp_path):
+    import socket
+
+    from bnsl_dist import __version__
+
+    g = _grid(cache={"method": "independence", "scores_per_variable": 20},
+              datasets=[{"name": "nltcs", "splits": ["test"]}], seeds=[0],
+              algorithms=[{"name": "kg", "k": [2]}])
+    (cell,) = expand_grid(g)
+    rec = E.run_cell(cell)
+    versions = json.loads(rec.versions)
+    assert versions["bnsl_dist"] == __version__ and {"numpy", "pydantic"} <= set(versions)
+    assert rec.hostname == socket.gethostname()
+    assert rec.commit is None or len(rec.commit) == 40
+    assert rec.dirty in (None, True, False) and (rec.commit is None) == (rec.dirty is None)
+    spec = json.loads(rec.spec)
+    assert C.Cell.model_validate(spec) == cell  # the fully resolved cell round-trips
+    assert spec["cache"]["seconds_per_variable"] is None  # a score budget: no seconds
+    assert spec["cache"]["candidate_limit"] == 256  # defaults resolved into the record
+
+
+def test_cell_spec_round_trips_and_rejects_unknown_keys():
+    (cell,) = expand_grid(_grid(datasets=[{"name": "nltcs", "splits": ["test"]}], seeds=[0],
+                                algorithms=[{"name": "asobs", "params": {"max_window": 3}}]))
+    dumped = cell.model_dump(mode="json")
+    assert C.Cell.model_validate_json(cell.model_dump_json()) == cell
+    assert C.Cell.model_validate(dumped).key == cell.key
+    bad = {**dumped, "search": {**dumped["search"], "budgt": {}}}
+    with pytest.raises(ValueError, match="search.budgt"):
+        C.Cell.model_validate(bad)
+    from bnsl_dist._spec import make
+
+    with pytest.raises(InvalidConfigError, match="search.params: algorithm 'asobs' has no "
+                                                 "parameter 'windw'"):
+        make(C.Cell, {**dumped, "search": {**dumped["search"], "params": {"windw": 3}}})

@@ -39,7 +39,7 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
     from bnsl_dist.orchestrate.grid import format_plan, open_client, plan_grid, run_grid
 
     conn = cluster_kwargs(**cluster)
-    grid = load_grid(grid_file)
+    grid = load_grid(grid_file)  # every name checked: algorithms, parameters, data sets
     cfg = load_cluster(cluster_file) if cluster_file else grid.cluster
     if dry_run:
         n = conn["workers"] or (cfg.workers if cfg and cfg.workers else None) \

@@ -82,16 +82,21 @@ class LearnResult:
 
     @classmethod
     def merge(cls, cells: Sequence[Cell], results: Sequence[CellResult]) -> LearnResult:
-        """The seeds' records as one result: at each checkpoint the best DAG over the
-        seeds (ties: the earlier seed), through :meth:`AnytimeTrace.merge`."""
+        """The seeds' records as one result: at each checkpoint (the budget last) the
+        best DAG over the seeds (ties: the earlier seed), through
+        :meth:`AnytimeTrace.merge`."""
         if not cells or len(cells) != len(results):
             raise InvalidConfigError("one record per cell is needed")
         c0 = cells[0]
         merged = AnytimeTrace.merge([r.trace() for r in results])
         b = c0.search.budget
         by_time = b.seconds is not None
+        cps = list(b.checkpoints if by_time else b.iteration_checkpoints)
+        top = b.seconds if by_time else b.iterations
+        if not cps or cps[-1] != top:
+            cps.append(top)  # the budget is always the last checkpoint
         rows = []
-        for cp in (b.checkpoints if by_time else b.iteration_checkpoints):
+        for cp in cps:
             inc = merged.best_at(cp) if by_time else merged.best_at_iteration(int(cp))
             rows.append(Checkpoint(float(cp), None, None, None) if inc is None else
                         Checkpoint(float(cp), inc.score, cells[inc.info["run"]].seed,

@@ -19,9 +19,10 @@ bnsl_dist.exceptions.InvalidConfigError: params: algorithm 'asobs' has no parame
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     Field,
     PositiveFloat,
     PositiveInt,
@@ -34,7 +35,8 @@ from bnsl_dist._spec import Spec
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.search.base import DEFAULT_CHECKPOINTS, Budget, make_optimizer, optimizer_info
 
-__all__ = ["BudgetSpec", "SearchSpec", "JSONValue", "registry_check"]
+__all__ = ["BudgetSpec", "SearchSpec", "JSONValue", "AlgorithmName", "declared_params",
+           "registry_check"]
 
 JSONValue = str | int | float | bool | None | list[Any] | dict[str, Any]
 
@@ -82,31 +84,42 @@ class BudgetSpec(Spec):
         return Budget(seconds=self.seconds, max_iterations=self.iterations)
 
 
+def _registered(name: str) -> str:
+    try:
+        optimizer_info(name)
+    except InvalidConfigError as exc:
+        raise ValueError(str(exc)) from None
+    return name
+
+
+#: A registered optimizer's name (checked while a spec or grid is validated).
+AlgorithmName = Annotated[str, Field(min_length=1), AfterValidator(_registered)]
+
+
+def declared_params(params: dict[str, Any], info: ValidationInfo,
+                    name_field: str) -> dict[str, Any]:
+    """A ``params`` field validator: the parameters the algorithm (validated before, as
+    ``name_field``) declares, with values of the declared types; ``k`` is checked
+    with the whole spec."""
+    name = info.data.get(name_field)
+    if name is not None:
+        registry_check(name, params, 1 if optimizer_info(name).takes_k else None)
+    return params
+
+
 class SearchSpec(Spec):
     """A registered optimizer, its declared parameters, its treewidth bound ``k`` (for
     the optimizers that declare one) and the budget of each run."""
 
-    algorithm: str = Field(default="asobs-ent", min_length=1)
+    algorithm: AlgorithmName = "asobs-ent"
     params: dict[str, JSONValue] = Field(default_factory=dict)
     k: PositiveInt | None = None
     budget: BudgetSpec
 
-    @field_validator("algorithm")
-    @classmethod
-    def _known(cls, v: str) -> str:
-        try:
-            optimizer_info(v)
-        except InvalidConfigError as exc:
-            raise ValueError(str(exc)) from None
-        return v
-
     @field_validator("params")
     @classmethod
     def _declared(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-        name = info.data.get("algorithm")
-        if name is not None:  # k is checked below, with the whole spec
-            registry_check(name, v, 1 if optimizer_info(name).takes_k else None)
-        return v
+        return declared_params(v, info, "algorithm")
 
     @model_validator(mode="after")
     def _k(self) -> SearchSpec:
