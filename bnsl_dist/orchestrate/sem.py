@@ -1,9 +1,11 @@
 """SEM on Dask: the E-step fanned out in batches of records, the M-step's cache build
 per variable and k-MAX per seed.
 
-The network is scattered once per iteration; each task completes one batch of the
-records that have missing values (10^4-10^5 rows, never one task per record) with the
-pure :func:`bnsl_dist.sem.complete_rows`, so the result equals the serial run.
+The records that have missing values are cut into batches (10^4-10^5 rows, never one
+task per record) scattered once for the whole run (they do not change between EM
+iterations); the network is scattered once per iteration; each task completes one batch
+with the pure :func:`bnsl_dist.sem.complete_rows`, so the result equals the serial run.
+The M-step's cache build gets the completed data scattered once to every worker.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from distributed import Client
+from distributed import Client, Future
 from numpy.typing import NDArray
 
 from bnsl_dist.cache.spec import CacheSpec
@@ -32,6 +34,22 @@ class DaskEStep:
         self.client = client
         self.batch_size = int(batch_size)
         self.n_tasks = 0
+        self._batches: tuple[str, list[tuple[Future, Future]]] | None = None
+
+    def _scattered(self, codes: NDArray[np.integer], missing: NDArray[np.bool_],
+                   rows: NDArray[np.intp]) -> list[tuple[Future, Future]]:
+        """The record batches on the cluster, scattered on the first call only."""
+        from dask.base import tokenize
+
+        token = tokenize(codes, missing, self.batch_size)
+        if self._batches is None or self._batches[0] != token:
+            parts = []
+            for a in range(0, rows.size, self.batch_size):
+                idx = rows[a:a + self.batch_size]
+                parts += [np.ascontiguousarray(codes[idx]), np.ascontiguousarray(missing[idx])]
+            futs = self.client.scatter(parts)
+            self._batches = (token, list(zip(futs[::2], futs[1::2], strict=True)))
+        return self._batches[1]
 
     def __call__(self, net: BayesianNetwork, order: Sequence[int] | None,
                  codes: NDArray[np.integer], missing: NDArray[np.bool_],
@@ -40,15 +58,11 @@ class DaskEStep:
         rows = np.nonzero(np.asarray(missing).any(axis=1))[0]
         if rows.size == 0:
             return out
+        batches = self._scattered(codes, missing, rows)
         [net_f] = self.client.scatter([net], broadcast=True)
-        futures = []
+        futures = [self.client.submit(complete_rows, net_f, order, c_f, m_f, method,
+                                      pure=False) for c_f, m_f in batches]
         bounds = range(0, rows.size, self.batch_size)
-        for a in bounds:
-            idx = rows[a:a + self.batch_size]
-            futures.append(self.client.submit(complete_rows, net_f, order,
-                                              np.ascontiguousarray(codes[idx]),
-                                              np.ascontiguousarray(missing[idx]), method,
-                                              pure=False))
         self.n_tasks += len(futures)
         for a, res in zip(bounds, self.client.gather(futures), strict=True):
             out[rows[a:a + self.batch_size]] = res

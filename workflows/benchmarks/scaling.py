@@ -1,0 +1,209 @@
+"""Benchmark: how the Dask drivers scale with the number of workers, and what they cost.
+
+For W = 1, 2, 4, ... up to the machine's cores (``--workers`` to choose), on a fresh
+local cluster of W single-threaded workers each time:
+
+* **cache build** — ``build_cache_distributed`` of ``--data`` with an exact-score budget
+  (reproducible: the cache is checked equal to the serial one), against the serial
+  ``build_cache``;
+* **per-seed search** — ``search_distributed`` of ``--algorithm`` with an iteration
+  budget, ``--seeds`` seeds, against ``search_serial``;
+* **grid** — ``run_grid`` of a small grid (the data's splits × k-G/k-MAX × seeds, on
+  caches written beforehand), against running its cells one after the other;
+
+each with speed-up (serial wall / Dask wall) and utilisation (task compute seconds /
+(wall × W)). Cluster start and the numba warm-up are timed apart, not inside the phases.
+
+**Fixed overhead**: the tiny ``learn`` job of issue 15 (``--iterations 20
+--scores-per-variable 50`` on bundled nltcs), as separate processes: ``--serial``, then
+``--workers W`` (a fresh cluster), then ``--scheduler`` of a cluster started once with
+``bnsl-dist cluster start`` and used once before (warm workers). Each is run
+``--repeats`` times; the medians and the differences to ``--serial`` are reported.
+
+Run: ``python -m workflows.benchmarks.scaling [--data nltcs] [--workers 1 2]
+[--scores-per-variable 400] [--iterations 3000] [--seeds 8]`` (writes out/scaling.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from workflows.benchmarks._common import write_result
+
+TINY = ["nltcs", "--iterations", "20", "--scores-per-variable", "50", "--seeds", "2", "-q"]
+
+
+def _worker_counts(arg: list[int] | None) -> list[int]:
+    if arg:
+        return sorted(set(arg))
+    cores = os.cpu_count() or 1
+    out, w = [], 1
+    while w < cores:
+        out.append(w)
+        w *= 2
+    return [*out, cores]
+
+
+def _same_cache(a: Any, b: Any) -> bool:
+    return all(np.array_equal(getattr(a, k), getattr(b, k))
+               for k in ("offsets", "scores", "par_offsets", "par_flat"))
+
+
+def _grid(cache_template: str, dataset: str, path: str | None, splits: list[str],
+          iterations: int, seeds: int) -> Any:
+    from bnsl_dist.config import GridConfig
+
+    return GridConfig.model_validate({
+        "name": "scaling", "seed": 1,
+        "datasets": [{"name": dataset, "splits": splits, **({"path": path} if path else {})}],
+        "cache": {"method": "independence", "path": cache_template},
+        "algorithms": [{"name": "kg", "k": [2, 3]}, {"name": "kmax", "k": [2]}],
+        "seeds": list(range(seeds)), "budget": {"iterations": iterations, "seconds": 600}})
+
+
+def _cli(args: list[str], env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "from bnsl_dist.cli import main; main()", *args],
+                   check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def fixed_overhead(workers: int, repeats: int, tmp: Path) -> dict[str, Any]:
+    """Median wall seconds of the tiny learn job: serial, fresh cluster, reused cluster."""
+    from bnsl_dist.orchestrate.cluster import start_cluster, stop_cluster
+
+    env = {**os.environ}
+    out = str(tmp / "learn.json")
+    runs: dict[str, list[float]] = {"serial": [], "fresh_cluster": [], "reused_cluster": []}
+    _cli(["learn", *TINY, "--serial", "-o", out], env)  # numba's disk cache is warm
+    info = start_cluster(tmp / "cluster", workers=workers)
+    try:
+        _cli(["learn", *TINY, "--scheduler", info["address"], "-o", out], env)  # warms
+        for _ in range(repeats):  # interleaved, so that load drifts hit all three alike
+            runs["serial"].append(_cli(["learn", *TINY, "--serial", "-o", out], env))
+            runs["fresh_cluster"].append(
+                _cli(["learn", *TINY, "--workers", str(workers), "-o", out], env))
+            runs["reused_cluster"].append(
+                _cli(["learn", *TINY, "--scheduler", info["address"], "-o", out], env))
+    finally:
+        stop_cluster(tmp / "cluster")
+    med = {k: round(statistics.median(v), 3) for k, v in runs.items()}
+    return {"workers": workers, "repeats": repeats, "median_seconds": med,
+            "all_seconds": {k: [round(x, 3) for x in v] for k, v in runs.items()},
+            "overhead_vs_serial": {k: round(med[k] - med["serial"], 3)
+                                   for k in ("fresh_cluster", "reused_cluster")}}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default="nltcs", help="data set (bundled or registered)")
+    ap.add_argument("--data-path", default=None, help="data file template ({split})")
+    ap.add_argument("--workers", type=int, nargs="+", default=None)
+    ap.add_argument("--scores-per-variable", type=int, default=400)
+    ap.add_argument("--algorithm", default="asobs-ent")
+    ap.add_argument("--iterations", type=int, default=3000)
+    ap.add_argument("--seeds", type=int, default=8)
+    ap.add_argument("--grid-iterations", type=int, default=1500)
+    ap.add_argument("--grid-seeds", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=3, help="fixed-overhead repeats")
+    ap.add_argument("--skip-overhead", action="store_true")
+    ap.add_argument("--note", default="", help="free text stored with the figures "
+                    "(e.g. the machine's load)")
+    ap.add_argument("--name", default="scaling", help="output file out/<name>.json")
+    args = ap.parse_args()
+
+    from bnsl_dist.cache import build_cache, write_jkl
+    from bnsl_dist.experiment import expand_grid, load_data, run_cell
+    from bnsl_dist.orchestrate.anytime import search_distributed, search_serial
+    from bnsl_dist.orchestrate.cluster import connect
+    from bnsl_dist.orchestrate.explore import build_cache_distributed
+    from bnsl_dist.orchestrate.grid import run_grid
+    from bnsl_dist.orchestrate.workers import algorithm_spec, register_warmup
+    from bnsl_dist.search import Budget
+
+    counts = _worker_counts(args.workers)
+    data = load_data(args.data, "train", args.data_path)
+    build = {"method": "independence", "scores_per_variable": args.scores_per_variable}
+    budget = Budget(max_iterations=args.iterations)
+    tmp = Path(tempfile.mkdtemp(prefix="bnsl-scaling-"))
+    splits = ["train", "valid", "test"]
+    for s in splits:  # the grid's caches, written before any timing
+        write_jkl(build_cache(load_data(args.data, s, args.data_path), **build),
+                  tmp / f"{args.data}-{s}.jkl")
+    grid = _grid(str(tmp / "{dataset}-{split}.jkl"), args.data, args.data_path, splits,
+                 args.grid_iterations, args.grid_seeds)
+    cells = expand_grid(grid)
+
+    t0 = time.perf_counter()
+    serial_cache = build_cache(data, **build)
+    serial = {"cache_build": time.perf_counter() - t0}
+    t0 = time.perf_counter()
+    serial_search = search_serial(serial_cache, args.algorithm, {}, budget, args.seeds)
+    serial["search"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for c in cells:
+        run_cell(c)
+    serial["grid"] = time.perf_counter() - t0
+    serial["cache_build_task_seconds"] = float(sum(serial_cache.meta["stats"]["seconds"]))
+
+    rows = []
+    for w in counts:
+        row: dict[str, Any] = {"workers": w}
+        t0 = time.perf_counter()
+        with connect(workers=w, announce=False, dashboard=False) as client:
+            row["cluster_start_seconds"] = round(time.perf_counter() - t0, 3)
+            t0 = time.perf_counter()
+            register_warmup(client, cache_methods=("independence",),
+                            algorithms=[algorithm_spec(args.algorithm)]
+                            + [algorithm_spec(c.algorithm, c.params, c.k) for c in cells])
+            row["warmup_seconds"] = round(time.perf_counter() - t0, 3)
+            t0 = time.perf_counter()
+            cache = build_cache_distributed(client, data, **build)
+            wall = time.perf_counter() - t0
+            busy = float(sum(cache.meta["stats"]["seconds"]))
+            row["cache_build"] = {"wall_seconds": round(wall, 3),
+                                  "speedup": round(serial["cache_build"] / wall, 3),
+                                  "utilisation": round(busy / (wall * w), 3),
+                                  "equal_to_serial": _same_cache(cache, serial_cache)}
+            t0 = time.perf_counter()
+            res = search_distributed(client, cache, args.algorithm, {}, budget, args.seeds)
+            wall = time.perf_counter() - t0
+            busy = sum(r["seconds"] for r in res["runs"])
+            row["search"] = {"wall_seconds": round(wall, 3),
+                             "speedup": round(serial["search"] / wall, 3),
+                             "utilisation": round(busy / (wall * w), 3),
+                             "equal_to_serial": res["best"]["score"]
+                             == serial_search["best"]["score"]}
+            summary = run_grid(client, grid, tmp / f"grid-{w}", progress=False, report=False,
+                               warmup=False)
+            row["grid"] = {"cells": len(cells), "wall_seconds": round(summary.seconds, 3),
+                           "speedup": round(serial["grid"] / summary.seconds, 3),
+                           "utilisation": None if summary.utilisation is None
+                           else round(summary.utilisation, 3),
+                           "failed": len(summary.failed)}
+        rows.append(row)
+        print(row, file=sys.stderr, flush=True)
+    payload: dict[str, Any] = {
+        "settings": {k: v for k, v in vars(args).items() if k not in ("name", "note")},
+        "note": args.note, "n_vars": data.n_vars, "n_samples": data.n_samples,
+        "load_average_at_start": os.getloadavg(),
+        "serial_seconds": {k: round(v, 3) for k, v in serial.items()}, "by_workers": rows}
+    if not args.skip_overhead:
+        payload["fixed_overhead"] = fixed_overhead(max(counts), args.repeats, tmp)
+    payload["load_average_at_end"] = os.getloadavg()
+    print(write_result(args.name, payload))
+
+
+if __name__ == "__main__":
+    main()
