@@ -47,7 +47,7 @@ __all__ = ["TabuClimber", "tabu_search", "cache_candidates", "DataTabu"]
 #: Family memo entries kept before it is emptied (about 100 MB).
 _MEMO_CAP = 2_000_000
 #: Row-visits per kernel call between two clock checks (a step costs about n * N).
-_CHUNK_WORK = 20_000_000
+_CHUNK_WORK = 5_000_000
 
 
 def cache_candidates(cache: ParentSetCache) -> list[list[int]]:
