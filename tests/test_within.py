@@ -78,6 +78,7 @@ def test_time_limited_run_returns_a_scored_dag(child_data):
     dict(time_limit=1, shares=(1, 1)),
     dict(time_limit=1, shares=(1, 0, 1)),
     dict(time_limit=1, polish_candidates="some"),
+    dict(time_limit=1, polish_from="middle"),
     dict(time_limit=1, score="ll"),
     dict(time_limit=1, search="nope"),
     dict(time_limit=1, scores_per_variable=0),

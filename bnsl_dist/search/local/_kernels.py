@@ -144,66 +144,90 @@ def _is_tabu(tabu, count, a, b):
 
 
 @nb.njit(cache=True, nogil=True)
-def best_move(adj, delta, tabu, n_tabu, current, best, seen, stack, out):
+def descendants(adj, desc, indeg, queue):
+    """Fill ``desc`` (OUT, (n, words) uint64 bitsets) with the proper descendants of
+    every node of the DAG ``adj`` (Kahn's order, then children before parents)."""
+    n = adj.shape[0]
+    for v in range(n):
+        indeg[v] = 0
+    for u in range(n):
+        for v in range(n):
+            if adj[u, v]:
+                indeg[v] += 1
+    head = 0
+    tail = 0
+    for v in range(n):
+        if indeg[v] == 0:
+            queue[tail] = v
+            tail += 1
+    while head < tail:
+        u = queue[head]
+        head += 1
+        for v in range(n):
+            if adj[u, v]:
+                indeg[v] -= 1
+                if indeg[v] == 0:
+                    queue[tail] = v
+                    tail += 1
+    for i in range(n - 1, -1, -1):
+        x = queue[i]
+        desc[x, :] = 0
+        for c in range(n):
+            if adj[x, c]:
+                desc[x, c >> 6] |= np.uint64(1) << np.uint64(c & 63)
+                for w in range(desc.shape[1]):
+                    desc[x, w] |= desc[c, w]
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _below(desc, x, y):
+    """Is y a proper descendant of x?"""
+    return (desc[x, y >> 6] >> np.uint64(y & 63)) & np.uint64(1) == np.uint64(1)
+
+
+@nb.njit(cache=True, nogil=True)
+def _reversal_cyclic(adj, desc, u, v):
+    """Would reversing the arc u -> v close a cycle, i.e. is there another path u ~> v?"""
+    for c in range(adj.shape[0]):
+        if c != v and adj[u, c] and _below(desc, c, v):
+            return True
+    return False
+
+
+@nb.njit(cache=True, nogil=True)
+def best_move(adj, delta, desc, tabu, n_tabu, current, best, out):
     """The best admissible move: acyclic, and not tabu unless it beats ``best``.
 
-    Writes (type, u, v) into ``out`` and returns its score change; returns -inf (and
-    type -1) when no move is admissible. Ties: the first in (u, v, type) order.
+    ``desc`` holds the current DAG's descendant bitsets. Writes (type, u, v) into
+    ``out`` and returns its score change; returns -inf (and type -1) when no move is
+    admissible. Ties: the first in (u, v, type) order.
     """
     n = adj.shape[0]
-    excl_t = np.empty(0, dtype=np.int64)
-    n_excl = 0
-    while True:
-        bd = -np.inf
-        bt = -1
-        bu = -1
-        bv = -1
-        for u in range(n):
-            for v in range(n):
-                if u == v:
-                    continue
-                if adj[u, v]:
-                    ds = (delta[u, v], delta[u, v] + delta[v, u])
-                    ts = (REMOVE, REVERSE)
-                else:
-                    if adj[v, u]:
-                        continue
-                    ds = (delta[u, v], -np.inf)
-                    ts = (ADD, -1)
-                for i in range(2):
-                    d = ds[i]
-                    if not d > bd:
-                        continue
-                    t = ts[i]
-                    if _is_tabu(tabu, n_tabu, u, v) and not current + d > best + _EPS:
-                        continue
-                    skip = False
-                    for e in range(n_excl):
-                        if excl_t[3 * e] == t and excl_t[3 * e + 1] == u \
-                                and excl_t[3 * e + 2] == v:
-                            skip = True
-                            break
-                    if skip:
-                        continue
-                    bd, bt, bu, bv = d, t, u, v
-        out[0], out[1], out[2] = bt, bu, bv
-        if bt < 0:
-            return -np.inf
-        cyclic = False
-        if bt == ADD:
-            cyclic = _reaches(adj, bv, bu, -1, -1, seen, stack)
-        elif bt == REVERSE:
-            cyclic = _reaches(adj, bu, bv, bu, bv, seen, stack)
-        if not cyclic:
-            return bd
-        if 3 * n_excl + 3 > excl_t.shape[0]:
-            grown = np.empty(max(48, 2 * excl_t.shape[0]), dtype=np.int64)
-            grown[:3 * n_excl] = excl_t[:3 * n_excl]
-            excl_t = grown
-        excl_t[3 * n_excl] = bt
-        excl_t[3 * n_excl + 1] = bu
-        excl_t[3 * n_excl + 2] = bv
-        n_excl += 1
+    bd = -np.inf
+    out[0] = -1
+    out[1] = -1
+    out[2] = -1
+    for u in range(n):
+        for v in range(n):
+            if u == v:
+                continue
+            if adj[u, v]:
+                d = delta[u, v]
+                if d > bd and (current + d > best + _EPS or not _is_tabu(tabu, n_tabu, u, v)):
+                    bd = d
+                    out[0], out[1], out[2] = REMOVE, u, v
+                d = delta[u, v] + delta[v, u]
+                if d > bd and (current + d > best + _EPS or not _is_tabu(tabu, n_tabu, u, v)) \
+                        and not _reversal_cyclic(adj, desc, u, v):
+                    bd = d
+                    out[0], out[1], out[2] = REVERSE, u, v
+            elif not adj[v, u]:
+                d = delta[u, v]
+                if d > bd and (current + d > best + _EPS or not _is_tabu(tabu, n_tabu, u, v)) \
+                        and not _below(desc, v, u):
+                    bd = d
+                    out[0], out[1], out[2] = ADD, u, v
+    return bd
 
 
 @nb.njit(cache=True, nogil=True)
@@ -223,12 +247,14 @@ def tabu_steps(codes, arities, adj, best_adj, allowed, max_indegree, kind, ess, 
     ids2 = np.empty(n_rows, dtype=np.int64)
     tmp = np.empty(n_rows, dtype=np.int64)
     counts = np.empty(max(8 * n_rows, 1 << 14), dtype=np.int64)
-    seen = np.empty(n, dtype=np.bool_)
-    stack = np.empty(n + 1, dtype=np.int64)
+    desc = np.zeros((n, (n + 63) >> 6), dtype=np.uint64)
+    indeg = np.empty(n, dtype=np.int64)
+    queue = np.empty(n, dtype=np.int64)
     mv = np.empty(3, dtype=np.int64)
     tabu_len = tabu.shape[0]
+    descendants(adj, desc, indeg, queue)
     for _ in range(max_steps):
-        d = best_move(adj, delta, tabu, state[1], fstate[0], fstate[1], seen, stack, mv)
+        d = best_move(adj, delta, desc, tabu, state[1], fstate[0], fstate[1], mv)
         if mv[0] < 0:
             return 1
         t, u, v = mv[0], mv[1], mv[2]
@@ -239,6 +265,7 @@ def tabu_steps(codes, arities, adj, best_adj, allowed, max_indegree, kind, ess, 
         else:
             adj[u, v] = False
             adj[v, u] = True
+        descendants(adj, desc, indeg, queue)
         rescore_column(codes, arities, v, adj, allowed, max_indegree, kind, ess, log_n, nlogn,
                        zc, zp, memo, fam, delta, par, ids, ids2, tmp, counts)
         if t == REVERSE:

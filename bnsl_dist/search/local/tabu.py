@@ -47,7 +47,7 @@ __all__ = ["TabuClimber", "tabu_search", "cache_candidates", "DataTabu"]
 #: Family memo entries kept before it is emptied (about 100 MB).
 _MEMO_CAP = 2_000_000
 #: Row-visits per kernel call between two clock checks (a step costs about n * N).
-_CHUNK_WORK = 20_000_000
+_CHUNK_WORK = 5_000_000
 
 
 def cache_candidates(cache: ParentSetCache) -> list[list[int]]:
@@ -119,14 +119,19 @@ class TabuClimber:
         self._counts = np.empty(max(8 * rows, 1 << 14), dtype=np.int64)
 
     # ------------------------------------------------------------------ state
-    def set_dag(self, dag: DAG) -> None:
-        """Start from ``dag`` (every column rescored)."""
+    def set_dag(self, dag: DAG, stop: Callable[[], bool] | None = None) -> bool:
+        """Start from ``dag``: every column rescored, unless ``stop()`` turns true first
+        (checked between columns); returns whether all were."""
         if dag.n_vars != self.n:
             raise InvalidConfigError(f"start DAG has {dag.n_vars} variables, data {self.n}")
         self.adj[:] = False
         for v, ps in enumerate(dag.parents):
             self.adj[list(ps), v] = True
-        self.rescore(range(self.n))
+        for v in range(self.n):
+            if stop is not None and stop():
+                return False
+            self.rescore([v])
+        return True
 
     def rescore(self, columns: Iterator[int] | Sequence[int] | range) -> None:
         """Recompute the family score and move scores of ``columns``."""
@@ -217,10 +222,16 @@ def tabu_search(data: CategoricalData, start: DAG | None, budget: Budget,
     if idle < 1 or n_perturb < 0:
         raise InvalidConfigError("max_no_improve must be >= 1, perturb >= 0")
     watch = budget.stopwatch()
-    climber.set_dag(DAG.empty(n) if start is None else start)
+    first = DAG.empty(n) if start is None else start
+    names = data.names
+    if not climber.set_dag(first, watch.done):  # out of time before the first step
+        scorer = LocalScorer(data, score, ess)
+        total = math.fsum(scorer.score(v, ps) for v, ps in enumerate(first.parents))
+        yield Incumbent(watch.elapsed(), total, DAG.from_parents(first.parents, names),
+                        info={"steps": 0})
+        return 0
     best = climber.score()
     best_adj = climber.adj.copy()
-    names = data.names
     yield Incumbent(watch.elapsed(), best, climber.dag(names), iterations=0,
                     info={"steps": 0})
     chunk = climber.steps_per_call()
