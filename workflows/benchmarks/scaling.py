@@ -123,8 +123,9 @@ def main() -> None:
     ap.add_argument("--name", default="scaling", help="output file out/<name>.json")
     args = ap.parse_args()
 
-    from bnsl_dist.cache import build_cache, write_jkl
     from bnsl_dist.experiment import expand_grid, load_data, run_cell
+
+    from bnsl_dist.cache import build_cache, write_jkl
     from bnsl_dist.orchestrate.anytime import search_distributed, search_serial
     from bnsl_dist.orchestrate.cluster import connect
     from bnsl_dist.orchestrate.explore import build_cache_distributed
