@@ -4,11 +4,11 @@ workers and any batching (the serial build is the oracle)."""
 from __future__ import annotations
 
 import pytest
-from bnsl_dist.data.bif import read_bif
-from bnsl_dist.data.sampling import sample
 
 from bnsl_dist.cache import build_cache, write_jkl
 from bnsl_dist.data.registry import bundled_path
+from bnsl_dist.model.bif import read_bif
+from bnsl_dist.model.sampling import sample
 
 pytestmark = pytest.mark.dask
 

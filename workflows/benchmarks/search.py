@@ -42,8 +42,8 @@ from typing import Any
 import numpy as np
 
 from bnsl_dist.cache import ParentSetCache, read_jkl
-from bnsl_dist.orchestrate.anytime import drain
 from bnsl_dist.search import AnytimeTrace, Budget, make_optimizer
+from bnsl_dist.search.base import AnytimeTrace
 from workflows.benchmarks._common import OUT_DIR, SHARED_DATA, write_result
 
 BLIP_CACHES = ["nltcs", "plants", "dna", "book", "cwebkb"]
@@ -158,7 +158,7 @@ def part_orders(seconds: float, repeats: int = 2) -> list[dict[str, Any]]:
                 for _ in range(repeats):  # the best of a few runs: the machine is shared
                     opt = make_optimizer("asobs", closure=closure, local_search=local)
                     t0, cpu0 = time.perf_counter(), time.process_time()
-                    tr = drain(opt.run(cache, Budget(seconds=seconds),
+                    tr = AnytimeTrace.collect(opt.run(cache, Budget(seconds=seconds),
                                        np.random.default_rng(0)))
                     wall = time.perf_counter() - t0
                     cpu = time.process_time() - cpu0
@@ -178,7 +178,7 @@ def part_orders(seconds: float, repeats: int = 2) -> list[dict[str, Any]]:
 def _run(cache: ParentSetCache, name: str, seconds: float, params: dict[str, Any]
          ) -> AnytimeTrace:
     opt = make_optimizer(name, **params)
-    return drain(opt.run(cache, Budget(seconds=seconds), np.random.default_rng(1)))
+    return AnytimeTrace.collect(opt.run(cache, Budget(seconds=seconds), np.random.default_rng(1)))
 
 
 def part_blip(short: float, long: float, algos: list[str] | None = None

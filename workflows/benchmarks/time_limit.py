@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bnsl_dist.data.bif import read_bif
-from bnsl_dist.data.sampling import sample
 
 from bnsl_dist.data import read_data
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.data.io import write_csv
+from bnsl_dist.model.bif import read_bif
+from bnsl_dist.model.sampling import sample
 from bnsl_dist.within import learn_within
 from workflows.benchmarks._common import SHARED_DATA, write_result
 
