@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from bnsl_dist._rng import as_rng
 from bnsl_dist.cache.build import warm_up as warm_up_cache
 from bnsl_dist.cache.independence import explore_independence
 from bnsl_dist.cache.parent_sets import ParentSetCache
@@ -34,7 +35,7 @@ from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.graph.dag import DAG
 from bnsl_dist.scores.local import LocalScorer
-from bnsl_dist.search.base import AnytimeTrace, Budget, Incumbent, as_generator, make_optimizer
+from bnsl_dist.search.base import AnytimeTrace, Budget, Incumbent, make_optimizer
 from bnsl_dist.search.local import cache_candidates, tabu_search
 
 __all__ = ["learn_within", "LearnResult", "Progress"]
@@ -192,7 +193,7 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
         raise InvalidConfigError(f"score must be bic or bdeu, got {score!r}")
     scorer = LocalScorer(data, score, ess)
     optimizer = make_optimizer(search, **dict(search_params or {}))
-    gen = as_generator(rng)
+    gen = as_rng(rng)
     g_search, g_polish = gen.spawn(2)
     deadline = None if time_limit is None else t0 + float(time_limit)
 

@@ -43,7 +43,6 @@ import numpy as np
 
 from bnsl_dist.cache import ParentSetCache, read_jkl
 from bnsl_dist.search import AnytimeTrace, Budget, make_optimizer
-from bnsl_dist.search.base import AnytimeTrace
 from workflows.benchmarks._common import OUT_DIR, SHARED_DATA, write_result
 
 BLIP_CACHES = ["nltcs", "plants", "dna", "book", "cwebkb"]

@@ -207,9 +207,9 @@ def tabu_search(data: CategoricalData, start: DAG | None, budget: Budget,
     >>> incs[-1].dag.n_arcs
     1
     """
-    from bnsl_dist.search.base import as_generator
+    from bnsl_dist._rng import as_rng
 
-    gen = as_generator(rng)
+    gen = as_rng(rng)
     if int(tabu_length) < 1:
         raise InvalidConfigError("tabu_length must be >= 1")
     if restarts is not None and int(restarts) < 0:
