@@ -250,6 +250,7 @@ def test_grid_dry_run_validates_every_name_like_a_run(tmp_path, edit, needle):
         line = res.output.strip()
         assert line.count("\n") == 0 and str(tmp_path / "g.yaml") in line
         assert needle.replace("Value error, ", "") in line, line
+        assert "should have at least 1 item" not in line  # only the item's own error
     res = CliRunner().invoke(main, ["grid", "run", str(tmp_path / "g.yaml"), "--results",
                                     str(tmp_path / "r"), "--workers", "0"])
     assert res.exit_code == 2 and "--workers must be >= 1" in res.output
