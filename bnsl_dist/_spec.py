@@ -7,6 +7,7 @@ keyword arguments into one and turns a validation error into one
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -18,9 +19,15 @@ __all__ = ["Spec", "make", "field_path", "error_lines"]
 
 
 class Spec(BaseModel):
-    """Frozen, unknown keys rejected; ``inf`` survives a JSON round trip."""
+    """Frozen, unknown keys rejected; ``inf`` survives a JSON round trip (as the string
+    "Infinity")."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="strings")
+
+    def json_dict(self) -> dict[str, Any]:
+        """The spec as plain JSON data (what its JSON text parses to)."""
+        out: dict[str, Any] = json.loads(self.model_dump_json())
+        return out
 
 
 S = TypeVar("S", bound=BaseModel)

@@ -364,10 +364,16 @@ def _line_of(node: yaml.Node | None, loc: Sequence[Any]) -> int | None:
 
 def format_validation_error(exc: ValidationError, source: str,
                             root: yaml.Node | None = None) -> str:
-    """One line per problem: ``FILE, line L: field.path: message``."""
+    """One line per problem: ``FILE, line L: field.path: message`` (a list reported too
+    short only because its items failed is left out: the items' errors say why)."""
     lines = []
-    for err in exc.errors():
+    errors = exc.errors()
+    for err in errors:
         loc = err.get("loc", ())
+        if err.get("type") == "too_short" and any(
+                len(e["loc"]) > len(loc) and tuple(e["loc"][:len(loc)]) == tuple(loc)
+                for e in errors):
+            continue
         line = _line_of(root, loc)
         where = f"{source}, line {line}" if line is not None else source
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")

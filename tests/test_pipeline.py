@@ -250,6 +250,7 @@ def test_grid_dry_run_validates_every_name_like_a_run(tmp_path, edit, needle):
         line = res.output.strip()
         assert line.count("\n") == 0 and str(tmp_path / "g.yaml") in line
         assert needle.replace("Value error, ", "") in line, line
+        assert "should have at least 1 item" not in line  # only the item's own error
     res = CliRunner().invoke(main, ["grid", "run", str(tmp_path / "g.yaml"), "--results",
                                     str(tmp_path / "r"), "--workers", "0"])
     assert res.exit_code == 2 and "--workers must be >= 1" in res.output
@@ -290,3 +291,14 @@ def test_cell_spec_round_trips_and_rejects_unknown_keys():
     with pytest.raises(InvalidConfigError, match="search.params: algorithm 'asobs' has no "
                                                  "parameter 'windw'"):
         make(C.Cell, {**dumped, "search": {**dumped["search"], "params": {"windw": 3}}})
+
+
+def test_unbounded_cache_budget_keys_and_round_trips():
+    g = _grid(cache={"method": "sequential", "max_indegree": 2,
+                     "seconds_per_variable": math.inf},
+              datasets=[{"name": "nltcs", "splits": ["test"]}], seeds=[0],
+              algorithms=[{"name": "asobs"}])
+    (cell,) = expand_grid(g)
+    assert cell.json_dict()["cache"]["seconds_per_variable"] == "Infinity"
+    back = C.Cell.model_validate_json(cell.model_dump_json())
+    assert back == cell and back.key == cell.key and back.cache_job.key == cell.cache_job.key

@@ -79,8 +79,5 @@ class CacheSpec(Spec):
         return None if s is None or math.isinf(s) else float(s)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (``inf`` as the string "inf")."""
-        d = self.model_dump()
-        if d["seconds_per_variable"] is not None and math.isinf(d["seconds_per_variable"]):
-            d["seconds_per_variable"] = "inf"
-        return d
+        """JSON-ready (``inf`` as "Infinity")."""
+        return self.json_dict()

@@ -46,7 +46,7 @@ class CacheJob(Spec):
     @property
     def key(self) -> str:
         """Names the saved file: hash of the data, screening, settings and version."""
-        return json_digest({**self.model_dump(mode="json"), "version": code_version()})
+        return json_digest({**self.json_dict(), "version": code_version()})
 
     @property
     def given_path(self) -> str | None:
@@ -135,15 +135,15 @@ class Cell(Spec):
         out = {"grid": self.grid, "kind": self.kind, "dataset": self.dataset,
                "split": self.split, "algorithm": self.algorithm, "label": self.label,
                "params": self.search.params, "k": self.k, "seed": self.seed,
-               "extra": {} if self.sem is None else self.sem.model_dump(mode="json")}
+               "extra": {} if self.sem is None else self.sem.json_dict()}
         if self.screening is not None:
-            out["screening"] = self.screening.model_dump(mode="json")
+            out["screening"] = self.screening.json_dict()
         return out
 
     @property
     def key(self) -> str:
         """Hash of the cell's canonical JSON plus the code version."""
-        return json_digest({"cell": self.model_dump(mode="json"), "version": code_version()})
+        return json_digest({"cell": self.json_dict(), "version": code_version()})
 
     def seed_sequence(self) -> np.random.SeedSequence:
         """A child of the grid seed keyed by the cell identity (not by budget, version

@@ -111,11 +111,11 @@ class LearnResult:
                                strict=True)]) for c, r in zip(cells, results, strict=True)]
         screening = json.loads(top.extra).get("screening")
         return cls(
-            spec={"data": None if c0.data is None else c0.data.model_dump(mode="json"),
-                  "cache": c0.cache.model_dump(mode="json"),
+            spec={"data": None if c0.data is None else c0.data.json_dict(),
+                  "cache": c0.cache.json_dict(),
                   "screening": None if c0.screening is None
-                  else c0.screening.model_dump(mode="json"),
-                  "search": c0.search.model_dump(mode="json"),
+                  else c0.screening.json_dict(),
+                  "search": c0.search.json_dict(),
                   "seeds": [c.seed for c in cells], "base_seed": c0.grid_seed},
             dag=best.dag.to_json_dict(), score=best.score,
             best={"seed": cells[best.info["run"]].seed, "elapsed": best.elapsed,

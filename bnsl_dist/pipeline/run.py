@@ -186,7 +186,7 @@ def _provenance_fields(cell: Cell) -> dict[str, Any]:
     prov = provenance()
     return {"versions": canonical_json(prov["versions"]), "hostname": prov["hostname"],
             "commit": prov["commit"], "dirty": prov["dirty"],
-            "spec": canonical_json(cell.model_dump(mode="json")), "finished_at": _now()}
+            "spec": canonical_json(cell.json_dict()), "finished_at": _now()}
 
 
 def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None = None
@@ -298,7 +298,7 @@ def _run_sem_cell(cell: Cell, t_start: float) -> CellResult:
                         search_budget=search)
     acc = imputation_accuracy(truth, masked, res.completed)
     last = res.history[-1] if res.history else None
-    out_extra = {**sem.model_dump(mode="json"), "imputation_accuracy": acc,
+    out_extra = {**sem.json_dict(), "imputation_accuracy": acc,
                  "converged": bool(res.converged), "em_iterations": len(res.history),
                  "missing_cells": int(masked.missing.sum()) if masked.missing is not None
                  else 0}
@@ -327,4 +327,4 @@ def failure_record(cell: Cell, status: str, error: BaseException | str,
                        status=status, error=err, traceback=traceback_text,
                        finished_at=_now(),
                        extra={**dict(extra or {}), "provenance": prov,
-                              "spec": cell.model_dump(mode="json")})
+                              "spec": cell.json_dict()})

@@ -3,8 +3,8 @@
 Importing this package imports every optimizer module so the registry is complete.
 """
 
-# Optimizer modules register themselves on import; keep this list complete.
-# (modules are added here as they land)
+# Optimizer modules register themselves on import: this list is the one place a new
+# optimizer module is named (its keyword-only __init__ declares its parameters).
 import bnsl_dist.search.exact.astar  # noqa: F401,E402
 import bnsl_dist.search.exact.dp  # noqa: F401,E402
 import bnsl_dist.search.exact.ilp  # noqa: F401,E402
@@ -21,6 +21,7 @@ from bnsl_dist.search.base import (
     Stopwatch,
     get_optimizer,
     make_optimizer,
+    optimizer_info,
     optimizer_names,
     register,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "Stopwatch",
     "get_optimizer",
     "make_optimizer",
+    "optimizer_info",
     "optimizer_names",
     "register",
 ]
