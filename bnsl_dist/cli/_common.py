@@ -2,38 +2,17 @@
 
 from __future__ import annotations
 
-import functools
 import json
-import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
-from bnsl_dist.exceptions import BNSLError
-
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["handle_errors", "echo_json", "cluster_options", "cluster_kwargs", "EXIT_USAGE"]
+__all__ = ["echo_json", "cluster_options", "cluster_kwargs", "EXIT_USAGE"]
 
 EXIT_USAGE = 2
-
-
-def handle_errors(fn: F) -> F:
-    """Turn project errors into one line on stderr and exit code 2."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except BNSLError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(EXIT_USAGE)
-        except FileNotFoundError as exc:
-            click.echo(f"error: {exc.filename}: no such file", err=True)
-            sys.exit(EXIT_USAGE)
-
-    return wrapper  # type: ignore[return-value]
 
 
 def echo_json(obj: Any) -> None:
@@ -41,7 +20,7 @@ def echo_json(obj: Any) -> None:
 
 
 _CLUSTER_OPTIONS = [
-    click.option("--workers", type=int, default=None,
+    click.option("--workers", type=click.IntRange(min=1), default=None,
                  help="Worker processes of a local cluster [one per core]."),
     click.option("--scheduler", default=None, metavar="ADDRESS",
                  help="Use a running Dask scheduler (tcp://HOST:PORT or tls://...)."),
@@ -84,6 +63,9 @@ def cluster_kwargs(workers: int | None = None, scheduler: str | None = None,
     if workers is not None and workers < 1:
         raise InvalidConfigError(f"--workers must be >= 1, got {workers}")
     if scheduler is not None:
+        from bnsl_dist.cli._checks import check_scheduler_address
+
+        check_scheduler_address(scheduler, "--scheduler")
         validate_address(scheduler)
     return {"workers": workers, "scheduler": scheduler, "scheduler_file": scheduler_file,
             "timeout": _timeout(connect_timeout), "tls_dir": tls_dir}

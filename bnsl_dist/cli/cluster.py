@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from bnsl_dist.cli._common import echo_json, handle_errors
+from bnsl_dist.cli._common import echo_json
 
 __all__ = ["cluster_group"]
 
@@ -32,7 +32,6 @@ def cluster_group() -> None:
               help="Where the dashboard listens (localhost only unless asked).")
 @click.option("--timeout", type=float, default=120.0, show_default=True,
               help="Seconds to wait for the scheduler and every worker.")
-@handle_errors
 def start_cmd(workers: int | None, folder: str, host: str, tls: bool | None,
               dashboard_address: str, timeout: float) -> None:
     """Start a scheduler and workers in the background; print how to use them."""
@@ -48,7 +47,6 @@ def start_cmd(workers: int | None, folder: str, host: str, tls: bool | None,
 @cluster_group.command("stop")
 @click.option("--dir", "folder", default=DEFAULT_DIR, show_default=True,
               type=click.Path(file_okay=False))
-@handle_errors
 def stop_cmd(folder: str) -> None:
     """Stop the cluster started from DIR."""
     from bnsl_dist.exceptions import InvalidConfigError

@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from bnsl_dist.cli._common import cluster_kwargs, cluster_options, echo_json, handle_errors
+from bnsl_dist.cli._checks import check_output_dir
+from bnsl_dist.cli._common import cluster_kwargs, cluster_options, echo_json
 
 
 @click.group("grid")
@@ -27,7 +28,6 @@ def grid_group() -> None:
               "time) and exit.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option("--no-report", is_flag=True, help="No Dask performance report.")
-@handle_errors
 def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: bool,
             no_progress: bool, no_report: bool, **cluster: Any) -> None:
     """Run every cell of GRID.yaml whose result is not yet in --results.
@@ -39,6 +39,8 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
     from bnsl_dist.orchestrate.grid import format_plan, open_client, plan_grid, run_grid
 
     conn = cluster_kwargs(**cluster)
+    if not dry_run:
+        check_output_dir(results, "--results")
     grid = load_grid(grid_file)  # every name checked: algorithms, parameters, data sets
     cfg = load_cluster(cluster_file) if cluster_file else grid.cluster
     if dry_run:
@@ -62,7 +64,6 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
 @click.argument("grid_file", metavar="GRID.yaml", type=click.Path(dir_okay=False))
 @click.option("--results", "results", required=True, type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (with the keys).")
-@handle_errors
 def status_cmd(grid_file: str, results: str, as_json: bool) -> None:
     """Count the done, failed and pending cells of GRID.yaml in --results."""
     from bnsl_dist.config import load_grid

@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from bnsl_dist.cli._common import echo_json, handle_errors
+from bnsl_dist.cli._checks import check_output_file
+from bnsl_dist.cli._common import cluster_kwargs, cluster_options, echo_json
 from bnsl_dist.cli._specs import cache_options, cache_spec
 
 
@@ -28,27 +29,36 @@ from bnsl_dist.cli._specs import cache_options, cache_spec
 @click.option("--search-iterations", type=int, default=None,
               help="k-MAX budget per iteration in iterations (reproducible).")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--workers", type=int, default=None, help="Local Dask workers.")
-@click.option("--scheduler", default=None, help="Address of a running Dask scheduler.")
+@cluster_options
 @click.option("--serial", is_flag=True, help="Run without Dask.")
 @click.option("--batch-size", type=int, default=20_000, show_default=True,
               help="Records per E-step task.")
-@handle_errors
 def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iterations: int,
                e_step: str, search_seconds: float | None, search_iterations: int | None,
-               seed: int, workers: int | None, scheduler: str | None, serial: bool,
-               batch_size: int, **options: Any) -> None:
+               seed: int, serial: bool, batch_size: int, **options: Any) -> None:
     """Learn a bounded-treewidth network from DATA with missing values (?, empty, NA)
     by SEM-kMAX and write the completed data to OUTPUT."""
-    from bnsl_dist.data import resolve_data, write_csv
+    from bnsl_dist.cli.data import load_data
+    from bnsl_dist.data import write_csv
     from bnsl_dist.exceptions import InvalidConfigError
     from bnsl_dist.search import Budget
     from bnsl_dist.sem import structural_em
 
-    if k < 1:
-        raise InvalidConfigError(f"-k must be >= 1, got {k}")
+    conn = cluster_kwargs(**{k_: options.pop(k_) for k_ in
+                             ("workers", "scheduler", "scheduler_file", "connect_timeout",
+                              "tls_dir")})
+    if serial and any(conn[k_] is not None for k_ in ("workers", "scheduler",
+                                                      "scheduler_file")):
+        raise InvalidConfigError("--serial excludes --workers, --scheduler and "
+                                 "--scheduler-file")
+    for name, val in (("-k", k), ("--max-iterations", max_iterations),
+                      ("--batch-size", batch_size)):
+        if val < 1:
+            raise InvalidConfigError(f"{name} must be >= 1, got {val}")
+    check_output_file(output, "--output")
+    check_output_file(network_out, "--network")
     cache = cache_spec(options)
-    d = resolve_data(data, missing="mask")
+    d = load_data(data, missing="mask")
     budget = None
     if search_seconds is not None or search_iterations is not None:
         budget = Budget(seconds=search_seconds, max_iterations=search_iterations)
@@ -65,7 +75,7 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
         from bnsl_dist.orchestrate.cluster import connect
         from bnsl_dist.orchestrate.sem import structural_em_distributed
 
-        with connect(workers=workers, scheduler=scheduler) as client:
+        with connect(**conn) as client:
             res = structural_em_distributed(client, d, batch_size=batch_size,
                                             **kwargs)  # type: ignore[arg-type]
     write_csv(res.completed, output)

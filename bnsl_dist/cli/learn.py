@@ -17,7 +17,8 @@ from typing import Any
 
 import click
 
-from bnsl_dist.cli._common import handle_errors
+from bnsl_dist.cli._checks import check_output_file
+from bnsl_dist.cli._common import cluster_kwargs, cluster_options
 from bnsl_dist.cli._specs import (
     cache_options,
     cache_spec,
@@ -62,23 +63,27 @@ def _summary(result: Any, out: Path, source: str) -> None:
 @click.argument("source", metavar="DATA|CACHE", type=str)
 @click.option("--algorithm", "-a", default="asobs-ent", show_default=True,
               help="A registered optimizer (`bnsl-dist algorithms` lists them).")
-@click.option("-k", "k", type=int, default=None,
+@click.option("-k", "k", type=click.IntRange(min=1), default=None,
               help="Treewidth bound (for the optimizers that declare one: kg, kmax, ...).")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
               help="Optimizer parameter (repeatable), e.g. --param local_search=window.")
-@click.option("--seconds", type=float, default=None, help="Time budget per seed [10 s].")
-@click.option("--iterations", type=int, default=None,
+@click.option("--seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Time budget per seed [10 s].")
+@click.option("--iterations", type=click.IntRange(min=1), default=None,
               help="Iteration budget per seed (reproducible).")
-@click.option("--seeds", type=int, default=None,
+@click.option("--seeds", type=click.IntRange(min=1), default=None,
               help="Independent runs (one task each) [one per worker; 1 with --serial].")
 @click.option("--seed", "base_seed", type=int, default=0, show_default=True,
               help="Base seed the per-run streams are spawned from.")
 @click.option("--checkpoints", default=None, metavar="B1,B2,...",
               help="Budgets (seconds, or iterations for an iteration budget) at which to "
                    "report the best DAG [1,10,60,600,3600 s; 1,10,100,... iterations].")
-@click.option("--workers", type=int, default=None, help="Local Dask workers [one per core].")
-@click.option("--scheduler", default=None, metavar="ADDRESS",
-              help="Use a running Dask scheduler (tcp://host:port).")
+@click.option("--time-limit", "time_limit", type=click.FloatRange(min=0, min_open=True),
+              default=None, metavar="SECONDS",
+              help="Wall-clock limit of the whole run, cache and cluster start included: "
+                   "the pipeline splits it between the cache, the search (--algorithm) and "
+                   "a local search scored from the data. Excludes the per-stage budgets.")
+@cluster_options
 @click.option("--serial", is_flag=True, help="No Dask: build and search in this process.")
 @cache_options
 @screening_options
@@ -88,27 +93,39 @@ def _summary(result: Any, out: Path, source: str) -> None:
               help="Result JSON.")
 @click.option("--export", "export", type=click.Choice(["bif", "graphml"]), default=None,
               help="Also write the network beside the result (BIF needs data: CPTs).")
-@click.option("--quiet", "-q", is_flag=True, help="No summary on stderr.")
-@handle_errors
-def learn_cmd(source: str, params: tuple[str, ...], seeds: int | None, base_seed: int,
-              workers: int | None, scheduler: str | None, serial: bool,
+@click.option("--quiet", "-q", is_flag=True, help="No summary or progress on stderr.")
+@click.pass_context
+def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: int | None,
+              base_seed: int, serial: bool, time_limit: float | None,
               save_cache: str | None, output: str, export: str | None, quiet: bool,
               **options: Any) -> None:
     """Learn a Bayesian-network structure from DATA (a file, or a bundled or registered
     name such as nltcs, nltcs/test or asia-s5000) or from a score CACHE (.jkl), and
     write RESULT.json. --epsilon / --root-fraction screen the data first (qds)."""
+    import time
+
     from bnsl_dist._io import atomic_write_text
     from bnsl_dist.exceptions import InvalidConfigError
     from bnsl_dist.pipeline.learn import learn, learn_cells, prepare_cache
     from bnsl_dist.pipeline.specs import DataRef
 
-    if serial and (workers is not None or scheduler is not None):
-        raise InvalidConfigError("--serial excludes --workers and --scheduler")
-    if workers is not None and scheduler is not None:
-        raise InvalidConfigError("give --workers or --scheduler, not both")
-    for name, val in (("--seeds", seeds), ("--workers", workers)):
-        if val is not None and val < 1:
-            raise InvalidConfigError(f"{name} must be >= 1, got {val}")
+    started = time.time()
+    conn = cluster_kwargs(**{k: options.pop(k) for k in _CLUSTER_KEYS})
+    if serial and any(conn[k] is not None for k in ("workers", "scheduler",
+                                                    "scheduler_file")):
+        raise InvalidConfigError("--serial excludes --workers, --scheduler and "
+                                 "--scheduler-file")
+    if seeds is not None and seeds < 1:
+        raise InvalidConfigError(f"--seeds must be >= 1, got {seeds}")
+    check_output_file(output, "--output")
+    check_output_file(save_cache, "--save-cache")
+    if export is not None:
+        check_output_file(Path(output).with_suffix("." + export), "--export")
+    progress = _Progress(enabled=not quiet)
+    if time_limit is not None:
+        _learn_in_time(ctx, source, time_limit, started, conn, serial, seeds, base_seed,
+                       save_cache, output, export, progress, options)
+        return
     is_cache = _is_cache(source)
     if export == "bif" and is_cache:
         raise InvalidConfigError("--export bif needs data to fit CPTs; a cache has none")
@@ -126,18 +143,23 @@ def learn_cmd(source: str, params: tuple[str, ...], seeds: int | None, base_seed
     if serial:
         cells = learn_cells(data, cache, search, n_seeds or 1, base_seed=base_seed,
                             screening=screening)
-        shared = prepare_cache(cells[0])
-        result = learn(cells, shared)
+        with progress.phase("building the cache" if data is not None else "reading the cache"):
+            shared = prepare_cache(cells[0])
+        with progress.phase(_search_phase(cells)):
+            result = learn(cells, shared)
     else:
         from bnsl_dist.orchestrate.anytime import learn_distributed, prepare_cache_distributed
         from bnsl_dist.orchestrate.cluster import connect
 
-        with connect(workers=workers, scheduler=scheduler, announce=not quiet) as client:
+        with connect(**conn, announce=not quiet) as client:
             n = n_seeds or max(1, len(client.scheduler_info().get("workers", {})))
             cells = learn_cells(data, cache, search, n, base_seed=base_seed,
                                 screening=screening)
-            shared = prepare_cache_distributed(client, cells[0])
-            result = learn_distributed(client, cells, shared)
+            with progress.phase("building the cache on the cluster" if data is not None
+                                else "reading the cache"):
+                shared = prepare_cache_distributed(client, cells[0])
+            with progress.phase(_search_phase(cells)):
+                result = learn_distributed(client, cells, shared)
     if save_cache is not None:
         from bnsl_dist.cache import write_jkl
 
@@ -152,9 +174,133 @@ def learn_cmd(source: str, params: tuple[str, ...], seeds: int | None, base_seed
         _summary(result, out, source)
 
 
+_CLUSTER_KEYS = ("workers", "scheduler", "scheduler_file", "connect_timeout", "tls_dir")
+#: Options that set a stage's own budget: --time-limit decides those itself.
+_STAGE_BUDGETS = {"seconds": "--seconds", "iterations": "--iterations",
+                  "checkpoints": "--checkpoints",
+                  "cache_seconds_per_variable": "--seconds-per-variable",
+                  "cache_scores_per_variable": "--scores-per-variable",
+                  "cache_method": "--cache-method", "cache_max_open": "--max-open"}
+
+
+def _search_phase(cells: Any) -> str:
+    b = cells[0].search.budget
+    per = f"{b.seconds:g} s" if b.seconds is not None else f"{b.iterations} iterations"
+    return f"searching: {cells[0].algorithm}, {len(cells)} seed(s) x {per}"
+
+
+class _Progress:
+    """What learn is doing, on stderr while it runs: a spinner with the phase, variables
+    explored, best score so far and time left — only on a terminal and without -q."""
+
+    def __init__(self, enabled: bool) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=True)
+        self.enabled = enabled and self.console.is_terminal
+        self._status: Any = None
+
+    def phase(self, text: str) -> Any:
+        import contextlib
+
+        if not self.enabled:
+            return contextlib.nullcontext()
+        self._status = self.console.status(text)
+        return self._status
+
+    def within(self, p: Any) -> None:
+        """A :class:`bnsl_dist.within.Progress` report."""
+        if self._status is None:
+            return
+        parts = [p.stage]
+        if p.total:
+            parts.append(f"{p.done}/{p.total} variables")
+        if p.best_score is not None:
+            parts.append(f"best {p.best_score:,.2f}")
+        if p.time_left is not None:
+            parts.append(f"{p.time_left:.1f} s left")
+        self._status.update(" · ".join(parts))
+
+
+def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: float,
+                   conn: dict[str, Any], serial: bool, seeds: int | None, base_seed: int,
+                   save_cache: str | None, output: str, export: str | None,
+                   progress: _Progress, options: dict[str, Any]) -> None:
+    """``learn --time-limit``: :func:`bnsl_dist.within.learn_within` per seed, within the
+    limit counted from the start of the command."""
+    import time
+
+    from bnsl_dist._io import atomic_write_text
+    from bnsl_dist.cli.data import load_data
+    from bnsl_dist.exceptions import InvalidConfigError
+
+    given = [flag for k, flag in _STAGE_BUDGETS.items() if options.get(k) is not None]
+    if _is_cache(source):
+        given.append("a .jkl cache as DATA")
+    if screening_spec(options) is not None:
+        given.append("qds screening")
+    if save_cache is not None:
+        given.append("--save-cache")
+    if params_given := ctx.params.get("params"):
+        given.append("--param " + " ".join(params_given))
+    if given:
+        raise InvalidConfigError(f"--time-limit sets every stage's budget itself: drop "
+                                 f"{', '.join(given)}")
+    algorithm = options["algorithm"]
+    opts: dict[str, Any] = {"score": options.get("cache_score") or "bic",
+                            "ess": options.get("cache_ess") or 1.0,
+                            "max_indegree": options.get("cache_max_indegree")}
+    if options.get("cache_candidate_limit") is not None:
+        opts["candidate_limit"] = options["cache_candidate_limit"]
+    if ctx.get_parameter_source("algorithm") is not click.core.ParameterSource.DEFAULT:
+        from bnsl_dist.search.base import optimizer_info
+
+        info = optimizer_info(algorithm)
+        if info.takes_k or getattr(info.cls, "needs_data", False):
+            raise InvalidConfigError(f"--time-limit searches with a cache optimizer; "
+                                     f"{algorithm!r} is not one")
+        opts["search"] = algorithm
+    data = load_data(source)
+    if serial:
+        with progress.phase("learning within the time limit"):
+            result = _in_time_serial(data, time_limit, seeds or 1, base_seed, opts,
+                                     progress.within, started)
+    else:
+        from bnsl_dist.orchestrate.cluster import connect
+        from bnsl_dist.orchestrate.within import learn_in_time_distributed
+
+        with connect(**conn, announce=progress.enabled) as client:
+            n = seeds or max(1, len(client.scheduler_info().get("workers", {})))
+            with progress.phase(f"learning within the time limit: {n} seed(s) on the "
+                                f"cluster"):
+                result = learn_in_time_distributed(
+                    client, data, time_limit, n, base_seed, opts, started=started,
+                    margin=_GATHER_MARGIN)
+    out = Path(output)
+    result["wall_seconds"] = time.time() - started
+    atomic_write_text(out, json.dumps(result, indent=1) + "\n")
+    if export is not None:
+        _export(export, result["dag"], data, out)
+    if progress.enabled:
+        arcs = sum(len(v) for v in result["dag"]["parents"].values())
+        progress.console.print(f"best score {result['score']:.4f} ({arcs} arcs) in "
+                               f"{result['wall_seconds']:.1f} s of {time_limit:g} s -> {out}")
+
+
+#: Seconds of a time limit kept for gathering the seeds' results and writing the file.
+_GATHER_MARGIN = 0.5
+
+
+def _in_time_serial(data: Any, time_limit: float, n_seeds: int, base_seed: int,
+                    opts: dict[str, Any], on_progress: Any, started: float) -> dict[str, Any]:
+    from bnsl_dist.pipeline.within import learn_in_time
+
+    return learn_in_time(data, time_limit - _GATHER_MARGIN / 5, n_seeds, base_seed, opts,
+                         on_progress, started=started)
+
+
 @click.command("algorithms")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@handle_errors
 def algorithms_cmd(as_json: bool) -> None:
     """List the registered optimizers, their parameters (types, defaults) and whether
     they take a treewidth bound -k (read from the registry)."""
