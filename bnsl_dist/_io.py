@@ -50,7 +50,7 @@ def read_text(path: str | os.PathLike[str], error: type[DataError] = DataError,
         raise error(f"cannot read: {exc}", path=str(path)) from None
 
 
-def atomic_writer(path: str | os.PathLike[str], write: Callable[[IO[bytes]], None]) -> None:
+def atomic_writer(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object]) -> None:
     """Call ``write(fh)`` on a temp file beside ``path``, then rename it into place.
 
     Nothing is left at ``path`` when ``write`` raises. ``.gz`` targets are compressed.

@@ -301,19 +301,19 @@ def _read_slow(text: str, names: Sequence[str] | None, stored: dict[str, Any] | 
     blocks: list[tuple[int, str, list[tuple[int, list[str]]]]] = []
     k = 1
     while k < len(rows):
-        line, toks = rows[k]
+        hline, toks = rows[k]
         if len(toks) != 2:
             raise CacheFormatError(f"expected a variable header '<var> <number of sets>', got "
-                                   f"{' '.join(toks)!r}", path=src, line=line)
-        m = _parse_int(toks[1], "the number of parent sets", src, line)
+                                   f"{' '.join(toks)!r}", path=src, line=hline)
+        m = _parse_int(toks[1], "the number of parent sets", src, hline)
         if m < 1:
             raise CacheFormatError(f"variable {toks[0]} has {m} parent sets; at least the empty "
-                                   "set is required", path=src, line=line)
+                                   "set is required", path=src, line=hline)
         body = rows[k + 1:k + 1 + m]
         if len(body) < m:
             raise CacheFormatError(f"variable {toks[0]} announces {m} parent sets, the file "
-                                   f"ends after {len(body)}", path=src, line=line)
-        blocks.append((line, toks[0], body))
+                                   f"ends after {len(body)}", path=src, line=hline)
+        blocks.append((hline, toks[0], body))
         k += 1 + m
     if len(blocks) != n:
         where = blocks[-1][0] if blocks else line0
@@ -335,10 +335,10 @@ def _read_slow(text: str, names: Sequence[str] | None, stored: dict[str, Any] | 
         raise CacheFormatError(f"unknown variable {tok!r}", path=src, line=line)
 
     lists: list[list[tuple[tuple[int, ...], float]] | None] = [None] * n
-    for line, head, body in blocks:
-        v = resolve(head, line)
+    for bline, head, body in blocks:
+        v = resolve(head, bline)
         if lists[v] is not None:
-            raise CacheFormatError(f"variable {final_names[v]} listed twice", path=src, line=line)
+            raise CacheFormatError(f"variable {final_names[v]} listed twice", path=src, line=bline)
         items: list[tuple[tuple[int, ...], float]] = []
         seen: set[tuple[int, ...]] = set()
         for sline, toks in body:
@@ -369,7 +369,7 @@ def _read_slow(text: str, names: Sequence[str] | None, stored: dict[str, Any] | 
             items.append((ps, s))
         if () not in seen:
             raise CacheFormatError(f"variable {final_names[v]} has no empty parent set",
-                                   path=src, line=line)
+                                   path=src, line=bline)
         lists[v] = items
 
     meta, arities, entropies = _stored_meta(stored, n, src)

@@ -51,6 +51,14 @@ class CategoricalData:
 
     Use :meth:`from_array` to build one from any integer array; the constructor
     trusts its inputs.
+
+    Examples
+    --------
+    >>> d = CategoricalData.from_array([[0, 1], [1, 2], [1, 0]], names=["A", "B"])
+    >>> d.n_samples, d.n_vars, d.arities.tolist(), d.codes.dtype.name
+    (3, 2, [2, 3], 'uint8')
+    >>> d.select([1]).names
+    ('B',)
     """
 
     codes: NDArray[np.unsignedinteger]

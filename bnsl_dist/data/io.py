@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -49,7 +49,7 @@ class _Raw:
     path: str
     names: list[str] | None
     declared: NDArray[np.int64] | None
-    cols: list[NDArray]  # int64 codes, or str labels
+    cols: list[NDArray[Any]]  # int64 codes, or str labels
     is_label: list[bool]
     missing: NDArray[np.bool_] | None
     first_data_line: int  # 1-based line number of the first data row
@@ -162,7 +162,7 @@ def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: M
         r, c = np.argwhere(miss)[0]
         raise MissingValueError(f"missing value {str(tok[r, c])!r} where none are allowed",
                                 path=spath, line=lines[r], column=_colname(names, int(c)))
-    cols: list[NDArray] = []
+    cols: list[NDArray[Any]] = []
     is_label: list[bool] = []
     for j in range(width):
         col = tok[:, j]
@@ -241,7 +241,7 @@ def _parse(path: str | os.PathLike[str], header: bool | None, labels: LabelPolic
     return _parse_text(p, header, labels, missing)
 
 
-def _label_order(labels: NDArray) -> list[str]:
+def _label_order(labels: NDArray[Any]) -> list[str]:
     """Sorted unique labels; numerically when all are integers."""
     uniq = sorted(set(labels.tolist()) - {""} if labels.size else set())
     if uniq and all(_is_int(u) for u in uniq):

@@ -281,6 +281,13 @@ def shared_data_dir(path: str | os.PathLike[str] | None = None) -> Path | None:
     else ``$BNSL_MIRROR`` (same layout); ``None`` when none is set or it is no folder.
 
     Never guessed from the location of the package or of a checkout.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> shared_data_dir(d).is_dir(), shared_data_dir(d + "/missing")
+    (True, None)
     """
     cand = path if path is not None else (os.environ.get("BNSL_SHARED_DATA")
                                           or os.environ.get("BNSL_MIRROR"))

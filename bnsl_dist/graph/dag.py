@@ -21,7 +21,13 @@ __all__ = ["DAG", "topological_order", "find_cycle", "strongly_connected_compone
 
 
 def find_cycle(parents: Sequence[Sequence[int]]) -> list[int] | None:
-    """A directed cycle (list of nodes, each a parent of the next) or None."""
+    """A directed cycle (list of nodes, each a parent of the next) or None.
+
+    Examples
+    --------
+    >>> find_cycle([[2], [0], [1]]), find_cycle([[], [0]])
+    ([1, 2, 0], None)
+    """
     n = len(parents)
     color = np.zeros(n, dtype=np.int8)  # 0 new, 1 on stack, 2 done
     for root in range(n):
@@ -52,7 +58,13 @@ def find_cycle(parents: Sequence[Sequence[int]]) -> list[int] | None:
 
 
 def topological_order(parents: Sequence[Sequence[int]]) -> list[int]:
-    """Parents before children (Kahn's algorithm, smallest index first among ties)."""
+    """Parents before children (Kahn's algorithm, smallest index first among ties).
+
+    Examples
+    --------
+    >>> topological_order([[2], [], [1]])
+    [1, 2, 0]
+    """
     import heapq
 
     n = len(parents)
@@ -123,6 +135,14 @@ class DAG:
     """A directed acyclic graph over ``n_vars`` named nodes, stored as parent sets.
 
     Build with :meth:`from_parents` (validates); parent tuples are sorted ascending.
+
+    Examples
+    --------
+    >>> dag = DAG.from_parents([[], [0], [1, 0]], ["A", "B", "C"])
+    >>> dag.parents, dag.n_arcs, dag.topological_order()
+    (((), (0,), (0, 1)), 3, [0, 1, 2])
+    >>> dag.to_json_dict()
+    {'nodes': ['A', 'B', 'C'], 'parents': {'A': [], 'B': ['A'], 'C': ['A', 'B']}}
     """
 
     parents: tuple[tuple[int, ...], ...]

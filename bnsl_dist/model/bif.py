@@ -319,7 +319,22 @@ def _to_project_layout(parents: list[int], pr: list[int], rows: NDArray[np.float
 
 
 def parse_bif(text: str, path: str = "<string>") -> BayesianNetwork:
-    """Parse BIF text (see :func:`read_bif`); ``path`` only labels error messages."""
+    """Parse BIF text (see :func:`read_bif`); ``path`` only labels error messages.
+
+    Examples
+    --------
+    >>> net = parse_bif('''
+    ... network toy { }
+    ... variable A { type discrete [ 2 ] { a0, a1 }; }
+    ... variable B { type discrete [ 2 ] { b0, b1 }; }
+    ... probability ( A ) { table 0.3, 0.7; }
+    ... probability ( B | A ) { (a0) 0.9, 0.1; (a1) 0.4, 0.6; }
+    ... ''')
+    >>> net.names, net.dag.parents, net.cpts[1].tolist()
+    (('A', 'B'), ((), (0,)), [[0.9, 0.1], [0.4, 0.6]])
+    >>> parse_bif(format_bif(net)).cpts[0].tolist()
+    [[0.3, 0.7]]
+    """
     text = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text)
     sc = _Scanner(text, path)
     names: list[str] = []

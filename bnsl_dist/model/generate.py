@@ -64,6 +64,12 @@ def random_dag(n_vars: int, max_indegree: int, rng: np.random.Generator | int | 
 
     With ``arities`` and ``max_parent_configs``, a candidate parent is skipped when it
     would make the product of the parents' arities exceed ``max_parent_configs``.
+
+    Examples
+    --------
+    >>> dag = random_dag(30, 3, rng=0)
+    >>> dag.n_vars, dag.max_indegree() <= 3, dag == random_dag(30, 3, rng=0)
+    (30, True, True)
     """
     n = _check_int("n_vars", n_vars, 1)
     kmax = _check_int("max_indegree", max_indegree, 0)

@@ -44,6 +44,18 @@ class BayesianNetwork:
         State labels per variable (code k has label ``states[v][k]``).
     cpts : tuple of ndarray
         ``cpts[v]`` of shape ``(prod of parent arities, arity of v)``, rows sum to 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bnsl_dist.graph import DAG
+    >>> net = BayesianNetwork(DAG.from_parents([[], [0]], ["rain", "wet"]),
+    ...                       (("no", "yes"), ("no", "yes")),
+    ...                       (np.array([[0.8, 0.2]]), np.array([[0.9, 0.1], [0.2, 0.8]])))
+    >>> net.n_parameters()
+    3
+    >>> np.exp(net.log_prob_rows(np.array([[1, 1], [0, 0]]))).round(2).tolist()
+    [0.16, 0.72]
     """
 
     dag: DAG

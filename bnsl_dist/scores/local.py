@@ -53,7 +53,7 @@ class LocalScorer:
     >>> from bnsl_dist.data import CategoricalData
     >>> d = CategoricalData.from_array(np.array([[0, 0], [1, 1], [1, 1], [0, 1]]))
     >>> s = LocalScorer(d, "ll")
-    >>> round(s.score(1, [0]), 6) == round(2 * np.log(0.5), 6)
+    >>> round(s.score(1, [0]), 6) == round(2 * float(np.log(0.5)), 6)
     True
     """
 
@@ -83,8 +83,9 @@ class LocalScorer:
     def _family(self, child: int, parents: Sequence[int], kind: int) -> tuple[float, float]:
         par = np.asarray(parents, dtype=np.int64)
         qf = n_configurations(self.arities, par)
-        return K.family_score(self._codes, self.arities, int(child), par, kind, self.ess, qf,
-                              self._nlogn, self._ids, self._tmp, self._counts)
+        s, ll = K.family_score(self._codes, self.arities, int(child), par, kind, self.ess, qf,
+                               self._nlogn, self._ids, self._tmp, self._counts)
+        return float(s), float(ll)
 
     def score(self, child: int, parents: Sequence[int] = ()) -> float:
         """The local score of ``child`` with parent set ``parents``."""
@@ -101,8 +102,8 @@ class LocalScorer:
 
     def penalty(self, child: int, parents: Sequence[int] = ()) -> float:
         """BIC penalty (ln N / 2)(r_X - 1) q(P)."""
-        return 0.5 * self._log_n * (self.arities[child] - 1) * n_configurations(self.arities,
-                                                                                parents)
+        return float(0.5 * self._log_n * (self.arities[child] - 1)
+                     * n_configurations(self.arities, parents))
 
     def conditional_entropy(self, child: int, parents: Sequence[int] = ()) -> float:
         """H_D(X|P) in nats (the empirical conditional entropy)."""
@@ -118,9 +119,9 @@ class LocalScorer:
         cnt = np.empty(int(self.arities.max()), dtype=np.int64)
         for i in range(self.n_vars):
             K.marginal_counts(self._codes[:, i], int(self.arities[i]), cnt)
-            c = cnt[: self.arities[i]]
-            c = c[c > 0] / self.n_samples
-            out[i] = float(-(c * np.log(c)).sum())
+            counts = cnt[: self.arities[i]]
+            p = counts[counts > 0] / self.n_samples
+            out[i] = float(-(p * np.log(p)).sum())
         return out
 
     # ------------------------------------------------------------------ graphs

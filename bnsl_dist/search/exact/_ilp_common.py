@@ -133,7 +133,7 @@ class Families:
 
     def cluster_sets(self, cluster: int) -> list[int]:
         """Indices of the sets that keep ``cluster`` open: v in C, no member in C."""
-        out = []
+        out: list[int] = []
         for v in bits(cluster):
             out.extend(i for i in self.sets_of(v) if not self.masks[i] & cluster)
         return out

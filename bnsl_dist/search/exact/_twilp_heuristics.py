@@ -30,7 +30,7 @@ def best_subset(fam: Families, v: int, allowed: int) -> int:
 def _elimination(adj: list[set[int]], order: Sequence[int], k: int) -> tuple[int, set[int]]:
     """Replay an elimination: (width, first bag wider than k, or an empty set)."""
     g = [set(s) for s in adj]
-    width, bag = 0, set()
+    width, bag = 0, set[int]()
     for v in order:
         nb = g[v]
         if len(nb) > width:

@@ -180,12 +180,12 @@ def make_heuristic(sub: Subproblem, kind: str = "pdb", group_size: int = 24) -> 
                  ("kl-recursive", _bisection(sub, True, group_size))]
         best = max((_pdb(sub, g, name) for name, g in cands), key=lambda h: h.value(full))
     else:
-        cands = [("kl-all-sets", lambda: _bisection(sub, True))]
+        makers = [("kl-all-sets", lambda: _bisection(sub, True))]
         if -(-m // 2) <= 20:
-            cands += [("kl-top1", lambda: _bisection(sub, False)),
-                      ("breadth-first", lambda: partition_groups(sub, 2))]
+            makers += [("kl-top1", lambda: _bisection(sub, False)),
+                       ("breadth-first", lambda: partition_groups(sub, 2))]
         full = int(sub.full)
-        best = max((_pdb(sub, make(), name) for name, make in cands),
+        best = max((_pdb(sub, make(), name) for name, make in makers),
                    key=lambda h: h.value(full))  # the first of equals
     best.seconds = time.perf_counter() - t0
     return best

@@ -152,6 +152,14 @@ def decompose(cache: ParentSetCache, split: bool = True,
     ------
     InvalidConfigError
         A subproblem with more than ``max_vars`` variables (nodes are 64-bit masks).
+
+    Examples
+    --------
+    >>> c = ParentSetCache.from_lists([[((1,), -1.0), ((), -3.0)],   # x0 <- x1
+    ...                                [((0,), -1.0), ((), -3.0)],   # x1 <- x0
+    ...                                [((0,), -1.0), ((), -2.0)]])  # x2 <- x0
+    >>> [s.variables.tolist() for s in decompose(c)]
+    [[0, 1], [2]]
     """
     n = cache.n_vars
     if not split:
@@ -198,7 +206,7 @@ def top_p_cache(cache: ParentSetCache, p: int) -> ParentSetCache:
     lists = []
     for v in range(cache.n_vars):
         sets = cache.sets_of(v)
-        allowed = set()
+        allowed: set[int] = set()
         for ps, _ in sets[:p]:
             allowed.update(ps)
         lists.append([(ps, s) for ps, s in sets if allowed.issuperset(ps)])

@@ -45,7 +45,14 @@ _PROCESSED_LAST = {"last": True, "late": True, "first": False, "early": False}
 
 
 def uniform_orders(rng: np.random.Generator, n_orders: int, n_vars: int) -> NDArray[np.int64]:
-    """``n_orders`` uniformly random permutations of ``range(n_vars)``, one per row."""
+    """``n_orders`` uniformly random permutations of ``range(n_vars)``, one per row.
+
+    Examples
+    --------
+    >>> o = uniform_orders(np.random.default_rng(0), 3, 5)
+    >>> o.shape, sorted(o[1].tolist())
+    ((3, 5), [0, 1, 2, 3, 4])
+    """
     keys = rng.random((n_orders, n_vars))
     return np.argsort(keys, axis=1, kind="stable").astype(np.int64)
 
@@ -60,6 +67,12 @@ def weighted_orders(rng: np.random.Generator, n_orders: int,
     ----------
     P. S. Efraimidis, P. G. Spirakis, "Weighted random sampling with a reservoir",
     Information Processing Letters 97(5), 2006 (keys u^(1/w)).
+
+    Examples
+    --------
+    >>> o = weighted_orders(np.random.default_rng(0), 1000, np.array([1.0, 1e-9, 100.0]))
+    >>> bool((o[:, 0] == 2).mean() > 0.95), bool((o[:, 2] == 1).all())
+    (True, True)
     """
     keys = rng.random((n_orders, weights.shape[0]))
     with np.errstate(divide="ignore"):
