@@ -136,9 +136,10 @@ def learn_cmd(source: str, params: tuple[str, ...], seeds: int | None, base_seed
             n = n_seeds or max(1, len(client.scheduler_info().get("workers", {})))
             cells = learn_cells(data, cache, search, n, base_seed=base_seed,
                                 screening=screening)
-            shared = prepare_cache_distributed(client, cells[0])
+            shared = None if is_cache and save_cache is None \
+                else prepare_cache_distributed(client, cells[0])
             result = learn_distributed(client, cells, shared)
-    if save_cache is not None:
+    if save_cache is not None and shared is not None:
         from bnsl_dist.cache import write_jkl
 
         write_jkl(shared, save_cache)

@@ -9,8 +9,9 @@ an iteration budget and a cache budget in exact scores, the result equals the se
 one whatever the number of workers.
 
 The cache is built by one exploration task per variable
-(:func:`~bnsl_dist.orchestrate.explore.build_cache_distributed`), or read once from
-the ``.jkl`` file the spec names, and reaches the workers once (scattered).
+(:func:`~bnsl_dist.orchestrate.explore.build_cache_distributed`) and reaches the
+workers once (scattered); a ``.jkl`` file the spec names is read by each worker process
+once, never by the client.
 """
 
 from __future__ import annotations
@@ -50,19 +51,23 @@ def _warm_workers(client: Any, cell: Cell) -> None:
 
 def learn_distributed(client: Any, cells: Sequence[Cell],
                       cache: ParentSetCache | None = None) -> LearnResult:
-    """``client.map(run_cell, cells)`` with one shared cache (built on the cluster
-    unless given); the records merged as :func:`bnsl_dist.pipeline.learn.learn` does.
+    """``client.map(run_cell, cells)`` with one shared cache; the records merged as
+    :func:`bnsl_dist.pipeline.learn.learn` does.
 
     Parameters
     ----------
     client : distributed.Client
     cells : the cells of :func:`~bnsl_dist.pipeline.learn.learn_cells`
     cache : ParentSetCache, optional
-        Already built or read (default: :func:`prepare_cache_distributed`).
+        Already built or read: scattered once. Default: a ``.jkl`` the spec names is
+        read by each worker process itself (once; a lost worker's cells are simply
+        rerun), else the cache is built on the cluster
+        (:func:`prepare_cache_distributed`) and scattered.
     """
-    shared = prepare_cache_distributed(client, cells[0]) if cache is None else cache
+    if cache is None and cells[0].cache_job.given_path is None:
+        cache = prepare_cache_distributed(client, cells[0])
     _warm_workers(client, cells[0])
-    cache_f = client.scatter(shared, broadcast=False)
-    futures = client.map(run_cell, list(cells), cache=cache_f,
-                         key=[f"learn-{c.key}" for c in cells], pure=False)
+    extra = {} if cache is None else {"cache": client.scatter(cache, broadcast=False)}
+    futures = client.map(run_cell, list(cells), key=[f"learn-{c.key}" for c in cells],
+                         pure=False, **extra)
     return LearnResult.merge(cells, client.gather(futures))
