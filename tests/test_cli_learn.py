@@ -176,3 +176,15 @@ def test_readme_reads_the_registry_and_the_result_schema(runner):
     table = readme.split("### Result JSON")[1].split("###")[0]
     for f in dataclasses.fields(LearnResult):
         assert f"`{f.name}`" in table, f.name
+
+
+def test_learn_checkpoints_are_resolved_into_the_spec(runner, tmp_path):
+    out = tmp_path / "r.json"
+    res = runner.invoke(main, ["learn", WINE, "--algorithm", "asobs", "--iterations", "100",
+                               "--checkpoints", "50,5,1000", "--serial", "-q", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    r = json.loads(out.read_text())
+    assert r["spec"]["search"]["budget"]["iteration_checkpoints"] == [5, 50, 100]
+    assert [c["budget"] for c in r["checkpoints"]] == [5, 50, 100]
+    scores = [c["score"] for c in r["checkpoints"] if c["score"] is not None]
+    assert scores == sorted(scores) and r["checkpoints"][-1]["score"] == r["score"]

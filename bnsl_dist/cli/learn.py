@@ -98,6 +98,7 @@ def learn_cmd(source: str, params: tuple[str, ...], seeds: int | None, base_seed
     name such as nltcs, nltcs/test or asia-s5000) or from a score CACHE (.jkl), and
     write RESULT.json. --epsilon / --root-fraction screen the data first (qds)."""
     from bnsl_dist._io import atomic_write_text
+    from bnsl_dist.cache.parent_sets import ParentSetCache
     from bnsl_dist.exceptions import InvalidConfigError
     from bnsl_dist.pipeline.learn import learn, learn_cells, prepare_cache
     from bnsl_dist.pipeline.specs import DataRef
@@ -123,6 +124,7 @@ def learn_cmd(source: str, params: tuple[str, ...], seeds: int | None, base_seed
     if data is not None:
         data.check()
     n_seeds = seeds if seeds is not None else 1 if serial else None
+    shared: ParentSetCache | None
     if serial:
         cells = learn_cells(data, cache, search, n_seeds or 1, base_seed=base_seed,
                             screening=screening)
@@ -194,10 +196,12 @@ def _search_spec(params: tuple[str, ...], *, algorithm: str, k: int | None,
         except ValueError:
             raise InvalidConfigError(f"--checkpoints {checkpoints!r}: numbers expected") \
                 from None
-        top = seconds if seconds is not None else iterations
-        kept = [c for c in cps if c < top] + [top]  # type: ignore[operator]
-        budget["checkpoints" if seconds is not None else "iteration_checkpoints"] = \
-            kept if seconds is not None else [int(c) for c in kept]
+        if seconds is not None:
+            budget["checkpoints"] = [c for c in cps if c < seconds] + [seconds]
+        else:
+            assert iterations is not None
+            budget["iteration_checkpoints"] = \
+                [int(c) for c in cps if c < iterations] + [iterations]
     return make(SearchSpec, algorithm=algorithm, k=k,
                 params=dict(parse_param(p) for p in params), budget=budget)
 

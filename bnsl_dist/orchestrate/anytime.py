@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bnsl_dist.cache.parent_sets import ParentSetCache
+from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.pipeline.cell import Cell
 from bnsl_dist.pipeline.learn import LearnResult, prepare_cache
 from bnsl_dist.pipeline.run import run_cell, stage_data, with_entropies
@@ -37,6 +38,8 @@ def prepare_cache_distributed(client: Any, cell: Cell) -> ParentSetCache:
     from bnsl_dist.orchestrate.explore import build_cache_distributed
 
     _, _, target = stage_data(job)
+    if target is None:  # pragma: no cover - Cell's validator: no data, a cache file
+        raise InvalidConfigError("a cache build needs data")
     return with_entropies(build_cache_distributed(client, target, job.cache), target)
 
 
