@@ -129,16 +129,21 @@ def test_learn_accepts_registered_names_and_rejects_unknown_ones(runner, tmp_pat
     DataRef.parse("asia-s5000").check()  # a name `data list` shows is accepted
 
 
+def _learn_serial(runner, tmp_path, *args):
+    """``learn WINE ARGS --serial``: the result JSON."""
+    out = tmp_path / "r.json"
+    res = runner.invoke(main, ["learn", WINE, *args, "--serial", "-q", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    return json.loads(out.read_text())
+
+
 def test_learn_bounded_treewidth_carries_a_certificate(runner, tmp_path):
     import itertools
 
     from bnsl_dist.graph.dag import DAG
 
-    out = tmp_path / "r.json"
-    res = runner.invoke(main, ["learn", WINE, "--algorithm", "kmax", "-k", "2",
-                               "--iterations", "20", "--serial", "-q", "-o", str(out)])
-    assert res.exit_code == 0, res.output
-    r = json.loads(out.read_text())
+    r = _learn_serial(runner, tmp_path, "--algorithm", "kmax", "-k", "2",
+                      "--iterations", "20")
     tw = r["treewidth"]
     dag = DAG.from_json_dict(r["dag"])
     assert sorted(tw["order"]) == list(range(dag.n_vars))
@@ -176,3 +181,12 @@ def test_readme_reads_the_registry_and_the_result_schema(runner):
     table = readme.split("### Result JSON")[1].split("###")[0]
     for f in dataclasses.fields(LearnResult):
         assert f"`{f.name}`" in table, f.name
+
+
+def test_learn_checkpoints_are_resolved_into_the_spec(runner, tmp_path):
+    r = _learn_serial(runner, tmp_path, "--algorithm", "asobs", "--iterations", "100",
+                      "--checkpoints", "50,5,1000")
+    assert r["spec"]["search"]["budget"]["iteration_checkpoints"] == [5, 50, 100]
+    assert [c["budget"] for c in r["checkpoints"]] == [5, 50, 100]
+    scores = [c["score"] for c in r["checkpoints"] if c["score"] is not None]
+    assert scores == sorted(scores) and r["checkpoints"][-1]["score"] == r["score"]

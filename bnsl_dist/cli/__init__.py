@@ -47,9 +47,9 @@ class _Main(click.Group):
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         if not standalone_mode:
-            return super().main(*args, standalone_mode=False, **kwargs)
+            return super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[call-overload]
         try:
-            rv = super().main(*args, standalone_mode=False, **kwargs)
+            rv = super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[call-overload]
         except click.ClickException as exc:
             where = getattr(exc, "ctx", None)
             prefix = f"{where.command_path}: " if where is not None else ""

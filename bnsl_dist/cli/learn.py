@@ -105,6 +105,7 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
     import time
 
     from bnsl_dist._io import atomic_write_text
+    from bnsl_dist.cache.parent_sets import ParentSetCache
     from bnsl_dist.exceptions import InvalidConfigError
     from bnsl_dist.pipeline.learn import learn, learn_cells, prepare_cache
     from bnsl_dist.pipeline.specs import DataRef
@@ -140,6 +141,7 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
     if data is not None:
         data.check()
     n_seeds = seeds if seeds is not None else 1 if serial else None
+    shared: ParentSetCache | None
     if serial:
         cells = learn_cells(data, cache, search, n_seeds or 1, base_seed=base_seed,
                             screening=screening)
@@ -157,10 +159,11 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
                                 screening=screening)
             with progress.phase("building the cache on the cluster" if data is not None
                                 else "reading the cache"):
-                shared = prepare_cache_distributed(client, cells[0])
+                shared = None if is_cache and save_cache is None \
+                    else prepare_cache_distributed(client, cells[0])
             with progress.phase(_search_phase(cells)):
                 result = learn_distributed(client, cells, shared)
-    if save_cache is not None:
+    if save_cache is not None and shared is not None:
         from bnsl_dist.cache import write_jkl
 
         write_jkl(shared, save_cache)
@@ -339,10 +342,12 @@ def _search_spec(params: tuple[str, ...], *, algorithm: str, k: int | None,
         except ValueError:
             raise InvalidConfigError(f"--checkpoints {checkpoints!r}: numbers expected") \
                 from None
-        top = seconds if seconds is not None else iterations
-        kept = [c for c in cps if c < top] + [top]  # type: ignore[operator]
-        budget["checkpoints" if seconds is not None else "iteration_checkpoints"] = \
-            kept if seconds is not None else [int(c) for c in kept]
+        if seconds is not None:
+            budget["checkpoints"] = [c for c in cps if c < seconds] + [seconds]
+        else:
+            assert iterations is not None
+            budget["iteration_checkpoints"] = \
+                [int(c) for c in cps if c < iterations] + [iterations]
     return make(SearchSpec, algorithm=algorithm, k=k,
                 params=dict(parse_param(p) for p in params), budget=budget)
 

@@ -9,8 +9,9 @@ an iteration budget and a cache budget in exact scores, the result equals the se
 one whatever the number of workers.
 
 The cache is built by one exploration task per variable
-(:func:`~bnsl_dist.orchestrate.explore.build_cache_distributed`), or read once from
-the ``.jkl`` file the spec names, and reaches the workers once (scattered).
+(:func:`~bnsl_dist.orchestrate.explore.build_cache_distributed`) and reaches the
+workers once (scattered); a ``.jkl`` file the spec names is read by each worker process
+once, never by the client.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bnsl_dist.cache.parent_sets import ParentSetCache
+from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.pipeline.cell import Cell
 from bnsl_dist.pipeline.learn import LearnResult, prepare_cache
 from bnsl_dist.pipeline.run import run_cell, stage_data, with_entropies
@@ -35,6 +37,8 @@ def prepare_cache_distributed(client: Any, cell: Cell) -> ParentSetCache:
     from bnsl_dist.orchestrate.explore import build_cache_distributed
 
     _, _, target = stage_data(job)
+    if target is None:  # pragma: no cover - Cell's validator: no data, a cache file
+        raise InvalidConfigError("a cache build needs data")
     return with_entropies(build_cache_distributed(client, target, job.cache), target)
 
 
@@ -49,21 +53,25 @@ def _warm_workers(client: Any, cell: Cell) -> None:
 
 def learn_distributed(client: Any, cells: Sequence[Cell],
                       cache: ParentSetCache | None = None) -> LearnResult:
-    """``client.map(run_cell, cells)`` with one shared cache (built on the cluster
-    unless given); the records merged as :func:`bnsl_dist.pipeline.learn.learn` does.
+    """``client.map(run_cell, cells)`` with one shared cache; the records merged as
+    :func:`bnsl_dist.pipeline.learn.learn` does.
 
     Parameters
     ----------
     client : distributed.Client
     cells : the cells of :func:`~bnsl_dist.pipeline.learn.learn_cells`
     cache : ParentSetCache, optional
-        Already built or read (default: :func:`prepare_cache_distributed`).
+        Already built or read: scattered once. Default: a ``.jkl`` the spec names is
+        read by each worker process itself (once; a lost worker's cells are simply
+        rerun), else the cache is built on the cluster
+        (:func:`prepare_cache_distributed`) and scattered.
     """
     from bnsl_dist.orchestrate.workers import task_key
 
-    shared = prepare_cache_distributed(client, cells[0]) if cache is None else cache
+    if cache is None and cells[0].cache_job.given_path is None:
+        cache = prepare_cache_distributed(client, cells[0])
     _warm_workers(client, cells[0])
-    cache_f = client.scatter(shared, broadcast=False)
-    futures = client.map(run_cell, list(cells), cache=cache_f,
-                         key=[task_key("learn", c.key) for c in cells], pure=False)
+    extra = {} if cache is None else {"cache": client.scatter(cache, broadcast=False)}
+    futures = client.map(run_cell, list(cells), key=[task_key("learn", c.key) for c in cells],
+                         pure=False, **extra)
     return LearnResult.merge(cells, client.gather(futures))

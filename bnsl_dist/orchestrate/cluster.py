@@ -258,13 +258,14 @@ def start_cluster(folder: str | os.PathLike[str], *, workers: int | None = None,
     wk = spawn(["worker", "--scheduler-file", str(sched_file), "--nworkers", str(n),
                 "--nthreads", "1", "--no-dashboard", "--host", host,
                 "--local-directory", str(d / "workers"), *sec_args], "workers.log")
+    tls_dir = str(d / "tls") if tls else None
     info = {"address": read_scheduler_file(sched_file), "scheduler_file": str(sched_file),
-            "workers": n, "tls_dir": str(d / "tls") if tls else None,
+            "workers": n, "tls_dir": tls_dir,
             "pids": [sched.pid, wk.pid]}
     info_file.write_text(json.dumps(info, indent=1) + "\n")
     try:
         with connect(scheduler_file=sched_file, timeout=timeout, announce=False,
-                     tls_dir=info["tls_dir"]) as client:
+                     tls_dir=tls_dir) as client:
             client.wait_for_workers(n, timeout=max(1.0, deadline - time.monotonic()))
             info["dashboard"] = client.dashboard_link
     except (InvalidConfigError, TimeoutError, OSError):

@@ -92,7 +92,7 @@ class LearnResult:
         b = c0.search.budget
         by_time = b.seconds is not None
         cps = list(b.checkpoints if by_time else b.iteration_checkpoints)
-        top = b.seconds if by_time else b.iterations
+        top = float(b.seconds if b.seconds is not None else b.iterations or 0)
         if not cps or cps[-1] != top:
             cps.append(top)  # the budget is always the last checkpoint
         rows = []
