@@ -135,6 +135,12 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
         raise InvalidConfigError("qds screening needs data, not a score cache")
     if is_cache and not Path(source).is_file():
         raise InvalidConfigError(f"{source}: no such cache file")
+    if options.get("iterations") is not None and options.get("seconds") is None \
+            and not is_cache and options.get("cache_seconds_per_variable") is None \
+            and options.get("cache_scores_per_variable") is None \
+            and (options.get("cache_method") or "independence") == "independence":
+        # an iteration budget is a reproducible run: its cache too (exact scores, not time)
+        options["cache_scores_per_variable"] = ITERATION_CACHE_SCORES
     cache = cache_spec(options, **({"path": str(Path(source).resolve())} if is_cache else {}))
     search = _search_spec(params, **options)
     data = None if is_cache else DataRef.parse(source)
@@ -177,6 +183,9 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
         _summary(result, out, source)
 
 
+#: Exact scores per variable of the cache when the search budget is in iterations and the
+#: cache has no budget of its own: the whole run is then reproducible on any cluster.
+ITERATION_CACHE_SCORES = 2_000
 _CLUSTER_KEYS = ("workers", "scheduler", "scheduler_file", "connect_timeout", "tls_dir")
 #: Options that set a stage's own budget: --time-limit decides those itself.
 _STAGE_BUDGETS = {"seconds": "--seconds", "iterations": "--iterations",
