@@ -375,7 +375,7 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append("")
     if result.get("rate"):
         lines += ["### ASOBS orders per second beside BLIP's (pass + OBS + swaps, one "
-                  "thread each, alternating)", "",
+                  "thread each, one after the other; BLIP's rate differential)", "",
                   "| cache | n | sets | ours /s | BLIP /s | ratio | ours /CPU s | "
                   "BLIP /CPU s | ratio |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
