@@ -10,6 +10,9 @@ Shared by every search test: others import these, so keep the signatures stable.
   without swaps).
 - :func:`naive_asobs` — ASOBS for one order (walked from its end, as in the paper),
   re-deriving descendants by graph search after every choice (no bitsets).
+- :func:`naive_asobs_search` — the whole ASOBS loop over given batches of orders (pass,
+  topological order nearest the sampled one, OBS, adjacent-swap sweeps; best of each
+  batch, improvements only), re-deriving every family from the set lists.
 - :func:`naive_is_acyclic` — Kahn's algorithm on a parents list.
 - :func:`load_jkl` — a ``.jkl`` cache through ``bnsl_dist.cache.read_jkl`` when it
   exists, else a minimal test-only parser (``bundled=True``: a file of
@@ -35,6 +38,7 @@ __all__ = [
     "brute_force_best",
     "naive_best_for_order",
     "naive_asobs",
+    "naive_asobs_search",
     "naive_is_acyclic",
     "naive_descendants",
     "load_jkl",
@@ -188,6 +192,72 @@ def naive_asobs(cache: ParentSetCache, order: Sequence[int]
         parents[v] = tuple(sorted(ps))
         total += s
     return total, parents
+
+
+def _best_family(sets: list[tuple[frozenset[int], float]], allowed: set[int]
+                 ) -> tuple[float, frozenset[int]]:
+    return max(((s, ps) for ps, s in sets if ps <= allowed), key=lambda t: t[0])
+
+
+def _topological_near(parents: Sequence[Sequence[int]], order: Sequence[int]) -> list[int]:
+    """Kahn's algorithm taking, among the ready variables, the earliest in ``order``."""
+    rank = {v: k for k, v in enumerate(order)}
+    left = {v: set(ps) for v, ps in enumerate(parents)}
+    out: list[int] = []
+    while left:
+        v = min((u for u, ps in left.items() if not ps), key=rank.__getitem__)
+        out.append(v)
+        del left[v]
+        for ps in left.values():
+            ps.discard(v)
+    return out
+
+
+def _naive_swaps(sets: list[list[tuple[frozenset[int], float]]], order: list[int]
+                 ) -> tuple[float, list[frozenset[int]]]:
+    """OBS on ``order`` then plain sweeps of improving adjacent swaps (> 1e-9)."""
+    n = len(order)
+    fam = [(0.0, frozenset())] * n
+    for k, v in enumerate(order):
+        fam[v] = _best_family(sets[v], set(order[:k]))
+    improved = True
+    while improved:
+        improved = False
+        for k in range(n - 1):
+            a, b = order[k], order[k + 1]
+            before = set(order[:k])
+            na = _best_family(sets[a], before | {b})
+            nb = _best_family(sets[b], before)
+            if (na[0] + nb[0]) - (fam[a][0] + fam[b][0]) > 1e-9:
+                order[k], order[k + 1] = b, a
+                fam[a], fam[b] = na, nb
+                improved = True
+    return sum(f[0] for f in fam), [f[1] for f in fam]
+
+
+def naive_asobs_search(cache: ParentSetCache, batches: Sequence[Sequence[Sequence[int]]]
+                       ) -> list[tuple[int, list[tuple[int, ...]]]]:
+    """ASOBS with swaps (``asobs``, ``local_search="swap"``) over the given batches of
+    orders: per order the ASOBS pass, a topological order of its DAG nearest the
+    sampled order, OBS on it and adjacent-swap sweeps; the first best DAG of each
+    batch is reported (with the number of orders done) when it beats every earlier
+    one. Scores are summed per family, as the optimizer does."""
+    sets = _best_subset_sets(cache)
+    best = -np.inf
+    done = 0
+    out: list[tuple[int, list[tuple[int, ...]]]] = []
+    for batch in batches:
+        b_score, b_dag = -np.inf, None
+        for order in batch:
+            _, parents = naive_asobs(cache, order)
+            score, dag = _naive_swaps(sets, _topological_near(parents, order))
+            if score > b_score:
+                b_score, b_dag = score, dag
+        done += len(batch)
+        if b_score > best:
+            best = b_score
+            out.append((done, [tuple(sorted(ps)) for ps in b_dag]))
+    return out
 
 
 def load_jkl(path: str | Path, *, bundled: bool = False) -> ParentSetCache:

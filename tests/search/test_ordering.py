@@ -15,6 +15,7 @@ from bnsl_dist.search import Budget, get_optimizer, make_optimizer
 from bnsl_dist.search.ordering import _kernels as K
 from bnsl_dist.search.ordering import _window_kernels as WK
 from bnsl_dist.search.ordering.asobs import candidate_bitsets
+from bnsl_dist.search.ordering.obs import batch_size
 from bnsl_dist.search.ordering.samplers import (
     entropy_orders,
     entropy_weights,
@@ -24,6 +25,7 @@ from bnsl_dist.search.ordering.samplers import (
 from tests.naive import (
     load_jkl,
     naive_asobs,
+    naive_asobs_search,
     naive_best_for_order,
     naive_is_acyclic,
     random_cache,
@@ -107,6 +109,27 @@ def test_closure_choice_does_not_change_results(name):
                                                  np.random.default_rng(2))]
             for c in ("bitsets", "dfs", "auto")]
     assert runs[0] == runs[1] == runs[2]
+
+
+@pytest.mark.parametrize(("cache", "iters"), [
+    (random_cache(9, 1, max_sets_per_var=10, max_indegree=3), 40),
+    (random_cache(40, 8, max_sets_per_var=10), 12),
+    (random_cache(150, 5, max_sets_per_var=6, max_indegree=3), 3),
+    (load_jkl("wine.BIC.3.jkl.gz", bundled=True), 30),
+    (load_jkl("child-5000.blip.jkl.gz", bundled=True), 20)])
+@pytest.mark.parametrize("closure", ["bitsets", "dfs"])
+def test_asobs_with_swaps_equals_the_naive_search_seed_for_seed(cache, iters, closure):
+    # same seed and iteration budget -> the same incumbents as the naive ASOBS loop fed
+    # the same sampled batches (the orders the optimizer draws, batch by batch)
+    n = cache.n_vars
+    b = batch_size(n)
+    rng = np.random.default_rng(3)
+    batches = [uniform_orders(rng, min(b, iters - i), n) for i in range(0, iters, b)]
+    want = naive_asobs_search(cache, batches)
+    got = [(inc.iterations, [tuple(p) for p in inc.dag.parents]) for inc in
+           make_optimizer("asobs", closure=closure).run(cache, Budget(max_iterations=iters),
+                                                        np.random.default_rng(3))]
+    assert want == got
 
 
 @settings(max_examples=60, deadline=None)

@@ -25,10 +25,15 @@ Four parts, each written to ``out/search.json`` (and a markdown table,
 * ``mirror`` — the local search (OBS + swaps) started from a topological order of the
   ASOBS DAG (ours) or from that order mirrored (ALGORITHMS.md says BLIP does this),
   for uniform and entropy orders.
+* ``rate`` — orders per second (wall and CPU) side by side with BLIP's ASOBS (an
+  iteration: pass, OBS, swaps, as ours) on each cache BLIP built, one thread each,
+  one after the other (BLIP's rate differential, see :func:`part_rate`). Needs
+  ``--blip-jar`` (a class path holding BLIP built from its public source, and
+  args4j); skipped without it.
 
-Run: ``python -m workflows.benchmarks.search [--parts orders direction mirror blip]
-[--long 60] [--short 10]``. Timings depend on the machine's load; the JSON records
-the load average before and after each part.
+Run: ``python -m workflows.benchmarks.search [--parts orders direction mirror blip rate]
+[--long 60] [--short 10] [--blip-jar PATH]``. Timings depend on the machine's load;
+the JSON records the load average before and after each part.
 """
 
 from __future__ import annotations
@@ -281,6 +286,73 @@ def part_mirror(seconds: float) -> list[dict[str, Any]]:
     return rows
 
 
+def _blip_run(classpath: str, jkl: Path, seconds: int) -> tuple[int, float]:
+    """Orders BLIP's ASOBS walks in a run of ``seconds`` (one thread), and the run's CPU
+    seconds (all its threads)."""
+    import re
+    import resource
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out = subprocess.run(["java", "-cp", classpath,
+                              "ch.idsia.blip.api.learn.solver.AsobsSolverApi", "solver.asobs",
+                              "-j", str(jkl), "-r", str(Path(tmp) / "out.res"),
+                              "-t", str(seconds), "-b", "1", "-seed", "1", "-v", "1"],
+                             capture_output=True, text=True, check=True).stdout
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    m = re.search(r"Num Iterations total: (\d+)", out)
+    if m is None:
+        raise RuntimeError(f"BLIP printed no iteration count: {out[-500:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return int(m.group(1)), cpu
+
+
+def part_rate(classpath: str, seconds: int) -> list[dict[str, Any]]:
+    """Our ASOBS (pass + OBS + swaps) vs BLIP's, orders per second and per CPU second.
+
+    BLIP's clock starts before it reads the cache and its code is compiled while it
+    runs, so its rate is differential: two runs, of ``seconds`` / 3 and ``seconds``;
+    (orders of the long one − orders of the short one) / (difference of their wall or
+    CPU times). Ours: one run of ``seconds`` (cache read and kernels compiled before).
+    Order: ours, BLIP short, BLIP long, per cache.
+    """
+    import gzip
+    import shutil
+    import tempfile
+
+    rows = []
+    short = max(1, seconds // 3)
+    with tempfile.TemporaryDirectory() as tmp:
+        for cname in BLIP_CACHES:
+            src = SHARED_DATA / "jkl" / "blip-is" / f"{cname}.train.bic.jkl.gz"
+            jkl = Path(tmp) / f"{cname}.jkl"  # BLIP reads plain text
+            with gzip.open(src, "rb") as fin, open(jkl, "wb") as fout:
+                shutil.copyfileobj(fin, fout)
+            cache = read_jkl(src)
+            load0 = _load()
+            t0, cpu0 = time.perf_counter(), time.process_time()
+            tr = AnytimeTrace.collect(make_optimizer("asobs").run(
+                cache, Budget(seconds=seconds), np.random.default_rng(1)))
+            wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+            n1, c1 = _blip_run(classpath, jkl, short)
+            n2, c2 = _blip_run(classpath, jkl, seconds)
+            ours = tr.total_iterations / wall
+            ours_cpu = tr.total_iterations / max(cpu, 1e-9)
+            blip = (n2 - n1) / (seconds - short)
+            blip_cpu = (n2 - n1) / max(c2 - c1, 1e-9)
+            rows.append({"cache": cname, "n": cache.n_vars, "sets": cache.n_sets,
+                         "seconds": seconds, "ours_orders": tr.total_iterations,
+                         "ours_orders_per_s": ours, "ours_orders_per_cpu_s": ours_cpu,
+                         "blip_orders": [n1, n2], "blip_seconds": [short, seconds],
+                         "blip_cpu_seconds": [c1, c2], "blip_orders_per_s": blip,
+                         "blip_orders_per_cpu_s": blip_cpu, "ratio_wall": ours / blip,
+                         "ratio_cpu": ours_cpu / blip_cpu, "load": [load0, _load()]})
+            print(rows[-1], flush=True)
+    return rows
+
+
 # ---------------------------------------------------------------------------- report
 def _fmt(x: float | None) -> str:
     return "—" if x is None else f"{x:.3f}"
@@ -298,6 +370,18 @@ def markdown(result: dict[str, Any]) -> str:
             lines.append(f"| {r['cache']} | {r['n']} | {r['sets']} | {what} | "
                          f"{r['closure']} | {r['orders_per_s']:.2f} | "
                          f"{r['orders_per_cpu_s']:.2f} |")
+        lines.append("")
+    if result.get("rate"):
+        lines += ["### ASOBS orders per second beside BLIP's (pass + OBS + swaps, one "
+                  "thread each, one after the other; BLIP's rate differential)", "",
+                  "| cache | n | sets | ours /s | BLIP /s | ratio | ours /CPU s | "
+                  "BLIP /CPU s | ratio |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in result["rate"]:
+            lines.append(f"| {r['cache']} | {r['n']} | {r['sets']} | "
+                         f"{r['ours_orders_per_s']:.1f} | {r['blip_orders_per_s']:.1f} | "
+                         f"{r['ratio_wall']:.2f} | {r['ours_orders_per_cpu_s']:.1f} | "
+                         f"{r['blip_orders_per_cpu_s']:.1f} | {r['ratio_cpu']:.2f} |")
         lines.append("")
     if result.get("blip"):
         lines += ["### Best BIC on BLIP's caches (ours / BLIP's; seed 1; one core)", "",
@@ -344,6 +428,9 @@ def main() -> None:
     ap.add_argument("--short", type=float, default=10.0)
     ap.add_argument("--long", type=float, default=60.0)
     ap.add_argument("--orders-seconds", type=float, default=5.0)
+    ap.add_argument("--blip-jar", default=None,
+                    help="rate part: class path of BLIP (built from its public source)")
+    ap.add_argument("--rate-seconds", type=int, default=10)
     ap.add_argument("--algos", nargs="*", default=None,
                     help="blip part: only these algorithms (their rows replace earlier ones)")
     args = ap.parse_args()
@@ -355,7 +442,7 @@ def main() -> None:
 
         old = json.loads(path.read_text())
         result.update({k: v for k, v in old.items()
-                       if k in ("orders", "blip", "direction", "mirror")})
+                       if k in ("orders", "blip", "direction", "mirror", "rate")})
     for part in args.parts:
         if part == "orders":
             result["orders"] = part_orders(args.orders_seconds)
@@ -373,6 +460,11 @@ def main() -> None:
             result["direction"] = part_direction()
         elif part == "mirror":
             result["mirror"] = part_mirror(args.short)
+        elif part == "rate":
+            if not args.blip_jar:
+                print("rate: skipped (no --blip-jar)")
+                continue
+            result["rate"] = part_rate(args.blip_jar, args.rate_seconds)
         write_result("search", result)
     from bnsl_dist._io import atomic_write_text
 

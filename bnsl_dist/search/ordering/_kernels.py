@@ -100,16 +100,31 @@ def try_swap(k, order, pos, chosen, offsets, par_offsets, par_flat, scores, appl
 @nb.njit(cache=True, nogil=True)
 def swap_search(order, pos, chosen, offsets, par_offsets, par_flat, scores, max_sweeps):
     """Adjacent swaps that improve, sweep after sweep, until none does (or
-    ``max_sweeps``). Returns the total gain."""
+    ``max_sweeps``). Returns the total gain.
+
+    The gain of the swap at k depends only on the SET of variables before k and on the
+    two variables at k and k+1, so it changes only when a swap is applied at k-1, k or
+    k+1: a position whose swap did not improve is skipped until then (``clean``). The
+    swaps applied, and their sequence, are those of plain sweeps.
+    """
     n = order.shape[0]
     total = 0.0
+    clean = np.zeros(max(n - 1, 0), dtype=np.bool_)
     for _ in range(max_sweeps):
         improved = False
         for k in range(n - 1):
+            if clean[k]:
+                continue
             g = try_swap(k, order, pos, chosen, offsets, par_offsets, par_flat, scores, True)
             if g > EPS:
                 total += g
                 improved = True
+                if k > 0:
+                    clean[k - 1] = False
+                if k + 2 < n:
+                    clean[k + 1] = False
+            else:
+                clean[k] = True
         if not improved:
             break
     return total

@@ -1,0 +1,304 @@
+"""Benchmark: bnsl_dist beside other Python structure learners, at equal wall time.
+
+On the same CSVs — alarm sampled (N = 5,000) and random networks made by pyAgrum's
+BNGenerator (``bn100``, ``bn500``, ``bn2000``: that many variables, 1.5 arcs per
+variable, at most 4 states, fixed seed, N = 5,000) — each tool learns a DAG with the
+same wall-time budget:
+
+* pyAgrum greedy hill climbing and tabu search (BIC, one thread, ``setMaxTime``);
+* pgmpy hill climbing (BIC) and causal-learn GES (BDeu; its CPDAG is extended to a DAG
+  by causal-learn's ``pdag2dag``): neither takes a time limit; their process is
+  stopped GRACE seconds after the budget (no DAG then), and a DAG that took longer
+  than 1.1 x the budget is flagged "over budget";
+* bnsl_dist: :func:`bnsl_dist_learn` (today: an independence-selection cache for half
+  the budget, then ``--bnsl-optimizer`` for the rest).
+
+Every tool runs in its own process, one at a time; its wall time is that of its learning
+call (bnsl_dist's kernels compiled beforehand on a small slice). Every DAG is scored by ONE BIC written here (:func:`bic`,
+nats, textbook: maximum-likelihood log-likelihood minus ½·ln N per free parameter, the
+states being those seen in the data), checked against bnsl_dist's scorer on one DAG.
+Higher is better.
+
+Needs the ``[peers]`` extra (pyagrum, causal-learn) and pgmpy. Writes
+``out/peers.json`` and ``out/peers.md``; the generated CSVs are kept in
+``out/peers_data/`` (regenerated only if absent).
+
+Run: ``python -m workflows.benchmarks.peers [--networks alarm bn100] [--seconds 10]
+[--tools ...] [--n-samples 5000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from workflows.benchmarks._common import OUT_DIR, SHARED_DATA, write_result
+
+TOOLS = ["pyagrum-greedy", "pyagrum-tabu", "pgmpy-hc", "causallearn-ges", "bnsl_dist"]
+NETWORKS = ["alarm", "bn100", "bn500", "bn2000"]
+ARCS_PER_VAR = 1.5
+MAX_STATES = 4
+#: Seconds a tool's process may take beyond its budget (start-up, imports, reading the
+#: CSV, bnsl_dist's warm-up); a learning call longer than 1.1 x the budget is flagged.
+GRACE = 60.0
+PRELOAD = {"pyagrum-greedy": ["pyagrum"], "pyagrum-tabu": ["pyagrum"],
+           "pgmpy-hc": ["pgmpy.estimators"],
+           "causallearn-ges": ["causallearn.search.ScoreBased.GES",
+                               "causallearn.utils.PDAG2DAG"],
+           "bnsl_dist": ["bnsl_dist.cache.build", "bnsl_dist.search"]}
+
+
+# ---------------------------------------------------------------------------- data
+def make_csv(network: str, n_samples: int, seed: int, folder: Path) -> Path:
+    """The CSV of one network (generated with pyAgrum once, then reused)."""
+    import pyagrum as gum
+
+    path = folder / f"{network}_n{n_samples}_s{seed}.csv"
+    if path.is_file():
+        return path
+    folder.mkdir(parents=True, exist_ok=True)
+    gum.initRandom(seed)
+    if network == "alarm":
+        with tempfile.TemporaryDirectory() as tmp:
+            bif = Path(tmp) / "alarm.bif"
+            bif.write_bytes(gzip.decompress((SHARED_DATA / "bif" / "alarm.bif.gz").read_bytes()))
+            bn = gum.loadBN(str(bif))
+    elif network.startswith("bn") and network[2:].isdigit():
+        n = int(network[2:])
+        bn = gum.BNGenerator().generate(n, int(ARCS_PER_VAR * n), MAX_STATES)
+    else:
+        raise ValueError(f"unknown network {network!r} (alarm or bnN)")
+    gen = gum.BNDatabaseGenerator(bn)
+    gen.drawSamples(n_samples)
+    tmp_path = path.with_suffix(".tmp.csv")
+    gen.toCSV(str(tmp_path))
+    os.replace(tmp_path, path)
+    return path
+
+
+# ---------------------------------------------------------------------------- BIC
+def bic(df: pd.DataFrame, parents: dict[str, Sequence[str]]) -> float:
+    """BIC of a DAG (child -> parent names) on ``df``, in nats: Σ_i Σ_jk N_ijk ln(N_ijk /
+    N_ij) − ½ ln N · (r_i − 1) · Π_p r_p, with r = the number of states seen."""
+    n = len(df)
+    codes = {c: pd.factorize(df[c])[0] for c in df.columns}
+    r = {c: int(codes[c].max()) + 1 for c in df.columns}
+    total = 0.0
+    for child in df.columns:
+        ps = list(parents.get(child, ()))
+        cols = np.stack([codes[p] for p in ps] + [codes[child]], axis=1)
+        fam, n_ijk = np.unique(cols, axis=0, return_counts=True)
+        if ps:
+            _, inv = np.unique(fam[:, :-1], axis=0, return_inverse=True)
+            n_ij = np.bincount(inv.ravel(), weights=n_ijk)[inv.ravel()]
+        else:
+            n_ij = np.full(n_ijk.shape, float(n))
+        q = 1.0
+        for p in ps:
+            q *= r[p]
+        total += float(np.sum(n_ijk * np.log(n_ijk / n_ij))) - 0.5 * np.log(n) * (r[child] - 1) * q
+    return total
+
+
+def _is_acyclic(parents: dict[str, Sequence[str]]) -> bool:
+    import networkx as nx
+
+    g = nx.DiGraph([(p, c) for c, ps in parents.items() for p in ps])
+    return nx.is_directed_acyclic_graph(g)
+
+
+# ---------------------------------------------------------------------------- tools
+def bnsl_dist_learn(csv: Path, seconds: float, seed: int, optimizer: str
+                    ) -> dict[str, list[str]]:
+    """bnsl_dist's best DAG within ``seconds`` of wall clock, reading the CSV included:
+    :func:`bnsl_dist.within.learn_within` (cache, ``optimizer``, data-scored polishing)."""
+    from bnsl_dist.data import read_data
+    from bnsl_dist.within import learn_within
+
+    t0 = time.perf_counter()
+    data = read_data(csv)
+    left = max(0.1, seconds - (time.perf_counter() - t0))
+    res = learn_within(data, left, seed, search=optimizer)
+    names = list(data.names)
+    return {names[v]: [names[p] for p in ps] for v, ps in enumerate(res.dag.parents)}
+
+
+def _pyagrum(csv: Path, seconds: float, tabu: bool) -> dict[str, list[str]]:
+    import pyagrum as gum
+
+    learner = gum.BNLearner(str(csv))
+    learner.useScoreBIC()
+    if tabu:
+        learner.useLocalSearchWithTabuList()
+    else:
+        learner.useGreedyHillClimbing()
+    learner.setNumberOfThreads(1)
+    learner.setMaxTime(seconds)
+    dag = learner.learnDAG()
+    return {learner.nameFromId(i): [learner.nameFromId(p) for p in dag.parents(i)]
+            for i in dag.nodes()}
+
+
+def _pgmpy(df: pd.DataFrame) -> dict[str, list[str]]:
+    from pgmpy.estimators import HillClimbSearch
+
+    model = HillClimbSearch(df).estimate(scoring_method="bic-d", show_progress=False)
+    out: dict[str, list[str]] = {c: [] for c in df.columns}
+    for p, c in model.edges():
+        out[c].append(p)
+    return out
+
+
+def _ges(df: pd.DataFrame) -> dict[str, list[str]]:
+    from causallearn.search.ScoreBased.GES import ges
+    from causallearn.utils.PDAG2DAG import pdag2dag
+
+    x = np.stack([pd.factorize(df[c])[0] for c in df.columns], axis=1)
+    g = pdag2dag(ges(x, score_func="local_score_BDeu")["G"]).graph
+    cols = list(df.columns)
+    # causal-learn: g[j, i] == 1 and g[i, j] == -1 means i -> j
+    return {cols[j]: [cols[i] for i in range(len(cols)) if g[j, i] == 1 and g[i, j] == -1]
+            for j in range(len(cols))}
+
+
+def run_tool(tool: str, csv: Path, seconds: float, seed: int, optimizer: str
+             ) -> dict[str, Any]:
+    """Learn with one tool (in this process); the DAG and the learning call's wall time."""
+    import importlib
+
+    df = pd.read_csv(csv, dtype=str)
+    for mod in PRELOAD.get(tool, ()):  # imports are not learning time
+        importlib.import_module(mod)
+    if tool == "bnsl_dist":  # compile the kernels first (numba caches them on disk)
+        with tempfile.TemporaryDirectory() as tmp:
+            small = Path(tmp) / "warm.csv"
+            df.iloc[:500, :4].to_csv(small, index=False)
+            bnsl_dist_learn(small, 0.5, seed, optimizer)
+    t0 = time.perf_counter()
+    if tool == "bnsl_dist":
+        dag = bnsl_dist_learn(csv, seconds, seed, optimizer)
+    elif tool.startswith("pyagrum-"):
+        dag = _pyagrum(csv, seconds, tabu=tool == "pyagrum-tabu")
+    elif tool == "pgmpy-hc":
+        dag = _pgmpy(df)
+    elif tool == "causallearn-ges":
+        dag = _ges(df)
+    else:
+        raise ValueError(f"unknown tool {tool!r}")
+    return {"parents": dag, "wall": time.perf_counter() - t0}
+
+
+def _run_isolated(tool: str, csv: Path, seconds: float, seed: int, optimizer: str
+                  ) -> dict[str, Any]:
+    """run_tool in a child process, stopped after seconds + GRACE."""
+    cmd = [sys.executable, "-m", "workflows.benchmarks.peers", "--one", tool, str(csv),
+           str(seconds), str(seed), optimizer]
+    t0 = time.perf_counter()
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + GRACE)
+    except subprocess.TimeoutExpired:
+        return {"error": f"no DAG after {seconds + GRACE:.0f} s", "wall": None,
+                "process_wall": time.perf_counter() - t0}
+    if out.returncode != 0:
+        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip()
+                else f"exit {out.returncode}", "wall": None}
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    res["process_wall"] = time.perf_counter() - t0
+    return res
+
+
+# ---------------------------------------------------------------------------- driver
+def check_scorer(csv: Path, parents: dict[str, list[str]]) -> dict[str, float]:
+    """Our BIC against bnsl_dist's on one DAG (raises if they differ)."""
+    from bnsl_dist.data import read_data
+    from bnsl_dist.scores import LocalScorer
+
+    data = read_data(csv)
+    idx = {name: i for i, name in enumerate(data.names)}
+    sc = LocalScorer(data, "bic")
+    theirs = sum(sc.score(idx[c], sorted(idx[p] for p in ps)) for c, ps in parents.items())
+    ours = bic(pd.read_csv(csv, dtype=str), parents)
+    if abs(ours - theirs) > 1e-6 * max(1.0, abs(ours)):
+        raise RuntimeError(f"independent BIC {ours} != bnsl_dist's {theirs} on {csv.name}")
+    return {"independent": ours, "bnsl_dist": theirs}
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = ["### DAGs learnt at equal wall time, scored by one BIC (nats, higher is better)",
+             "", "| data | n | budget (s) | tool | wall (s) | arcs | BIC |",
+             "|---|---:|---:|---|---:|---:|---:|"]
+    for r in result["rows"]:
+        wall = "—" if r.get("wall") is None else f"{r['wall']:.1f}"
+        if r.get("wall") is not None and r["wall"] > 1.1 * r["budget"]:
+            wall += " (over budget)"
+        score = f"{r['bic']:,.1f}" if r.get("bic") is not None else r.get("error", "—")
+        arcs = "—" if r.get("arcs") is None else str(r["arcs"])
+        lines.append(f"| {r['network']} | {r['n']} | {r['budget']:g} | {r['tool']} | "
+                     f"{wall} | {arcs} | {score} |")
+    for c in result.get("scorer_checks", []):
+        lines.append("")
+        lines.append(f"Scorer check on {c['network']} (bnsl_dist's DAG): independent "
+                     f"{c['independent']:,.4f}, bnsl_dist {c['bnsl_dist']:,.4f}.")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--one":  # child process: one tool
+        tool, csv, seconds, seed, optimizer = sys.argv[2:7]
+        res = run_tool(tool, Path(csv), float(seconds), int(seed), optimizer)
+        print(json.dumps(res))
+        return
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--networks", nargs="*", default=NETWORKS)
+    ap.add_argument("--tools", nargs="*", default=TOOLS)
+    ap.add_argument("--seconds", type=float, nargs="*", default=[60.0],
+                    help="budget per tool; one value, or one per network")
+    ap.add_argument("--n-samples", type=int, default=5000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--bnsl-optimizer", default="winasobs-ent")
+    ap.add_argument("--name", default="peers", help="output file stem")
+    args = ap.parse_args()
+    budgets = args.seconds * len(args.networks) if len(args.seconds) == 1 else args.seconds
+    if len(budgets) != len(args.networks):
+        ap.error("--seconds: one value, or one per network")
+    result: dict[str, Any] = {"settings": vars(args), "rows": [], "scorer_checks": []}
+    for network, budget in zip(args.networks, budgets, strict=True):
+        csv = make_csv(network, args.n_samples, args.seed, OUT_DIR / "peers_data")
+        df = pd.read_csv(csv, dtype=str)
+        for tool in args.tools:
+            load0 = os.getloadavg()[0]
+            res = _run_isolated(tool, csv, budget, args.seed, args.bnsl_optimizer)
+            row = {"network": network, "n": df.shape[1], "rows": len(df), "budget": budget,
+                   "tool": tool, "load": [load0, os.getloadavg()[0]], **res}
+            if "parents" in res:
+                if not _is_acyclic(res["parents"]):
+                    raise RuntimeError(f"{tool} returned a cyclic graph on {network}")
+                row["bic"] = bic(df, res["parents"])
+                row["arcs"] = sum(len(p) for p in res["parents"].values())
+                if tool == "bnsl_dist" and not any(c["network"] == network
+                                                   for c in result["scorer_checks"]):
+                    result["scorer_checks"].append(
+                        {"network": network, **check_scorer(csv, res["parents"])})
+            print({k: v for k, v in row.items() if k != "parents"}, flush=True)
+            result["rows"].append(row)
+            write_result(args.name, result)
+    from bnsl_dist._io import atomic_write_text
+
+    atomic_write_text(OUT_DIR / f"{args.name}.md", markdown(result))
+    print(markdown(result))
+
+
+if __name__ == "__main__":
+    main()
