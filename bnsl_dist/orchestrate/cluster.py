@@ -167,8 +167,8 @@ def connect(*, workers: int | None = None, scheduler: str | None = None,
     with _start_method():
         cluster = LocalCluster(n_workers=n, threads_per_worker=threads_per_worker,
                                processes=True, host="127.0.0.1", memory_limit=memory_limit,
-                               dashboard_address="127.0.0.1:0" if dashboard else None,
-                               silence_logs=40)
+                               dashboard_address="127.0.0.1:0",  # the HTTP server too
+                               scheduler_kwargs={"dashboard": dashboard}, silence_logs=40)
     client = Client(cluster)
     try:
         _announce(client, announce)
