@@ -13,6 +13,9 @@ is gone) and a scheduler with no worker within ``timeout`` seconds each fail wit
 holding ``ca.pem``, ``cert.pem``, ``key.pem``, as ``bnsl-dist cluster start --tls``
 writes) or, without one, dask's configuration (``distributed.comm.tls.*``).
 Dashboards bind to 127.0.0.1 unless asked otherwise.
+
+A local cluster forks its workers from a forkserver that has loaded the package and
+numba's compiled kernels once (``_preload``), so workers start warm, in parallel.
 """
 
 from __future__ import annotations
@@ -161,9 +164,11 @@ def connect(*, workers: int | None = None, scheduler: str | None = None,
                 client.close()
         return
     n = workers or default_n_workers()
-    cluster = LocalCluster(n_workers=n, threads_per_worker=threads_per_worker, processes=True,
-                           dashboard_address="127.0.0.1:0" if dashboard else None,
-                           host="127.0.0.1", memory_limit=memory_limit, silence_logs=40)
+    with _start_method():
+        cluster = LocalCluster(n_workers=n, threads_per_worker=threads_per_worker,
+                               processes=True, host="127.0.0.1", memory_limit=memory_limit,
+                               dashboard_address="127.0.0.1:0",  # the HTTP server too
+                               scheduler_kwargs={"dashboard": dashboard}, silence_logs=40)
     client = Client(cluster)
     try:
         _announce(client, announce)
@@ -171,6 +176,44 @@ def connect(*, workers: int | None = None, scheduler: str | None = None,
     finally:
         client.close()
         cluster.close()
+
+
+#: Set in the forkserver's environment (workers forked from it inherit it).
+_WORKER_ENV = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+               "OPENBLAS_NUM_THREADS": "1"}
+
+
+@contextlib.contextmanager
+def _start_method() -> Iterator[None]:
+    """Fork local workers from a forkserver that has imported the package and loaded
+    numba's target and the cache-building kernels once (:mod:`._preload`): workers start
+    warm instead of each importing and loading them (``spawn`` where there is no
+    forkserver, e.g. on Windows)."""
+    import multiprocessing
+
+    import dask
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        yield
+        return
+    from multiprocessing import forkserver
+
+    from distributed.utils import get_mp_context
+
+    with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
+        ctx = get_mp_context()  # distributed's own preload list, set once
+        ctx.set_forkserver_preload(["distributed", "bnsl_dist.orchestrate._preload"])
+        saved = {k: os.environ.get(k) for k in _WORKER_ENV}
+        os.environ.update(_WORKER_ENV)
+        try:
+            forkserver.ensure_running()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        yield
 
 
 def _announce(client: Client, announce: bool) -> None:

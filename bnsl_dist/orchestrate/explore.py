@@ -44,7 +44,6 @@ from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.cache.spec import CacheSpec
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import DataError, InvalidConfigError
-from bnsl_dist.scores.local import LocalScorer
 
 __all__ = ["build_cache_distributed", "cached_path", "guided_batches", "load_data_task"]
 
@@ -136,7 +135,9 @@ def build_cache_distributed(client: Client, data: CategoricalData | str | os.Pat
         p = Path(data)
         source = str(p.resolve()) if p.exists() else str(data)
         local = resolve_data(source)
-    LocalScorer(local, cfg.score, cfg.ess)  # validates the data
+    if local.missing is not None:  # as LocalScorer would say, without loading numba here
+        raise DataError("scores need complete data: this data set has missing values"
+                        " (impute them, or use structural EM)", path=local.source)
     todo = resolve_variables(local, variables)
     target = None if cache_dir is None else cached_path(cache_dir, local, cfg, todo)
     if target is not None and target.exists():

@@ -335,7 +335,8 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
             sizes[c.cache_job.key] = max(sizes.get(c.cache_job.key, 0.0), cost(c))
             first.setdefault(c.cache_job.key, c)
     cache_futs: dict[str, Future | str | None] = {}
-    for rank, ck in enumerate(sorted(sizes, key=sizes.__getitem__)):
+    # submitted in priority order too: an idle worker takes the first task that arrives
+    for rank, ck in reversed(list(enumerate(sorted(sizes, key=sizes.__getitem__)))):
         c = first[ck]
         path = cache_path(c)
         assert path is not None
@@ -343,7 +344,7 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
             build_cache, c.cache_job, path, key=f"cache-{ck}", pure=False,
             priority=len(cells) + 1 + rank)
     futures: dict[Future, str] = {}
-    for rank, c in enumerate(order):
+    for rank, c in reversed(list(enumerate(order))):
         fut = client.submit(run, c, cache_futs.get(c.cache_job.key), key=f"cell-{c.key}",
                             pure=False, priority=rank)
         futures[fut] = c.key

@@ -47,3 +47,30 @@ def test_cache_bodies_are_byte_identical_for_any_number_of_workers(tmp_path):
                 c = build_cache_distributed(client, data, batch_size=batch, **kw)
                 bodies[(workers, batch)] = _body(c, tmp_path / f"d{workers}-{batch}.jkl")
     assert set(bodies.values()) == {serial}
+
+
+def test_large_data_never_ride_in_the_graph(caplog):
+    """12 MB of in-memory data (2,000 variables): scattered once, so no task carries
+    them and distributed never warns about a large graph; the two explored variables
+    equal the serial build's."""
+    import warnings
+
+    import numpy as np
+
+    from bnsl_dist.data.dataset import CategoricalData
+    from bnsl_dist.orchestrate.cluster import connect
+    from bnsl_dist.orchestrate.explore import build_cache_distributed
+
+    rng = np.random.default_rng(0)
+    data = CategoricalData.from_array(rng.integers(0, 2, size=(6000, 2000), dtype=np.int8))
+    assert data.codes.nbytes >= 12_000_000
+    kw = {"method": "independence", "scores_per_variable": 3, "candidate_limit": 8,
+          "variables": [0, 1999]}
+    with warnings.catch_warnings(record=True) as caught, caplog.at_level("WARNING"):
+        warnings.simplefilter("always")
+        with connect(workers=1, announce=False, dashboard=False) as client:
+            dist = build_cache_distributed(client, data, **kw)
+    said = [str(w.message) for w in caught] + [r.getMessage() for r in caplog.records]
+    assert not [m for m in said if "large graph" in m], said
+    serial = build_cache(data, **kw)
+    assert dist.sets_of(0) == serial.sets_of(0) and dist.sets_of(1999) == serial.sets_of(1999)

@@ -236,3 +236,28 @@ def test_shipped_qds_grid_runs_every_cell(client, tmp_path, shared_data):
                                                "max_indegree": 1})})
     summary = run_grid(client, grid, tmp_path, progress=False, report=False)
     assert not summary.failed and len(summary.computed) == len(full.algorithms)
+
+
+def test_long_cells_start_first(caches, tmp_path):
+    """On one worker the cells start in decreasing cost order (budget x variables),
+    whatever their order in the grid."""
+    from bnsl_dist.orchestrate.cluster import connect
+    from bnsl_dist.orchestrate.grid import cell_cost, run_grid
+
+    grid = small_grid(caches, name="order", seeds=(0, 1), splits=("test",),
+                      algorithms=[{"name": "kg", "k": [2], "budget": {"iterations": 20}},
+                                  {"name": "kg", "label": "kg-long", "k": [2],
+                                   "budget": {"iterations": 300}},
+                                  {"name": "kg", "label": "kg-mid", "k": [2],
+                                   "budget": {"iterations": 100}}])
+    cells = {f"cell-{c.key}": c for c in expand_grid(grid)}
+    with connect(workers=1, announce=False, dashboard=False) as client:
+        summary = run_grid(client, grid, tmp_path, progress=False, report=False)
+        stream = client.get_task_stream()
+    assert len(summary.computed) == 6
+    starts = sorted((min(s["start"] for s in r["startstops"] if s["action"] == "compute"),
+                     r["key"]) for r in stream if r["key"] in cells)
+    labels = [cells[k].label for _, k in starts]
+    assert labels == ["kg-long", "kg-long", "kg-mid", "kg-mid", "kg", "kg"]
+    costs = [cell_cost(cells[k]) for _, k in starts]
+    assert costs == sorted(costs, reverse=True)

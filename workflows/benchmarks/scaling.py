@@ -22,6 +22,9 @@ each with speed-up (serial wall / Dask wall) and utilisation (task compute secon
 
 Run: ``python -m workflows.benchmarks.scaling [--data nltcs] [--workers 1 2]
 [--scores-per-variable 400] [--iterations 3000] [--seeds 8]`` (writes out/scaling.json).
+The run kept in workflows/results/benchmarks/scaling-2core.json: ``--data plants
+--workers 1 2 --scores-per-variable 1500 --iterations 2000 --seeds 4 --grid-seeds 2
+--grid-iterations 600 --repeats 3``.
 """
 
 from __future__ import annotations
@@ -114,6 +117,8 @@ def main() -> None:
     ap.add_argument("--algorithm", default="asobs-ent")
     ap.add_argument("--iterations", type=int, default=3000)
     ap.add_argument("--seeds", type=int, default=8)
+    ap.add_argument("--grid-scores-per-variable", type=int, default=100,
+                    help="exact scores per variable of the grid's caches")
     ap.add_argument("--grid-iterations", type=int, default=1500)
     ap.add_argument("--grid-seeds", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=3, help="fixed-overhead repeats")
@@ -140,7 +145,8 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bnsl-scaling-"))
     splits = ["train", "valid", "test"]
     for s in splits:  # the grid's caches, written before any timing
-        write_jkl(build_cache(load_data(args.data, s, args.data_path), **build),
+        write_jkl(build_cache(load_data(args.data, s, args.data_path), method="independence",
+                              scores_per_variable=args.grid_scores_per_variable),
                   tmp / f"{args.data}-{s}.jkl")
     grid = _grid(str(tmp / "{dataset}-{split}.jkl"), args.data, args.data_path, splits,
                  args.grid_iterations, args.grid_seeds)
