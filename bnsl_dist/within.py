@@ -67,6 +67,7 @@ class LearnResult:
     cache: ParentSetCache
     seconds: dict[str, float] = field(default_factory=dict)  # per stage, and "total"
     exact_scores: int = 0  # exact family scores of the cache stage
+    polish_from: str = ""  # the starts polishing used ("search", "empty", "both"; "" off)
 
 
 def _check_shares(shares: Sequence[float]) -> tuple[float, float, float]:
@@ -90,7 +91,7 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
                  polish_iterations: int | None = None,
                  shares: Sequence[float] = (0.25, 0.25, 0.5), search: str = "winasobs-ent",
                  search_params: Mapping[str, Any] | None = None, polish: bool = True,
-                 polish_candidates: str = "auto", polish_from: str = "both",
+                 polish_candidates: str = "auto", polish_from: str = "auto",
                  candidate_limit: int = 256,
                  expand_dominated: bool = False,
                  on_progress: Callable[[Progress], None] | None = None) -> LearnResult:
@@ -119,11 +120,13 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
         The registered cache optimizer and its hyper-parameters.
     polish : bool
         Run the data-scored tabu local search after the search.
-    polish_from : {"both", "search", "empty"}
+    polish_from : {"auto", "both", "search", "empty"}
         Where the local search starts: the search's best DAG, the empty DAG, or both in
-        turn (half the polishing time each; default). Measured: on alarm (N = 5,000) the
-        search's DAG is the better start, on a 500-variable BNGenerator network whose
-        cache is thin the empty DAG is (its climb ends 20,000 nats higher).
+        turn (half the polishing time each). "auto" (default): "search" when the cache
+        stage completed the exploration of most variables, else "both". Measured: on
+        alarm (N = 5,000; exploration complete) the search's DAG is the better start; on
+        a 500-variable BNGenerator network (thin cache) the empty DAG is (its climb
+        ends 20,000 nats higher).
     polish_candidates : {"auto", "all", "cache"}
         Candidate parents of the local search: every variable, the variables of the
         cached sets (:func:`~bnsl_dist.search.local.cache_candidates`), or "all" while
@@ -182,8 +185,8 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
                     ("candidate_limit", candidate_limit)):
         _positive_int(nm, val)
     sh = _check_shares(shares)
-    if polish_from not in ("search", "empty", "both"):
-        raise InvalidConfigError(f"polish_from must be search, empty or both, got "
+    if polish_from not in ("auto", "search", "empty", "both"):
+        raise InvalidConfigError(f"polish_from must be auto, search, empty or both, got "
                                  f"{polish_from!r}")
     if polish_candidates not in ("auto", "all", "cache"):
         raise InvalidConfigError(f"polish_candidates must be auto, all or cache, got "
@@ -209,6 +212,7 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
             on_progress(Progress(stage, done, total, best, time.perf_counter() - t0, left()))
 
     seconds: dict[str, float] = {}
+    mode = polish_from
     # ---- cache
     warm_up_cache()
     n = data.n_vars
@@ -216,12 +220,14 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
     cache_end = None if deadline is None else t_stage + (stage_seconds(0) or 0.0)
     lists: list[list[tuple[tuple[int, ...], float]]] = []
     exact = 0
+    cut = 0  # variables whose exploration the budget stopped
     for v in range(n):
         per_var = None
         if cache_end is not None:
             now = time.perf_counter()
             if deadline is not None and now >= deadline:
                 lists.append([((), scorer.score(v, ()))])
+                cut += 1
                 continue
             per_var = max(0.0, cache_end - now) / (n - v)
         sets, st = explore_independence(
@@ -230,6 +236,7 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
             expand_dominated=expand_dominated)
         lists.append(sets)
         exact += st.exact_scores
+        cut += st.stopped_by != "complete"
         report("cache", v + 1, n, None)
     cache = ParentSetCache.from_lists(lists, names=data.names, arities=data.arities,
                                       meta={"score": score, "ess": ess, "n_samples":
@@ -262,8 +269,9 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
             cand: list[list[int]] | None = cache_candidates(cache)
         else:
             cand = None
+        mode = polish_from if polish_from != "auto" else ("both" if 2 * cut > n else "search")
         starts = {"search": [best.dag], "empty": [DAG.empty(n, data.names)],
-                  "both": [best.dag, DAG.empty(n, data.names)]}[polish_from]
+                  "both": [best.dag, DAG.empty(n, data.names)]}[mode]
         floor = best.score
         for i, (start, g) in enumerate(zip(starts, g_polish.spawn(len(starts)), strict=True)):
             p_sec = left()
@@ -278,12 +286,13 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
                     floor = inc.score
                     trace.append(Incumbent(offset + inc.elapsed, inc.score, inc.dag,
                                            iterations=inc.iterations,
-                                           info={"stage": "polish", "from": polish_from
-                                                 if polish_from != "both" else
+                                           info={"stage": "polish", "from": mode
+                                                 if mode != "both" else
                                                  ("search", "empty")[i], **inc.info}))
                     report("polish", len(trace.incumbents), 0, inc.score)
         seconds["polish"] = time.perf_counter() - t_stage
     final = trace.best or best
     seconds["total"] = time.perf_counter() - t0
     trace.total_seconds = seconds["total"]
-    return LearnResult(final.dag, final.score, trace, cache, seconds, exact)
+    return LearnResult(final.dag, final.score, trace, cache, seconds, exact,
+                       mode if polish else "")
