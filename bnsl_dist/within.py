@@ -9,8 +9,9 @@
    :func:`~bnsl_dist.cache.independence.explore_independence`);
 2. **search** — a cache optimizer (default Win-ASOBS-ENT, ALGORITHMS.md §4);
 3. **polish** — tabu local search over DAGs scored from the data
-   (:func:`~bnsl_dist.search.local.tabu_search`), from the search's best DAG and from
-   the empty DAG: it reaches families the cache does not hold.
+   (:func:`~bnsl_dist.search.local.tabu_search`): one climb from the search's best DAG,
+   one from the empty DAG, then restarts from the better end. It reaches families the
+   cache does not hold.
 
 Each stage gets ``shares[k] / sum(shares[k:])`` of the time left when it starts, so a
 stage that finishes early hands its time on. An exact-score / iteration form
@@ -67,7 +68,6 @@ class LearnResult:
     cache: ParentSetCache
     seconds: dict[str, float] = field(default_factory=dict)  # per stage, and "total"
     exact_scores: int = 0  # exact family scores of the cache stage
-    polish_from: str = ""  # the starts polishing used ("search", "empty", "both"; "" off)
 
 
 def _check_shares(shares: Sequence[float]) -> tuple[float, float, float]:
@@ -89,9 +89,9 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
                  ess: float = 1.0, max_indegree: int | None = None,
                  scores_per_variable: int | None = None, search_iterations: int | None = None,
                  polish_iterations: int | None = None,
-                 shares: Sequence[float] = (0.25, 0.25, 0.5), search: str = "winasobs-ent",
+                 shares: Sequence[float] = (0.2, 0.2, 0.6), search: str = "winasobs-ent",
                  search_params: Mapping[str, Any] | None = None, polish: bool = True,
-                 polish_candidates: str = "auto", polish_from: str = "auto",
+                 polish_candidates: str = "auto", polish_from: str = "both",
                  candidate_limit: int = 256,
                  expand_dominated: bool = False,
                  on_progress: Callable[[Progress], None] | None = None) -> LearnResult:
@@ -113,20 +113,20 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
         Largest parent set (cache and polishing).
     scores_per_variable, search_iterations, polish_iterations : int, optional
         Exact scores per variable in the cache stage; the search's iterations (orders);
-        climbs of each polishing start. With ``time_limit`` they are extra caps.
+        climbs of the polishing run (after the first climb from each start when
+        ``polish_from="both"``). With ``time_limit`` they are extra caps.
     shares : three positive floats
         Relative shares of the time of the cache, search and polish stages.
     search, search_params : optional
         The registered cache optimizer and its hyper-parameters.
     polish : bool
         Run the data-scored tabu local search after the search.
-    polish_from : {"auto", "both", "search", "empty"}
-        Where the local search starts: the search's best DAG, the empty DAG, or both in
-        turn (half the polishing time each). "auto" (default): "search" when the cache
-        stage completed the exploration of most variables, else "both". Measured: on
-        alarm (N = 5,000; exploration complete) the search's DAG is the better start; on
-        a 500-variable BNGenerator network (thin cache) the empty DAG is (its climb
-        ends 20,000 nats higher).
+    polish_from : {"both", "search", "empty"}
+        Where the local search starts: the search's best DAG, the empty DAG, or
+        (default) one climb from each, then restarts from the better end. Measured: on
+        alarm (N = 5,000) the search's DAG is the better start; on a 500-variable
+        BNGenerator network, whose cache is thin, the empty DAG is (its climb ends about
+        20,000 nats higher).
     polish_candidates : {"auto", "all", "cache"}
         Candidate parents of the local search: every variable, the variables of the
         cached sets (:func:`~bnsl_dist.search.local.cache_candidates`), or "all" while
@@ -185,8 +185,8 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
                     ("candidate_limit", candidate_limit)):
         _positive_int(nm, val)
     sh = _check_shares(shares)
-    if polish_from not in ("auto", "search", "empty", "both"):
-        raise InvalidConfigError(f"polish_from must be auto, search, empty or both, got "
+    if polish_from not in ("search", "empty", "both"):
+        raise InvalidConfigError(f"polish_from must be search, empty or both, got "
                                  f"{polish_from!r}")
     if polish_candidates not in ("auto", "all", "cache"):
         raise InvalidConfigError(f"polish_candidates must be auto, all or cache, got "
@@ -212,7 +212,6 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
             on_progress(Progress(stage, done, total, best, time.perf_counter() - t0, left()))
 
     seconds: dict[str, float] = {}
-    mode = polish_from
     # ---- cache
     warm_up_cache()
     n = data.n_vars
@@ -220,14 +219,12 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
     cache_end = None if deadline is None else t_stage + (stage_seconds(0) or 0.0)
     lists: list[list[tuple[tuple[int, ...], float]]] = []
     exact = 0
-    cut = 0  # variables whose exploration the budget stopped
     for v in range(n):
         per_var = None
         if cache_end is not None:
             now = time.perf_counter()
             if deadline is not None and now >= deadline:
                 lists.append([((), scorer.score(v, ()))])
-                cut += 1
                 continue
             per_var = max(0.0, cache_end - now) / (n - v)
         sets, st = explore_independence(
@@ -236,7 +233,6 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
             expand_dominated=expand_dominated)
         lists.append(sets)
         exact += st.exact_scores
-        cut += st.stopped_by != "complete"
         report("cache", v + 1, n, None)
     cache = ParentSetCache.from_lists(lists, names=data.names, arities=data.arities,
                                       meta={"score": score, "ess": ess, "n_samples":
@@ -269,30 +265,46 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
             cand: list[list[int]] | None = cache_candidates(cache)
         else:
             cand = None
-        mode = polish_from if polish_from != "auto" else ("both" if 2 * cut > n else "search")
-        starts = {"search": [best.dag], "empty": [DAG.empty(n, data.names)],
-                  "both": [best.dag, DAG.empty(n, data.names)]}[mode]
         floor = best.score
-        for i, (start, g) in enumerate(zip(starts, g_polish.spawn(len(starts)), strict=True)):
-            p_sec = left()
-            if p_sec is not None and p_sec <= 0:
-                break
-            pb = Budget(seconds=None if p_sec is None else max(1e-3, p_sec / (len(starts) - i)),
-                        max_iterations=polish_iterations)
+        g_runs = g_polish.spawn(3)
+
+        def climb(start: DAG, label: str, iterations: int | None,
+                  g: np.random.Generator) -> Incumbent | None:
+            nonlocal floor
+            rest = left()
+            if rest is not None and rest <= 0:
+                return None
             offset = time.perf_counter() - t0
-            for inc in tabu_search(data, start, pb, g, score=score, ess=ess,
-                                   max_indegree=max_indegree, candidates=cand):
+            last = None
+            for inc in tabu_search(data, start, Budget(seconds=None if rest is None else
+                                                       max(1e-3, rest),
+                                                       max_iterations=iterations),
+                                   g, score=score, ess=ess, max_indegree=max_indegree,
+                                   candidates=cand):
+                last = inc
                 if inc.score > floor:
                     floor = inc.score
                     trace.append(Incumbent(offset + inc.elapsed, inc.score, inc.dag,
                                            iterations=inc.iterations,
-                                           info={"stage": "polish", "from": mode
-                                                 if mode != "both" else
-                                                 ("search", "empty")[i], **inc.info}))
+                                           info={"stage": "polish", "from": label,
+                                                 **inc.info}))
                     report("polish", len(trace.incumbents), 0, inc.score)
+            return last
+
+        empty_dag = DAG.empty(n, data.names)
+        if polish_from == "both":  # one climb from each start, restarts from the better end
+            ends = [climb(best.dag, "search", 1, g_runs[0]), climb(empty_dag, "empty", 1,
+                                                                   g_runs[1])]
+            done = [e for e in ends if e is not None]
+            if done:
+                top = max(done, key=lambda e: e.score)
+                climb(top.dag, "search" if top is ends[0] else "empty", polish_iterations,
+                      g_runs[2])
+        else:
+            climb(best.dag if polish_from == "search" else empty_dag, polish_from,
+                  polish_iterations, g_runs[0])
         seconds["polish"] = time.perf_counter() - t_stage
     final = trace.best or best
     seconds["total"] = time.perf_counter() - t0
     trace.total_seconds = seconds["total"]
-    return LearnResult(final.dag, final.score, trace, cache, seconds, exact,
-                       mode if polish else "")
+    return LearnResult(final.dag, final.score, trace, cache, seconds, exact)

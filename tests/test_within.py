@@ -71,16 +71,18 @@ def test_time_limited_run_returns_a_scored_dag(child_data):
     assert math.isclose(tiny.score, _naive_total(child_data, tiny.dag), rel_tol=1e-10)
 
 
-def test_auto_polish_start_follows_the_cache_completeness(child_data):
-    kw = dict(search_iterations=5, polish_iterations=1)
-    full = learn_within(child_data, None, 0, scores_per_variable=10**6, **kw)
-    assert full.polish_from == "search"  # every open list ran empty
-    thin = learn_within(child_data, None, 0, scores_per_variable=25, **kw)
-    assert thin.polish_from == "both"
-    assert learn_within(child_data, None, 0, scores_per_variable=25, polish_from="empty",
-                        **kw).polish_from == "empty"
-    assert learn_within(child_data, None, 0, scores_per_variable=25, polish=False,
-                        search_iterations=5).polish_from == ""
+def test_exported_at_the_top_level():
+    import bnsl_dist
+
+    assert bnsl_dist.learn_within is learn_within
+
+
+@pytest.mark.parametrize("start", ["search", "empty"])
+def test_single_start_polish(child_data, start):
+    kw = dict(scores_per_variable=25, search_iterations=5, polish_iterations=2)
+    res = learn_within(child_data, None, 0, polish_from=start, **kw)
+    assert {i.info.get("from") for i in res.trace.incumbents} <= {None, start}
+    assert math.isclose(res.score, _naive_total(child_data, res.dag), rel_tol=1e-10)
 
 
 @pytest.mark.parametrize("kw", [
