@@ -71,6 +71,20 @@ def test_time_limited_run_returns_a_scored_dag(child_data):
     assert math.isclose(tiny.score, _naive_total(child_data, tiny.dag), rel_tol=1e-10)
 
 
+def test_exported_at_the_top_level():
+    import bnsl_dist
+
+    assert bnsl_dist.learn_within is learn_within
+
+
+@pytest.mark.parametrize("start", ["search", "empty"])
+def test_single_start_polish(child_data, start):
+    kw = dict(scores_per_variable=25, search_iterations=5, polish_iterations=2)
+    res = learn_within(child_data, None, 0, polish_from=start, **kw)
+    assert {i.info.get("from") for i in res.trace.incumbents} <= {None, start}
+    assert math.isclose(res.score, _naive_total(child_data, res.dag), rel_tol=1e-10)
+
+
 @pytest.mark.parametrize("kw", [
     dict(),  # no limit at all
     dict(scores_per_variable=10, search_iterations=5),  # polishing unbounded

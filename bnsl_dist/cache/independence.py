@@ -62,6 +62,7 @@ class ExploreStats:
     reused_ids: int = 0
     trims: int = 0
     stopped_by: str = ""  # "complete", "seconds", "scores"
+    not_expanded: int = 0  # dominated sets closed without children (expand_dominated=False)
 
 
 def default_max_open(n_vars: int) -> int:
@@ -294,7 +295,8 @@ def explore_independence(scorer: LocalScorer, child: int, *, max_indegree: int |
     out.sort(key=lambda it: (-it[1], -len(it[0]), it[0]))
     stats = ExploreStats(exact_scores=exact, seconds=time.perf_counter() - t0, closed=n_closed,
                          kept=n_kept, reused_ids=int(ws.state[K.S_REUSED]),
-                         trims=int(ws.state[K.S_TRIMS]), stopped_by=stopped)
+                         trims=int(ws.state[K.S_TRIMS]), stopped_by=stopped,
+                         not_expanded=int(ws.state[K.S_DOMINATED]))
     return out, stats
 
 

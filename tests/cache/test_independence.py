@@ -144,6 +144,8 @@ def test_search_order_matches_a_direct_transcription(net, n_rows, child, budget,
                                         expand_dominated=expand)
     assert stats.exact_scores == len(closed) == len(every)
     assert {ps for ps, _ in every} == set(closed)  # the same sets were scored
+    if expand:
+        assert stats.not_expanded == 0
     got, _ = explore_independence(scorer, child, max_scores=budget, max_indegree=max_size,
                                   candidate_limit=cand_limit, expand_dominated=expand)
     assert_same_families(got, kept, ambiguous)
