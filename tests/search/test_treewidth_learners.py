@@ -25,7 +25,7 @@ from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.graph import KTree, TreewidthCertificate
 from bnsl_dist.search import Budget, make_optimizer
-from bnsl_dist.search.treewidth import KGreedyEnt, KMax, entropy_weights
+from bnsl_dist.search.treewidth import KGreedyEnt, entropy_weights
 from bnsl_dist.search.treewidth import _kernels as K
 from bnsl_dist.search.treewidth._driver import CacheArrays
 from tests.graph.naive_treewidth import naive_elimination_width, nx_moral, treewidth_dp
