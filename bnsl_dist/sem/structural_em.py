@@ -128,8 +128,8 @@ def initial_network(data: CategoricalData, rng: np.random.Generator,
 #: ``SEARCH_WORK / n`` clipped to ``SEARCH_ITERATIONS_RANGE``.
 CACHE_ROW_SCORES = 6_000_000
 CACHE_SCORES_RANGE = (500, 5_000)
-SEARCH_WORK = 120_000
-SEARCH_ITERATIONS_RANGE = (100, 2_000)
+SEARCH_WORK = 1_200_000
+SEARCH_ITERATIONS_RANGE = (200, 20_000)
 
 
 def sem_budgets(n_vars: int, n_samples: int) -> tuple[int, int]:
@@ -138,11 +138,12 @@ def sem_budgets(n_vars: int, n_samples: int) -> tuple[int, int]:
 
     An exact score costs O(N), so ``CACHE_ROW_SCORES / N`` scores per variable keep the
     cache build at a fixed number of row visits per variable (the role of the paper's
-    1 s per variable, about 3·10^4 scores at N = 3,000 here, which is 15x more than
-    independence selection needs on such data), within 500–5,000. A k-MAX iteration
-    costs O(n²) (the argmax over the outside variables at each insertion), so
-    ``SEARCH_WORK / n`` iterations keep the search at O(n) per SEM iteration (the
-    paper's n seconds), within 100–2,000.
+    1 s per variable), within 500–5,000: 2,000 at N = 3,000, where 1 s gives about
+    3·10^4 and 5,000 imputed no better. A k-MAX iteration costs O(n²) (the argmax over
+    the outside variables at each insertion), so ``SEARCH_WORK / n`` iterations keep
+    the search at O(n) per SEM iteration (the paper's n seconds), within 200–20,000:
+    20,000 at n = 60, where 2,000 imputed about 0.2 points worse (see
+    ``workflows/benchmarks/impute.py``).
     """
     lo, hi = CACHE_SCORES_RANGE
     scores = int(min(hi, max(lo, round(CACHE_ROW_SCORES / max(1, n_samples)))))

@@ -12,7 +12,7 @@ whatever the clock does. Each improvement becomes an
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -113,11 +113,11 @@ def check_k(name: str, k: Any, max_parents: Any, n_vars: int) -> tuple[int, int 
 
 def _batches(kernel: BatchKernel, n: int, budget: Budget, seed: int, single: bool,
              improvements: bool
-             ) -> Generator[tuple[int, NDArray[np.float64], int, NDArray[np.int64],
-                                  NDArray[np.int64], NDArray[np.int64], float], None, int]:
+             ) -> Iterator[tuple[int, NDArray[np.float64], int, NDArray[np.int64],
+                                 NDArray[np.int64], NDArray[np.int64], float]]:
     """Run the kernel in batches; yield (iterations before the batch, the scores of the
     iterations it ran, offset of the improving iteration or -1, its chosen sets,
-    insertion order and attach ids, elapsed); return the iterations run.
+    insertion order and attach ids, elapsed).
 
     With ``improvements`` a batch ends at the first iteration beating the best so far,
     else every batch runs in full (no improvement reported)."""
@@ -147,7 +147,6 @@ def _batches(kernel: BatchKernel, n: int, budget: Budget, seed: int, single: boo
         per = max(dt / ran, 1e-7)
         target = min(BATCH_SECONDS, sw.remaining())
         size = int(min(max(1.0, target / per), 4 * size, 1_000_000))
-    return sw.iterations
 
 
 class TreewidthLearner:
@@ -187,12 +186,10 @@ class TreewidthLearner:
         seed = int(as_rng(rng).integers(0, 2**63 - 1))
         single = k + 1 >= n
         best = -np.inf
-        batches = _batches(kernel, n, budget, seed, single, improvements=True)
-        while True:
-            try:
-                it0, _, arg, chosen, ins, attach, elapsed = next(batches)
-            except StopIteration as stop:
-                return int(stop.value)
+        total = 0
+        for it0, out, arg, chosen, ins, attach, elapsed in _batches(kernel, n, budget, seed,
+                                                                    single, True):
+            total = it0 + len(out)
             if arg < 0:
                 continue
             # the exact sum in cache order (the kernel's running total may differ in the
@@ -208,6 +205,7 @@ class TreewidthLearner:
                             info={"certificate": cert, "k": k,
                                   "insertion_order": tuple(int(v) for v in ins),
                                   "attach": tuple(int(c) for c in attach)})
+        return total
 
     def iteration_scores(self, cache: ParentSetCache, budget: Budget,
                          rng: np.random.Generator | int | None
@@ -219,7 +217,7 @@ class TreewidthLearner:
         parts: list[NDArray[np.float64]] = []
         elapsed = 0.0
         for batch in _batches(kernel, cache.n_vars, budget, seed, k + 1 >= cache.n_vars,
-                              improvements=False):
+                              False):
             parts.append(batch[1].copy())
             elapsed = batch[-1]
         return (np.concatenate(parts) if parts else np.zeros(0)), elapsed
