@@ -71,7 +71,7 @@ def test_stale_scheduler_file(grid_file, tmp_path):
     _one_line_error(r, "cannot reach", "within 2 s", "s.json")
 
 
-@pytest.mark.parametrize("address,needle", [("notanaddress", "Invalid url scheme"),
+@pytest.mark.parametrize("address,needle", [("notanaddress", "not a scheduler address"),
                                             ("tcp://127.0.0.1", "missing port"),
                                             ("foo://a:1", "unknown address scheme")])
 def test_malformed_address(grid_file, tmp_path, address, needle):
@@ -84,7 +84,7 @@ def test_unreachable_address(grid_file, tmp_path):
 
 
 def test_bad_workers_and_several_clusters(grid_file, tmp_path):
-    _one_line_error(_run(grid_file, tmp_path, "--workers", "0"), "--workers must be >= 1")
+    _one_line_error(_run(grid_file, tmp_path, "--workers", "0"), "Invalid value for '--workers'")
     _one_line_error(_run(grid_file, tmp_path, "--workers", "2", "--scheduler",
                          "tcp://127.0.0.1:1"), "at most one")
     _one_line_error(_run(grid_file, tmp_path, "--connect-timeout", "0"), "positive")

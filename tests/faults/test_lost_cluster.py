@@ -122,7 +122,7 @@ def test_every_worker_killed_mid_grid(cluster, caches, tmp_path):
 
 def test_cell_exception_is_a_failure_and_exit_code_1(cluster, caches, tmp_path):
     grid = small_grid(caches, name="bad-cell", seeds=(0,), splits=("test",),
-                      algorithms=[{"name": "kg", "k": [2], "params": {"bogus": 1}},
+                      algorithms=[{"name": "kg", "k": [2], "params": {"max_parents": -1}},
                                   {"name": "kg", "label": "kg-ok", "k": [2]}])
     gfile = tmp_path / "grid.yaml"
     gfile.write_text(json.dumps(grid.model_dump(mode="json")))
@@ -136,5 +136,5 @@ def test_cell_exception_is_a_failure_and_exit_code_1(cluster, caches, tmp_path):
                                   "--no-progress", "--no-report"])
     assert r.exit_code == 1, r.output
     (fail,) = ResultStore(res).read_failures()
-    assert f"failed {fail.key}: InvalidConfigError" in r.output and "bogus" in r.output
+    assert f"failed {fail.key}: InvalidConfigError" in r.output and "max_parents" in r.output
     assert "1 computed, 1 failed" in r.output

@@ -102,9 +102,7 @@ def test_bad_parameters():
 @given(seed=st.integers(0, 10_000), n=st.integers(2, 8), steps=st.integers(1, 15))
 def test_incremental_move_scores_equal_a_full_rescan(seed, n, steps):
     from bnsl_dist.search.ordering import _hc_kernels as HK
-    from bnsl_dist.search.ordering.obs import flat_cache
-
-    fc = flat_cache(random_cache(n, seed, max_sets_per_var=30, max_indegree=3))
+    fc = random_cache(n, seed, max_sets_per_var=30, max_indegree=3).flat
     rows = int(fc.offsets[-1])
     sizes = np.diff(fc.par_offsets)
     chosen = np.array([fc.offsets[v] + int(np.flatnonzero(
