@@ -150,6 +150,25 @@ def init_moves(chosen, offsets, par_offsets, par_flat, scores, m_type, m_u, m_de
 
 
 @nb.njit(cache=True, nogil=True)
+def refresh_moves(chosen, changed, offsets, par_offsets, par_flat, scores, m_type, m_u,
+                  m_delta, r_row, r_delta):
+    """Bring the move arrays (IN/OUT) up to date after the sets of the variables
+    ``changed`` were replaced: their moves, and the reversals of them and their children."""
+    n = chosen.shape[0]
+    mark = np.zeros(n, dtype=np.int64)
+    kid_off = np.empty(n + 1, dtype=np.int64)
+    kids = np.empty(par_flat.shape[0] + 1, dtype=np.int64)
+    _children(chosen, par_offsets, par_flat, kid_off, kids)
+    for w in changed:
+        _var_moves(w, chosen, offsets, par_offsets, par_flat, scores, mark, m_type, m_u,
+                   m_delta)
+    for w in changed:
+        _var_reversals(w, offsets, m_type, m_u, m_delta, r_row, r_delta)
+        for t in range(kid_off[w], kid_off[w + 1]):
+            _var_reversals(kids[t], offsets, m_type, m_u, m_delta, r_row, r_delta)
+
+
+@nb.njit(cache=True, nogil=True)
 def _descendants(chosen, par_offsets, par_flat, kid_off, kids, desc, indeg, queue):
     """Proper descendants of every node as bitsets (OUT desc (n, words) uint64), from the
     children lists (Kahn's order, then children before parents)."""
