@@ -39,7 +39,7 @@ __all__ = ["HillClimbTabu"]
 
 #: Steps per kernel call between two clock checks: about this many cached sets scanned
 #: per call (a step reads every set's move score once), at least one step and at most 64.
-_CHUNK_WORK = 200_000
+_CHUNK_WORK = 5_000_000
 
 
 @register("hc-tabu")
