@@ -129,3 +129,37 @@ def test_incremental_move_scores_equal_a_full_rescan(seed, n, steps):
     assert (rrow[rem] == wrrow[rem]).all()
     rev = rem & (wrrow >= 0)
     np.testing.assert_allclose(rdelta[rev], wrdelta[rev], rtol=0, atol=1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 8), k=st.integers(1, 4))
+def test_refreshed_move_scores_equal_a_full_rescan(seed, n, k):
+    from bnsl_dist.search.ordering import _hc_kernels as HK
+    from bnsl_dist.search.ordering.obs import flat_cache
+
+    fc = flat_cache(random_cache(n, seed, max_sets_per_var=30, max_indegree=3))
+    rows = int(fc.offsets[-1])
+    rng = np.random.default_rng(seed)
+
+    def fresh(ch):
+        m = (np.empty(rows, np.int64), np.empty(rows, np.int64), np.empty(rows),
+             np.empty(rows, np.int64), np.empty(rows))
+        HK.init_moves(ch, fc.offsets, fc.par_offsets, fc.par_flat, fc.scores, *m)
+        return m
+
+    chosen = np.array([rng.integers(fc.offsets[v], fc.offsets[v + 1]) for v in range(n)])
+    moves = fresh(chosen)
+    changed = rng.choice(n, size=min(k, n), replace=False).astype(np.int64)
+    for v in changed:
+        chosen[v] = rng.integers(fc.offsets[v], fc.offsets[v + 1])
+    HK.refresh_moves(chosen, changed, fc.offsets, fc.par_offsets, fc.par_flat, fc.scores,
+                     *moves)
+    want = fresh(chosen)
+    assert (moves[0] == want[0]).all()
+    live = want[0] >= 0
+    assert (moves[1][live] == want[1][live]).all()
+    np.testing.assert_allclose(moves[2][live], want[2][live], rtol=0, atol=1e-9)
+    rem = want[0] == HK.REMOVE
+    assert (moves[3][rem] == want[3][rem]).all()
+    rev = rem & (want[3] >= 0)
+    np.testing.assert_allclose(moves[4][rev], want[4][rev], rtol=0, atol=1e-9)

@@ -2,9 +2,8 @@
 
 Moves change one arc: add u->v, remove u->v, reverse u->v. A move is a move only when
 every family it produces is a cached set (the cache is the search space); acyclicity
-is checked by depth-first search over the current children lists, lazily, for the
-best-scoring candidates first. Inputs validated by the driver; see ``_kernels.py`` for
-the cache layout.
+is read from descendant bitsets (restarts' perturbations use a depth-first search).
+Inputs validated by the driver; see ``_kernels.py`` for the cache layout.
 
 Move scores are incremental: they are stored per cache row (row j of variable v is the
 move that makes j v's set, if one arc separates them), so a step rescans only the rows
@@ -151,11 +150,82 @@ def init_moves(chosen, offsets, par_offsets, par_flat, scores, m_type, m_u, m_de
 
 
 @nb.njit(cache=True, nogil=True)
-def _pick(offsets, m_type, m_u, m_delta, r_row, r_delta, excl, tabu, n_tabu, out):
-    """Best non-tabu, non-excluded move: highest score change, ties by the order adds
-    (by row), then removals each followed by its reversal (by row). Writes (row, kind,
-    variable) into ``out``, kind -1 when none; returns the score change. ``excl``
-    (rows, 2) marks candidates already found cyclic in this step."""
+def refresh_moves(chosen, changed, offsets, par_offsets, par_flat, scores, m_type, m_u,
+                  m_delta, r_row, r_delta):
+    """Bring the move arrays (IN/OUT) up to date after the sets of the variables
+    ``changed`` were replaced: their moves, and the reversals of them and their children."""
+    n = chosen.shape[0]
+    mark = np.zeros(n, dtype=np.int64)
+    kid_off = np.empty(n + 1, dtype=np.int64)
+    kids = np.empty(par_flat.shape[0] + 1, dtype=np.int64)
+    _children(chosen, par_offsets, par_flat, kid_off, kids)
+    for w in changed:
+        _var_moves(w, chosen, offsets, par_offsets, par_flat, scores, mark, m_type, m_u,
+                   m_delta)
+    for w in changed:
+        _var_reversals(w, offsets, m_type, m_u, m_delta, r_row, r_delta)
+        for t in range(kid_off[w], kid_off[w + 1]):
+            _var_reversals(kids[t], offsets, m_type, m_u, m_delta, r_row, r_delta)
+
+
+@nb.njit(cache=True, nogil=True)
+def _descendants(chosen, par_offsets, par_flat, kid_off, kids, desc, indeg, queue):
+    """Proper descendants of every node as bitsets (OUT desc (n, words) uint64), from the
+    children lists (Kahn's order, then children before parents)."""
+    n = chosen.shape[0]
+    for v in range(n):
+        indeg[v] = par_offsets[chosen[v] + 1] - par_offsets[chosen[v]]
+    tail = 0
+    for v in range(n):
+        if indeg[v] == 0:
+            queue[tail] = v
+            tail += 1
+    head = 0
+    while head < tail:
+        x = queue[head]
+        head += 1
+        for t in range(kid_off[x], kid_off[x + 1]):
+            c = kids[t]
+            indeg[c] -= 1
+            if indeg[c] == 0:
+                queue[tail] = c
+                tail += 1
+    for i in range(n - 1, -1, -1):
+        x = queue[i]
+        desc[x, :] = 0
+        for t in range(kid_off[x], kid_off[x + 1]):
+            c = kids[t]
+            desc[x, c >> 6] |= np.uint64(1) << np.uint64(c & 63)
+            for w in range(desc.shape[1]):
+                desc[x, w] |= desc[c, w]
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _below(desc, x, y):
+    """Is y a proper descendant of x?"""
+    return (desc[x, y >> 6] >> np.uint64(y & 63)) & np.uint64(1) == np.uint64(1)
+
+
+@nb.njit(cache=True, nogil=True)
+def _cyclic(kind, u, v, desc, kid_off, kids):
+    """Would the move close a cycle? ADD u->v: v reaches u; REVERSE u->v: another path
+    u ~> v (through a child of u other than v)."""
+    if kind == ADD:
+        return _below(desc, v, u)
+    if kind == REVERSE:
+        for t in range(kid_off[u], kid_off[u + 1]):
+            c = kids[t]
+            if c != v and _below(desc, c, v):
+                return True
+    return False
+
+
+@nb.njit(cache=True, nogil=True)
+def _pick(offsets, m_type, m_u, m_delta, r_row, r_delta, desc, kid_off, kids, tabu, n_tabu,
+          out):
+    """Best admissible move (acyclic, not tabu): highest score change, ties by the order
+    adds (by row), then removals each followed by its reversal (by row). Writes (row,
+    kind, variable) into ``out``, kind -1 when none; returns the score change."""
     n = offsets.shape[0] - 1
     n_rows = offsets[n]
     bd = -np.inf
@@ -179,10 +249,12 @@ def _pick(offsets, m_type, m_u, m_delta, r_row, r_delta, excl, tabu, n_tabu, out
                     d = r_delta[j]
                     kind = REVERSE
                     key = np.int64(2 * n_rows) + 2 * j + 1
-                if d < bd or (d == bd and key > bkey) or excl[j, sub]:
+                if d < bd or (d == bd and key > bkey):
                     continue
                 if _is_tabu(tabu, n_tabu, m_u[j], v):
                     break  # both moves of this row share the pair
+                if _cyclic(kind, m_u[j], v, desc, kid_off, kids):
+                    continue
                 bd = d
                 bkey = key
                 out[0] = j
@@ -199,60 +271,32 @@ def hc_steps(chosen, best_chosen, offsets, par_offsets, par_flat, scores, m_type
 
     The move arrays (from :func:`init_moves`, IN/OUT) are kept current: a step rescans
     only the rows of the one or two variables it changed, and the reversal entries of
-    their children."""
+    their children. Acyclicity is read from descendant bitsets, recomputed per step."""
     n = chosen.shape[0]
-    n_rows = offsets[n]
     mark = np.zeros(n, dtype=np.int64)
     kid_off = np.empty(n + 1, dtype=np.int64)
     kids = np.empty(par_flat.shape[0] + 1, dtype=np.int64)
-    seen = np.empty(n, dtype=np.bool_)
-    stack = np.empty(n + 1, dtype=np.int64)
-    excl = np.zeros((n_rows, 2), dtype=np.bool_)
-    excl_list = np.empty(16, dtype=np.int64)
+    desc = np.zeros((n, (n + 63) >> 6), dtype=np.uint64)
+    indeg = np.empty(n, dtype=np.int64)
+    queue = np.empty(n, dtype=np.int64)
     pick = np.empty(3, dtype=np.int64)
     tabu_len = tabu.shape[0]
     _children(chosen, par_offsets, par_flat, kid_off, kids)
+    _descendants(chosen, par_offsets, par_flat, kid_off, kids, desc, indeg, queue)
     for _ in range(max_steps):
-        n_excl = 0
-        found = False
-        d = 0.0
-        while True:
-            d = _pick(offsets, m_type, m_u, m_delta, r_row, r_delta, excl, tabu, state[1], pick)
-            j = pick[0]
-            kind = pick[1]
-            if kind < 0:
-                break
-            v = pick[2]
-            u = m_u[j]
-            sub = 1 if kind == REVERSE else 0
-            bad = False
-            if kind == ADD:
-                bad = _reaches(v, u, -1, -1, kid_off, kids, seen, stack)
-            elif kind == REVERSE:
-                bad = _reaches(u, v, u, v, kid_off, kids, seen, stack)
-            if not bad:
-                found = True
-                break
-            excl[j, sub] = True
-            if 2 * n_excl + 2 > excl_list.shape[0]:
-                grown = np.empty(2 * excl_list.shape[0], dtype=np.int64)
-                grown[:2 * n_excl] = excl_list[:2 * n_excl]
-                excl_list = grown
-            excl_list[2 * n_excl] = j
-            excl_list[2 * n_excl + 1] = sub
-            n_excl += 1
-        for e in range(n_excl):
-            excl[excl_list[2 * e], excl_list[2 * e + 1]] = False
-        if not found:
-            return 1
+        d = _pick(offsets, m_type, m_u, m_delta, r_row, r_delta, desc, kid_off, kids, tabu,
+                  state[1], pick)
         j = pick[0]
         kind = pick[1]
+        if kind < 0:
+            return 1
         v = pick[2]
         u = m_u[j]
         chosen[v] = j
         if kind == REVERSE:
             chosen[u] = r_row[j]
         _children(chosen, par_offsets, par_flat, kid_off, kids)
+        _descendants(chosen, par_offsets, par_flat, kid_off, kids, desc, indeg, queue)
         _var_moves(v, chosen, offsets, par_offsets, par_flat, scores, mark, m_type, m_u,
                    m_delta)
         if kind == REVERSE:

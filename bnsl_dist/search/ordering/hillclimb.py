@@ -39,7 +39,7 @@ __all__ = ["HillClimbTabu"]
 
 #: Steps per kernel call between two clock checks: about this many cached sets scanned
 #: per call (a step reads every set's move score once), at least one step and at most 64.
-_CHUNK_WORK = 200_000
+_CHUNK_WORK = 5_000_000
 
 
 @register("hc-tabu")
@@ -102,6 +102,7 @@ class HillClimbTabu:
         watch = budget.stopwatch()
         best = -np.inf
         best_chosen = empty_rows.copy()
+        last = empty_rows  # the DAG the move arrays describe (after init_moves)
         climbs = 0
         while not watch.done():
             if self.restarts is not None and climbs > int(self.restarts):
@@ -118,7 +119,12 @@ class HillClimbTabu:
             tabu = np.full((int(self.tabu_length), 2), -1, dtype=np.int64)
             state = np.zeros(3, dtype=np.int64)
             fstate = np.array([start, start], dtype=np.float64)
-            HK.init_moves(chosen, fc.offsets, fc.par_offsets, fc.par_flat, fc.scores, *moves)
+            if climbs == 1:
+                HK.init_moves(chosen, fc.offsets, fc.par_offsets, fc.par_flat, fc.scores,
+                              *moves)
+            else:  # the moves are those of the last climb's end: refresh what differs
+                HK.refresh_moves(chosen, np.flatnonzero(chosen != last).astype(np.int64),
+                                 fc.offsets, fc.par_offsets, fc.par_flat, fc.scores, *moves)
             while True:
                 over = HK.hc_steps(chosen, climb_best, fc.offsets, fc.par_offsets, fc.par_flat,
                                    fc.scores, *moves, tabu, state, fstate, max_no_improve,
@@ -131,5 +137,6 @@ class HillClimbTabu:
                                     iterations=watch.iterations + 1)
                 if over or watch.remaining() <= 0.0:
                     break
+            last = chosen.copy()
             watch.tick()
         return watch.iterations
