@@ -119,7 +119,8 @@ def _explore_one(scorer_or_data: LocalScorer | CategoricalData, v: int,
                                            seconds=settings.seconds,
                                            max_scores=settings.scores_per_variable,
                                            candidate_limit=settings.candidate_limit,
-                                           max_open=settings.max_open)
+                                           max_open=settings.max_open,
+                                           expand_dominated=settings.expand_dominated)
     return VariableResult(int(v), sets, stats)
 
 

@@ -39,6 +39,9 @@ class CacheSpec(Spec):
         (``inf``: none) and/or exact scores (reproducible)
     candidate_limit : independence selection: best singletons kept as candidates
     max_open : independence selection: open-list bound (None: min(n³, 2²⁰))
+    expand_dominated : independence selection: expand every scored set (the paper), or not
+        those a subset one member smaller dominates (``False``: on a 500-variable
+        BNGenerator network 97-99% of the paper's exact scores went to such supersets)
     path : a ready ``.jkl`` file instead (``{dataset}``, ``{split}`` are filled in)
     """
 
@@ -61,6 +64,9 @@ class CacheSpec(Spec):
     max_open: PositiveInt | None = Field(
         default=None, description="Independence selection: open-list bound "
         "(none: min(n^3, 2^20)).")
+    expand_dominated: bool = Field(
+        default=True, description="Independence selection: expand sets that a subset one "
+        "member smaller dominates (the paper; false spends the budget elsewhere).")
     path: str | None = Field(default=None, description="A ready .jkl file instead.")
 
     @model_validator(mode="before")

@@ -29,8 +29,10 @@ _RENAMED = {"method": "--cache-method"}
 
 
 def _click_type(annotation: Any) -> Any:
-    """int, float or str of an annotation (``X | None``, ``Annotated[X, ...]``), or a
-    choice for a Literal; the model checks the constraints."""
+    """bool, int, float or str of an annotation (``X | None``, ``Annotated[X, ...]``), or
+    a choice for a Literal; the model checks the constraints."""
+    if annotation is bool:
+        return click.BOOL
     if typing.get_origin(annotation) is Literal:
         return click.Choice([str(v) for v in typing.get_args(annotation)])
     if typing.get_origin(annotation) is Annotated:
