@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from bnsl_dist.exceptions import InvalidConfigError
-from bnsl_dist.search import Budget, make_optimizer
+from bnsl_dist.search import AnytimeTrace, Budget, make_optimizer
 from bnsl_dist.search.exact.dp import exact_dp
 from bnsl_dist.search.exact.ilp import ILP, solve_clique_ilp
 from tests.naive import brute_force_best, load_jkl, naive_is_acyclic, random_cache
@@ -133,3 +133,14 @@ def test_bad_parameters():
         make_optimizer("ilp", encoding="magic")
     with pytest.raises(InvalidConfigError):
         make_optimizer("ilp", n_greedy=0)
+
+
+@pytest.mark.parametrize("name,kw", [("ilp", {}), ("twilp", {"k": 2})])
+def test_iterations_is_the_count_run(name, kw):
+    """The run reports the solver's iterations (SCIP nodes, root included), not the
+    iteration of its last improvement (0 for an incumbent found at the root)."""
+    cache = random_cache(14, 1, max_sets_per_var=25, max_indegree=3)
+    trace = AnytimeTrace.collect(make_optimizer(name, **kw).run(
+        cache, Budget(seconds=30), np.random.default_rng(0)))
+    assert trace.incumbents
+    assert trace.total_iterations >= max(1, max(i.iterations for i in trace.incumbents))

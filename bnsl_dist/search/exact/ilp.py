@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -293,7 +293,7 @@ class ILP:
         self.n_greedy = n_greedy
 
     def run(self, cache: ParentSetCache, budget: Budget,
-            rng: np.random.Generator) -> Iterator[Incumbent]:
+            rng: np.random.Generator) -> Generator[Incumbent, None, int | None]:
         watch = budget.stopwatch()
         fam = Families(cache)
         seed = int(rng.integers(0, _SEED_MAX))
@@ -319,7 +319,8 @@ class ILP:
             yield finish(make(first, first.score), Final(upper, True, 0))
             return
         stream = self._stream(fam, watch, seed, hint)
-        yield from hold_back(_prepend(first, stream), make, finish)
+        final = yield from hold_back(_prepend(first, stream), make, finish)
+        return None if final is None else final.iterations  # the count run
 
     def _stream(self, fam: Families, watch: Stopwatch, seed: int,
                 hint: list[int]) -> Iterator[Found]:

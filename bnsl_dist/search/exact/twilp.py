@@ -44,7 +44,7 @@ ILP), §5 (cuts and the feasibility heuristic).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 import networkx as nx
@@ -441,7 +441,7 @@ class TWILP:
         self.n_greedy = n_greedy
 
     def run(self, cache: ParentSetCache, budget: Budget,
-            rng: np.random.Generator) -> Iterator[Incumbent]:
+            rng: np.random.Generator) -> Generator[Incumbent, None, int | None]:
         watch = budget.stopwatch()
         fam = Families(cache)
         n = fam.n
@@ -483,4 +483,5 @@ class TWILP:
             lambda emit: _solve(fam, k, watch, seed, (chosen, order), self.node_cuts,
                                 self.lazy_triangles, emit, interrupter),
             interrupter.interrupt)
-        yield from hold_back(_prepend(first, stream), make, finish)
+        final = yield from hold_back(_prepend(first, stream), make, finish)
+        return None if final is None else final.iterations  # the count run
