@@ -34,12 +34,6 @@ class _Main(click.Group):
     """A group whose errors are one line and exit code 2 (tracebacks with --debug)."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        if not ctx.params.get("debug"):
-            # a lost scheduler makes tornado log the client's broken callbacks with their
-            # tracebacks; the command itself says what happened, in one line
-            import logging
-
-            logging.getLogger("tornado.application").setLevel(logging.CRITICAL)
         try:
             return super().invoke(ctx)
         except (BNSLError, OSError) as exc:

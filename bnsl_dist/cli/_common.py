@@ -48,6 +48,19 @@ def cluster_options(fn: F) -> F:
     return fn
 
 
+def _quiet_lost_connections() -> None:
+    """A lost scheduler makes tornado log the client's broken callbacks with tracebacks;
+    the command says what happened in one line (``--debug`` keeps them). Called once
+    distributed is imported: importing it sets its own logging levels."""
+    import logging
+
+    import distributed  # noqa: F401 - its logging set-up first, ours after
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None or not ctx.find_root().params.get("debug"):
+        logging.getLogger("tornado.application").setLevel(logging.CRITICAL)
+
+
 def cluster_kwargs(workers: int | None = None, scheduler: str | None = None,
                    scheduler_file: str | None = None, connect_timeout: float | None = None,
                    tls_dir: str | None = None) -> dict[str, Any]:
@@ -62,6 +75,7 @@ def cluster_kwargs(workers: int | None = None, scheduler: str | None = None,
                                  "--scheduler-file")
     if workers is not None and workers < 1:
         raise InvalidConfigError(f"--workers must be >= 1, got {workers}")
+    _quiet_lost_connections()
     if scheduler is not None:
         from bnsl_dist.cli._checks import check_scheduler_address
 

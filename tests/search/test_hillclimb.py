@@ -135,9 +135,7 @@ def test_incremental_move_scores_equal_a_full_rescan(seed, n, steps):
 @given(seed=st.integers(0, 10_000), n=st.integers(2, 8), k=st.integers(1, 4))
 def test_refreshed_move_scores_equal_a_full_rescan(seed, n, k):
     from bnsl_dist.search.ordering import _hc_kernels as HK
-    from bnsl_dist.search.ordering.obs import flat_cache
-
-    fc = flat_cache(random_cache(n, seed, max_sets_per_var=30, max_indegree=3))
+    fc = random_cache(n, seed, max_sets_per_var=30, max_indegree=3).flat
     rows = int(fc.offsets[-1])
     rng = np.random.default_rng(seed)
 
