@@ -10,8 +10,8 @@ same wall-time budget:
   by causal-learn's ``pdag2dag``): neither takes a time limit; their process is
   stopped GRACE seconds after the budget (no DAG then), and a DAG that took longer
   than 1.1 x the budget is flagged "over budget";
-* bnsl_dist: :func:`bnsl_dist_learn` (today: an independence-selection cache for half
-  the budget, then ``--bnsl-optimizer`` for the rest).
+* bnsl_dist: :func:`bnsl_dist_learn`: :func:`bnsl_dist.within.learn_within` with the
+  whole budget (cache, ``--bnsl-optimizer``, then a local search scored from the data).
 
 Every tool runs in its own process, one at a time; its wall time is that of its learning
 call (bnsl_dist's kernels compiled beforehand on a small slice). Every DAG is scored by ONE BIC written here (:func:`bic`,
