@@ -6,8 +6,8 @@ local cluster of W single-threaded workers each time:
 * **cache build** — ``build_cache_distributed`` of ``--data`` with an exact-score budget
   (reproducible: the cache is checked equal to the serial one), against the serial
   ``build_cache``;
-* **per-seed search** — ``search_distributed`` of ``--algorithm`` with an iteration
-  budget, ``--seeds`` seeds, against ``search_serial``;
+* **per-seed search** — the cells of ``--algorithm`` with an iteration
+  budget, ``--seeds`` seeds (``learn_distributed``), against ``learn`` run serially;
 * **grid** — ``run_grid`` of a small grid (the data's splits × k-G/k-MAX × seeds, on
   caches written beforehand), against running its cells one after the other;
 
@@ -128,24 +128,31 @@ def main() -> None:
     ap.add_argument("--name", default="scaling", help="output file out/<name>.json")
     args = ap.parse_args()
 
-    from bnsl_dist.experiment import expand_grid, load_data, run_cell
-
     from bnsl_dist.cache import build_cache, write_jkl
-    from bnsl_dist.orchestrate.anytime import search_distributed, search_serial
+    from bnsl_dist.orchestrate.anytime import learn_distributed
     from bnsl_dist.orchestrate.cluster import connect
     from bnsl_dist.orchestrate.explore import build_cache_distributed
     from bnsl_dist.orchestrate.grid import run_grid
     from bnsl_dist.orchestrate.workers import algorithm_spec, register_warmup
-    from bnsl_dist.search import Budget
+    from bnsl_dist.pipeline import CacheSpec, DataRef, SearchSpec, learn, learn_cells, load_data
+    from bnsl_dist.pipeline.grid import expand_grid
+    from bnsl_dist.pipeline.run import run_cell
+
+    def split_data(split: str) -> Any:
+        return load_data(DataRef(name=args.data, split=split, path=args.data_path))
 
     counts = _worker_counts(args.workers)
-    data = load_data(args.data, "train", args.data_path)
+    data = split_data("train")
     build = {"method": "independence", "scores_per_variable": args.scores_per_variable}
-    budget = Budget(max_iterations=args.iterations)
+    # per-seed search cells on a cache given in memory (the spec's path is never read)
+    search_cells = learn_cells(None, CacheSpec(path="in-memory.jkl"),
+                               SearchSpec(algorithm=args.algorithm,
+                                          budget={"iterations": args.iterations}),
+                               args.seeds)
     tmp = Path(tempfile.mkdtemp(prefix="bnsl-scaling-"))
     splits = ["train", "valid", "test"]
     for s in splits:  # the grid's caches, written before any timing
-        write_jkl(build_cache(load_data(args.data, s, args.data_path), method="independence",
+        write_jkl(build_cache(split_data(s), method="independence",
                               scores_per_variable=args.grid_scores_per_variable),
                   tmp / f"{args.data}-{s}.jkl")
     grid = _grid(str(tmp / "{dataset}-{split}.jkl"), args.data, args.data_path, splits,
@@ -156,7 +163,7 @@ def main() -> None:
     serial_cache = build_cache(data, **build)
     serial = {"cache_build": time.perf_counter() - t0}
     t0 = time.perf_counter()
-    serial_search = search_serial(serial_cache, args.algorithm, {}, budget, args.seeds)
+    serial_search = learn(search_cells, serial_cache)
     serial["search"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     for c in cells:
@@ -173,7 +180,8 @@ def main() -> None:
             t0 = time.perf_counter()
             register_warmup(client, cache_methods=("independence",),
                             algorithms=[algorithm_spec(args.algorithm)]
-                            + [algorithm_spec(c.algorithm, c.params, c.k) for c in cells])
+                            + [algorithm_spec(c.algorithm, c.search.params, c.k)
+                               for c in cells])
             row["warmup_seconds"] = round(time.perf_counter() - t0, 3)
             t0 = time.perf_counter()
             cache = build_cache_distributed(client, data, **build)
@@ -184,14 +192,13 @@ def main() -> None:
                                   "utilisation": round(busy / (wall * w), 3),
                                   "equal_to_serial": _same_cache(cache, serial_cache)}
             t0 = time.perf_counter()
-            res = search_distributed(client, cache, args.algorithm, {}, budget, args.seeds)
+            res = learn_distributed(client, search_cells, cache)
             wall = time.perf_counter() - t0
-            busy = sum(r["seconds"] for r in res["runs"])
+            busy = sum(r.seconds for r in res.runs)
             row["search"] = {"wall_seconds": round(wall, 3),
                              "speedup": round(serial["search"] / wall, 3),
                              "utilisation": round(busy / (wall * w), 3),
-                             "equal_to_serial": res["best"]["score"]
-                             == serial_search["best"]["score"]}
+                             "equal_to_serial": res.score == serial_search.score}
             summary = run_grid(client, grid, tmp / f"grid-{w}", progress=False, report=False,
                                warmup=False)
             row["grid"] = {"cells": len(cells), "wall_seconds": round(summary.seconds, 3),
