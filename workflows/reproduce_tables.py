@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def reduced_grid(grid: GridConfig, *, cache_seconds: float, search_seconds: float,
                  kg_seconds: float, treewidths: list[int], synthetic: bool,
-                 early: bool) -> GridConfig:
+                 late: bool) -> GridConfig:
     """The paper's grid with small budgets (validated like any grid)."""
     obj = grid.model_dump(mode="json")
     obj["name"] = f"{grid.name}-reduced"
@@ -54,7 +54,7 @@ def reduced_grid(grid: GridConfig, *, cache_seconds: float, search_seconds: floa
                      "checkpoints": sorted({min(1.0, search_seconds), search_seconds})}
     algs = []
     for a in obj["algorithms"]:
-        if a.get("label") == "kg-ent-early" and not early:
+        if a.get("label") == "kg-ent-late" and not late:
             continue
         if a["name"] in ("kg", "kg-ent"):
             a["budget"] = {"seconds": kg_seconds,
@@ -78,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kg-seconds", type=float, default=1.0)
     ap.add_argument("--treewidths", default="2,5,8")
     ap.add_argument("--with-synthetic", action="store_true")
-    ap.add_argument("--no-early", action="store_true", help="skip k-G_ENT (early)")
+    ap.add_argument("--no-late", action="store_true",
+                    help="skip k-G_ENT with direction 'late' (the default is 'early')")
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args(argv)
 
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     grid = reduced_grid(load_grid(args.grid), cache_seconds=args.cache_seconds,
                         search_seconds=args.search_seconds, kg_seconds=args.kg_seconds,
                         treewidths=[int(k) for k in args.treewidths.split(",")],
-                        synthetic=args.with_synthetic, early=not args.no_early)
+                        synthetic=args.with_synthetic, late=not args.no_late)
     plan = plan_grid(grid, args.results)
     print(format_plan(plan, args.workers or os.cpu_count() or 1), file=sys.stderr)
     if args.dry_run:
