@@ -173,7 +173,7 @@ def assemble_cache(data: CategoricalData, results: Sequence[VariableResult],
             if scorer is None:
                 scorer = LocalScorer(data, settings.score, settings.ess)
             lists.append([((), scorer.score(v, ()))])
-    meta: dict[str, Any] = {**settings.to_dict(), "n_samples": data.n_samples,
+    meta: dict[str, Any] = {**settings.json_dict(), "n_samples": data.n_samples,
                             "n_vars": data.n_vars, "data_hash": data.content_hash()}
     meta["seconds_in_force"] = settings.seconds
     if len(variables) != data.n_vars:
@@ -191,7 +191,7 @@ def cache_key(data_hash: str, settings: CacheSpec, variables: Sequence[int]) -> 
     """A file-name-safe key of (data, settings, variables): where a built cache is kept."""
     from bnsl_dist import __version__
 
-    payload = {"data": data_hash, "settings": settings.to_dict(),
+    payload = {"data": data_hash, "settings": settings.json_dict(),
                "variables": [int(v) for v in variables], "version": __version__, "format": 1}
     return json_digest(payload, 32)
 

@@ -20,9 +20,8 @@ from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
 from bnsl_dist._spec import Spec
 
-__all__ = ["CacheSpec", "DEFAULT_SECONDS", "METHODS"]
+__all__ = ["CacheSpec", "DEFAULT_SECONDS"]
 
-METHODS = ("independence", "sequential")
 #: Seconds per variable of independence selection when no budget is given (the papers).
 DEFAULT_SECONDS = 1.0
 
@@ -84,6 +83,3 @@ class CacheSpec(Spec):
         s = self.seconds_per_variable
         return None if s is None or math.isinf(s) else float(s)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (``inf`` as "Infinity")."""
-        return self.json_dict()

@@ -10,9 +10,8 @@ import click
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["echo_json", "cluster_options", "cluster_kwargs", "EXIT_USAGE"]
+__all__ = ["echo_json", "pop_cluster_kwargs", "CLUSTER_KEYS", "cluster_options", "cluster_kwargs"]
 
-EXIT_USAGE = 2
 
 
 def echo_json(obj: Any) -> None:
@@ -61,11 +60,27 @@ def _quiet_lost_connections() -> None:
         logging.getLogger("tornado.application").setLevel(logging.CRITICAL)
 
 
+#: The keyword arguments :func:`cluster_options` adds to a command.
+CLUSTER_KEYS = ("workers", "scheduler", "scheduler_file", "connect_timeout", "tls_dir")
+
+
+def pop_cluster_kwargs(options: dict[str, Any], serial: bool = False) -> dict[str, Any]:
+    """Pop the :func:`cluster_options` from a command's keyword arguments and return
+    :func:`cluster_kwargs` of them; ``--serial`` excludes choosing a cluster."""
+    from bnsl_dist.exceptions import InvalidConfigError
+
+    conn = cluster_kwargs(**{k: options.pop(k) for k in CLUSTER_KEYS})
+    if serial and any(conn[k] is not None for k in ("workers", "scheduler", "scheduler_file")):
+        raise InvalidConfigError("--serial excludes --workers, --scheduler and "
+                                 "--scheduler-file")
+    return conn
+
+
 def cluster_kwargs(workers: int | None = None, scheduler: str | None = None,
                    scheduler_file: str | None = None, connect_timeout: float | None = None,
                    tls_dir: str | None = None) -> dict[str, Any]:
-    """The options of :func:`cluster_options`, checked (at most one cluster, positive
-    numbers, a well-formed address) before anything starts."""
+    """The options of :func:`cluster_options` (counts already range-checked by click),
+    checked (at most one cluster, a well-formed address) before anything starts."""
     from bnsl_dist.exceptions import InvalidConfigError
     from bnsl_dist.orchestrate.cluster import connect_timeout as _timeout
     from bnsl_dist.orchestrate.cluster import validate_address
@@ -73,8 +88,6 @@ def cluster_kwargs(workers: int | None = None, scheduler: str | None = None,
     if sum(x is not None for x in (workers, scheduler, scheduler_file)) > 1:
         raise InvalidConfigError("give at most one of --workers, --scheduler, "
                                  "--scheduler-file")
-    if workers is not None and workers < 1:
-        raise InvalidConfigError(f"--workers must be >= 1, got {workers}")
     _quiet_lost_connections()
     if scheduler is not None:
         from bnsl_dist.cli._checks import check_scheduler_address

@@ -21,10 +21,11 @@ COMPLETE_DATA_HINT = "scores need complete data: `bnsl-dist impute` completes it
 
 def load_data(spec: str, *, missing: Literal["error", "mask"] = "error",
               hint: str = COMPLETE_DATA_HINT, observed: bool = True) -> CategoricalData:
-    """DATA as every command takes it: a file, a bundled data set (``nltcs``,
-    ``nltcs/test``, ``wine``, ``child-5000``), or any dataset ``bnsl-dist data list``
-    shows, as ``NAME[/SPLIT]`` (default split: train), fetched or materialised through
-    the registry.
+    """DATA as every command takes it, resolved as ``learn`` and grids resolve it
+    (:func:`bnsl_dist.pipeline.run.load_data` of ``DataRef.parse(spec)``): a file, a
+    bundled data set (``nltcs``, ``nltcs/test``, ``wine``, ``child-5000``), any dataset
+    ``bnsl-dist data list`` shows, as ``NAME[/SPLIT]`` (default split: train), or a
+    shared Twenty Datasets copy.
 
     A missing value where ``missing="error"`` fails with ``hint`` appended (what the
     command's user can do about it). With ``observed`` (commands that take the states
@@ -32,22 +33,17 @@ def load_data(spec: str, *, missing: Literal["error", "mask"] = "error",
     """
     import numpy as np
 
-    from bnsl_dist.data.registry import bundled_names, resolve_data
-    from bnsl_dist.datasets.catalog import load_catalog, load_registered
     from bnsl_dist.exceptions import DataError, MissingValueError
+    from bnsl_dist.pipeline.run import load_data as load_ref
+    from bnsl_dist.pipeline.specs import DataRef
 
-    name, _, split = spec.partition("/")
-    if Path(spec).exists() or name in {b.partition("/")[0] for b in bundled_names()}:
-        try:
-            d = resolve_data(spec, missing=missing)
-        except MissingValueError as exc:
-            exc.args = (f"{exc} ({hint})",)
-            raise
-    elif name in load_catalog().datasets:
-        d = load_registered(name, split or "train")
-    else:
-        raise DataError(f"{spec}: no such file, and not a bundled or registered data set "
-                        "(see `bnsl-dist data list`)")
+    ref = DataRef.parse(spec, missing)
+    ref.check()
+    try:
+        d = load_ref(ref)
+    except MissingValueError as exc:
+        exc.args = (f"{exc} ({hint})",)
+        raise
     if observed and d.missing is not None and d.missing.all(axis=0).any():
         j = int(np.argmax(d.missing.all(axis=0)))
         raise DataError("no observed value in this column", path=d.source,

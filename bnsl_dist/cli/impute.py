@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from bnsl_dist.cli._checks import check_output_file
-from bnsl_dist.cli._common import cluster_kwargs, cluster_options, echo_json
+from bnsl_dist.cli._common import cluster_options, echo_json, pop_cluster_kwargs
 from bnsl_dist.cli._specs import cache_options, cache_spec
 
 
@@ -44,13 +44,7 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
     from bnsl_dist.search import Budget
     from bnsl_dist.sem import structural_em
 
-    conn = cluster_kwargs(**{k_: options.pop(k_) for k_ in
-                             ("workers", "scheduler", "scheduler_file", "connect_timeout",
-                              "tls_dir")})
-    if serial and any(conn[k_] is not None for k_ in ("workers", "scheduler",
-                                                      "scheduler_file")):
-        raise InvalidConfigError("--serial excludes --workers, --scheduler and "
-                                 "--scheduler-file")
+    conn = pop_cluster_kwargs(options, serial)
     for name, val in (("-k", k), ("--max-iterations", max_iterations),
                       ("--batch-size", batch_size)):
         if val < 1:

@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from bnsl_dist.cli._checks import check_output_file
-from bnsl_dist.cli._common import cluster_kwargs, cluster_options
+from bnsl_dist.cli._common import cluster_options, pop_cluster_kwargs
 from bnsl_dist.cli._specs import (
     cache_options,
     cache_spec,
@@ -111,13 +111,7 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
     from bnsl_dist.pipeline.specs import DataRef
 
     started = time.time()
-    conn = cluster_kwargs(**{k: options.pop(k) for k in _CLUSTER_KEYS})
-    if serial and any(conn[k] is not None for k in ("workers", "scheduler",
-                                                    "scheduler_file")):
-        raise InvalidConfigError("--serial excludes --workers, --scheduler and "
-                                 "--scheduler-file")
-    if seeds is not None and seeds < 1:
-        raise InvalidConfigError(f"--seeds must be >= 1, got {seeds}")
+    conn = pop_cluster_kwargs(options, serial)
     check_output_file(output, "--output")
     check_output_file(save_cache, "--save-cache")
     if export is not None:
@@ -186,7 +180,6 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
 #: Exact scores per variable of the cache when the search budget is in iterations and the
 #: cache has no budget of its own: the whole run is then reproducible on any cluster.
 ITERATION_CACHE_SCORES = 2_000
-_CLUSTER_KEYS = ("workers", "scheduler", "scheduler_file", "connect_timeout", "tls_dir")
 #: Options that set a stage's own budget: --time-limit decides those itself.
 _STAGE_BUDGETS = {"seconds": "--seconds", "iterations": "--iterations",
                   "checkpoints": "--checkpoints",
@@ -274,9 +267,11 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
         opts["search"] = algorithm
     data = load_data(source)
     if serial:
+        from bnsl_dist.pipeline.within import learn_in_time
+
         with progress.phase("learning within the time limit"):
-            result = _in_time_serial(data, time_limit, seeds or 1, base_seed, opts,
-                                     progress.within, started)
+            result = learn_in_time(data, time_limit - _SERIAL_MARGIN, seeds or 1,
+                                   base_seed, opts, progress.within, started=started)
     else:
         from bnsl_dist.orchestrate.cluster import connect
         from bnsl_dist.orchestrate.within import learn_in_time_distributed
@@ -299,16 +294,10 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
                                f"{result['wall_seconds']:.1f} s of {time_limit:g} s -> {out}")
 
 
-#: Seconds of a time limit kept for gathering the seeds' results and writing the file.
+#: Seconds of a time limit kept for writing the result (serial), and for gathering the
+#: seeds' results from the cluster too.
+_SERIAL_MARGIN = 0.1
 _GATHER_MARGIN = 0.5
-
-
-def _in_time_serial(data: Any, time_limit: float, n_seeds: int, base_seed: int,
-                    opts: dict[str, Any], on_progress: Any, started: float) -> dict[str, Any]:
-    from bnsl_dist.pipeline.within import learn_in_time
-
-    return learn_in_time(data, time_limit - _GATHER_MARGIN / 5, n_seeds, base_seed, opts,
-                         on_progress, started=started)
 
 
 @click.command("algorithms")

@@ -20,10 +20,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from bnsl_dist.cache.parent_sets import ParentSetCache
-from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.pipeline.cell import Cell
 from bnsl_dist.pipeline.learn import LearnResult, prepare_cache
-from bnsl_dist.pipeline.run import run_cell, stage_data, with_entropies
+from bnsl_dist.pipeline.run import run_cell
 
 __all__ = ["learn_distributed", "prepare_cache_distributed"]
 
@@ -31,15 +30,9 @@ __all__ = ["learn_distributed", "prepare_cache_distributed"]
 def prepare_cache_distributed(client: Any, cell: Cell) -> ParentSetCache:
     """The cache the cells share: read from the spec's file, or built with one Dask
     task per variable (on the screened roots' data when the cell screens)."""
-    job = cell.cache_job
-    if job.given_path is not None:
-        return prepare_cache(cell)
     from bnsl_dist.orchestrate.explore import build_cache_distributed
 
-    _, _, target = stage_data(job)
-    if target is None:  # pragma: no cover - Cell's validator: no data, a cache file
-        raise InvalidConfigError("a cache build needs data")
-    return with_entropies(build_cache_distributed(client, target, job.cache), target)
+    return prepare_cache(cell, lambda data, spec: build_cache_distributed(client, data, spec))
 
 
 def _warm_workers(client: Any, cell: Cell) -> None:

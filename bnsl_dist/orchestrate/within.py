@@ -10,7 +10,7 @@ from typing import Any
 
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.orchestrate.workers import algorithm_spec, register_warmup, task_key
-from bnsl_dist.pipeline.within import merge_in_time, run_in_time, seed_labels
+from bnsl_dist.pipeline.within import merge_in_time, run_in_time
 
 __all__ = ["learn_in_time_distributed"]
 
@@ -29,10 +29,9 @@ def learn_in_time_distributed(client: Any, data: CategoricalData, time_limit: fl
         algorithm_spec(str(opts.get("search", "winasobs-ent")), opts.get("search_params"))])
     deadline = t0 + float(time_limit) - margin
     data_f = client.scatter(data, broadcast=True, hash=False)
-    labels = seed_labels(n_seeds, base_seed)
-    futures = [client.submit(run_in_time, data_f, deadline, s, opts,
-                             key=task_key("within", s, deadline), pure=False)
-               for s in labels]
+    futures = [client.submit(run_in_time, data_f, deadline, base_seed, i, opts,
+                             key=task_key("within", base_seed, i, deadline), pure=False)
+               for i in range(n_seeds)]
     runs = client.gather(futures)
     return merge_in_time(runs, data.names, time_limit=time_limit, options=opts,
                          wall=time.time() - t0)

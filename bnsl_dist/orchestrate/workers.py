@@ -15,7 +15,6 @@ same work gets the same key and different work never collides.
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -47,20 +46,16 @@ def algorithm_spec(algorithm: str, params: dict[str, Any] | str | None = None,
 
 
 def _toy_cache() -> Any:
+    """Six binary variables, their sequential cache up to two parents, and entropies."""
     import numpy as np
 
-    from bnsl_dist.cache.parent_sets import ParentSetCache
+    from bnsl_dist.cache import build_cache
     from bnsl_dist.data.dataset import CategoricalData
     from bnsl_dist.scores.local import LocalScorer
 
     data = CategoricalData.from_array(np.random.default_rng(0).integers(0, 2, size=(200, 6)))
-    sc = LocalScorer(data, "bic")
-    n = data.n_vars
-    lists = [[(ps, sc.score(v, ps)) for r in range(3)
-              for ps in itertools.combinations([u for u in range(n) if u != v], r)]
-             for v in range(n)]
-    cache = ParentSetCache.from_lists(lists, names=data.names).prune_dominated()
-    cache.meta["entropies"] = [float(h) for h in sc.entropies()]
+    cache = build_cache(data, method="sequential", max_indegree=2)
+    cache.entropies = LocalScorer(data, "ll").entropies()
     return data, cache
 
 

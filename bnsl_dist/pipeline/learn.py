@@ -18,7 +18,7 @@ from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.pipeline.cell import Cell
 from bnsl_dist.pipeline.provenance import provenance
-from bnsl_dist.pipeline.run import build, load_cache, run_cell, stage_data
+from bnsl_dist.pipeline.run import CacheBuilder, resolve_cache, run_cell, stage_data
 from bnsl_dist.pipeline.specs import CacheSpec, DataRef, ScreeningSpec, SearchSpec
 from bnsl_dist.results.records import CellResult
 from bnsl_dist.search.base import AnytimeTrace
@@ -139,15 +139,12 @@ def learn_cells(data: DataRef | None, cache: CacheSpec, search: SearchSpec, seed
             for s in range(seeds)]
 
 
-def prepare_cache(cell: Cell) -> ParentSetCache:
-    """The cache the cells of a ``learn`` share, serially: read, or built once."""
+def prepare_cache(cell: Cell, builder: CacheBuilder | None = None) -> ParentSetCache:
+    """The cache the cells of a ``learn`` share: read, or built once (with ``builder``,
+    default serial)."""
     job = cell.cache_job
     _, _, target = stage_data(job)
-    if job.given_path is not None:
-        return load_cache(job.given_path, target)
-    if target is None:  # pragma: no cover - Cell's validator
-        raise InvalidConfigError("a cache build needs data")
-    return build(job.cache, target)
+    return resolve_cache(job, None, target, builder)[0]
 
 
 def learn(cells: Sequence[Cell], cache: ParentSetCache | None = None) -> LearnResult:

@@ -19,7 +19,7 @@ import functools
 import math
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -95,13 +95,19 @@ def stage_data(job: CacheJob) -> tuple[CategoricalData | None, Screening | None,
 
 
 # ---------------------------------------------------------------------------- caches
-def build(spec: CacheSpec, data: CategoricalData) -> ParentSetCache:
-    """The cache of ``data`` (serially), with the entropies the entropy-ordered
-    optimizers read."""
+#: Builds the cache of data with a spec: :func:`bnsl_dist.cache.build_cache` serially,
+#: ``build_cache_distributed`` bound to a client on Dask.
+CacheBuilder = Callable[[CategoricalData, CacheSpec], ParentSetCache]
+
+
+def build(spec: CacheSpec, data: CategoricalData,
+          builder: CacheBuilder | None = None) -> ParentSetCache:
+    """The cache of ``data`` (``builder``, default serial), timed, with the entropies the
+    entropy-ordered optimizers read."""
     from bnsl_dist.cache.build import build_cache
 
     t0 = time.perf_counter()
-    cache = with_entropies(build_cache(data, spec), data)
+    cache = with_entropies((builder or build_cache)(data, spec), data)
     cache.meta["build_seconds"] = time.perf_counter() - t0
     return cache
 
@@ -158,8 +164,11 @@ def load_cache(path: str | os.PathLike[str], data: CategoricalData | None) -> Pa
     return with_entropies(cache, data)
 
 
-def _resolve_cache(job: CacheJob, cache: ParentSetCache | str | os.PathLike[str] | None,
-                   target: CategoricalData | None) -> tuple[ParentSetCache, float]:
+def resolve_cache(job: CacheJob, cache: ParentSetCache | str | os.PathLike[str] | None,
+                  target: CategoricalData | None, builder: CacheBuilder | None = None
+                  ) -> tuple[ParentSetCache, float]:
+    """The cache of ``job`` (given, read from its file, or built from ``target`` with
+    ``builder``) and its build seconds."""
     if isinstance(cache, ParentSetCache):
         return with_entropies(cache, target), float(cache.meta.get("build_seconds", 0.0))
     if cache is None:
@@ -169,7 +178,7 @@ def _resolve_cache(job: CacheJob, cache: ParentSetCache | str | os.PathLike[str]
         return loaded, float(loaded.meta.get("build_seconds", 0.0))
     if target is None:  # pragma: no cover - Cell's validator forbids it
         raise DataError("a cell without data needs a cache file")
-    built = build(job.cache, target)
+    built = build(job.cache, target, builder)
     return built, float(built.meta["build_seconds"])
 
 
@@ -218,7 +227,7 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
         return _run_sem_cell(cell, t_start)
     job = cell.cache_job
     data, scr, target = stage_data(job)
-    pc, cache_seconds = _resolve_cache(job, cache, target)
+    pc, cache_seconds = resolve_cache(job, cache, target)
     budget = cell.budget
     trace = AnytimeTrace.collect(cell.search.optimizer().run(pc, budget, cell.rng()))
     trace = trace.within(budget)

@@ -22,25 +22,19 @@ from bnsl_dist.pipeline.learn import SCHEMA_VERSION
 from bnsl_dist.pipeline.provenance import provenance
 from bnsl_dist.within import Progress, learn_within
 
-__all__ = ["run_in_time", "learn_in_time", "merge_in_time", "seed_labels"]
+__all__ = ["run_in_time", "learn_in_time", "merge_in_time"]
 
 
-def seed_labels(n_seeds: int, base_seed: int) -> list[list[int]]:
-    """The per-seed streams (``SeedSequence(base_seed).spawn(n)``) as JSON-ready labels."""
-    return [[int(s.entropy), *(int(k) for k in s.spawn_key)]  # type: ignore[arg-type]
-            for s in np.random.SeedSequence(int(base_seed)).spawn(int(n_seeds))]
-
-
-def run_in_time(data: CategoricalData, deadline: float, seed: Sequence[int],
+def run_in_time(data: CategoricalData, deadline: float, base_seed: int, index: int,
                 options: Mapping[str, Any],
                 on_progress: Callable[[Progress], None] | None = None) -> dict[str, Any]:
-    """One seed's :func:`learn_within` until the absolute ``deadline`` (``time.time()``);
-    plain data out (a Dask task)."""
-    entropy, *key = seed
-    rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=tuple(key)))
+    """Seed ``index``'s :func:`learn_within` until the absolute ``deadline``
+    (``time.time()``); its stream is ``SeedSequence(base_seed).spawn(n)[index]``. Plain
+    data out (a Dask task)."""
+    rng = np.random.default_rng(np.random.SeedSequence(base_seed, spawn_key=(index,)))
     limit = max(1e-3, deadline - time.time())
     res = learn_within(data, limit, rng, on_progress=on_progress, **dict(options))
-    return {"seed": list(seed), "score": float(res.score),
+    return {"seed": [int(base_seed), int(index)], "score": float(res.score),
             "parents": [list(p) for p in res.dag.parents],
             "seconds": {k: float(v) for k, v in res.seconds.items()},
             "exact_scores": int(res.exact_scores), "n_sets": int(res.cache.n_sets),
@@ -58,10 +52,10 @@ def learn_in_time(data: CategoricalData, time_limit: float, n_seeds: int = 1,
     t0 = time.time() if started is None else started
     deadline = t0 + float(time_limit)
     runs = []
-    labels = seed_labels(n_seeds, base_seed)
-    for i, s in enumerate(labels):
-        share = (deadline - time.time()) / (len(labels) - i)
-        runs.append(run_in_time(data, time.time() + share, s, options or {}, on_progress))
+    for i in range(n_seeds):
+        share = (deadline - time.time()) / (n_seeds - i)
+        runs.append(run_in_time(data, time.time() + share, base_seed, i, options or {},
+                                on_progress))
     return merge_in_time(runs, data.names, time_limit=time_limit, options=options or {},
                          wall=time.time() - t0)
 

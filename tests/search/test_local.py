@@ -162,8 +162,6 @@ def test_search_result_is_acyclic_rescores_and_is_seed_deterministic(score):
         want = sum(_naive(codes, data.arities, v, p, score) for v, p in enumerate(parents))
         assert math.isclose(inc.score, want, rel_tol=1e-10)
     assert incs[-1].dag.n_arcs > 0
-    other = list(tabu_search(data, None, budget, 8, score=score))
-    assert other[-1].score <= incs[-1].score or other[-1].dag != incs[-1].dag
 
 
 def test_search_starts_from_the_given_dag_and_never_ends_below_it():
@@ -207,10 +205,8 @@ def test_data_tabu_learns_from_data_and_refuses_a_bare_cache():
     best = incs[-1]
     want = sum(naive_bic(codes, data.arities, v, list(p)) for v, p in enumerate(best.dag.parents))
     assert math.isclose(best.score, want, rel_tol=1e-10)
-    # the data-scored search goes beyond the in-degree-1 cache when that pays
-    cache = builder(data)
-    assert best.score >= max(i.score for i in incs if i.info["stage"] == "start")
-    assert best.score >= cache.score_dag(incs[0].dag)
+    # the data-scored search reaches families the in-degree-1 cache does not hold
+    assert max(map(len, best.dag.parents)) >= 2
 
 
 def test_bad_settings():

@@ -24,6 +24,7 @@ import numba as nb
 import numpy as np
 
 from bnsl_dist.scores._kernels import config_ids, score_from_ids
+from bnsl_dist.search.ordering._hc_kernels import _below, _is_tabu
 
 ADD, REMOVE, REVERSE = 0, 1, 2
 _RADIX_LIMIT = 1 << 40
@@ -113,8 +114,8 @@ def rescore_column(codes, arities, v, adj, allowed, max_indegree, kind, ess, log
 
 
 @nb.njit(cache=True, nogil=True)
-def _reaches(adj, src, dst, skip_u, skip_v, seen, stack):
-    """Is dst reachable from src along arcs of ``adj``, not using the arc skip_u -> skip_v?"""
+def _reaches(adj, src, dst, seen, stack):
+    """Is dst reachable from src along arcs of ``adj``?"""
     n = adj.shape[0]
     seen[:] = False
     top = 1
@@ -124,7 +125,7 @@ def _reaches(adj, src, dst, skip_u, skip_v, seen, stack):
         top -= 1
         x = stack[top]
         for c in range(n):
-            if not adj[x, c] or (x == skip_u and c == skip_v):
+            if not adj[x, c]:
                 continue
             if c == dst:
                 return True
@@ -132,14 +133,6 @@ def _reaches(adj, src, dst, skip_u, skip_v, seen, stack):
                 seen[c] = True
                 stack[top] = c
                 top += 1
-    return False
-
-
-@nb.njit(cache=True, nogil=True, inline="always")
-def _is_tabu(tabu, count, a, b):
-    for k in range(count):
-        if (tabu[k, 0] == a and tabu[k, 1] == b) or (tabu[k, 0] == b and tabu[k, 1] == a):
-            return True
     return False
 
 
@@ -177,12 +170,6 @@ def descendants(adj, desc, indeg, queue):
                 desc[x, c >> 6] |= np.uint64(1) << np.uint64(c & 63)
                 for w in range(desc.shape[1]):
                     desc[x, w] |= desc[c, w]
-
-
-@nb.njit(cache=True, nogil=True, inline="always")
-def _below(desc, x, y):
-    """Is y a proper descendant of x?"""
-    return (desc[x, y >> 6] >> np.uint64(y & 63)) & np.uint64(1) == np.uint64(1)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -311,7 +298,7 @@ def perturb(adj, allowed, max_indegree, pairs, changed):
         for w in range(n):
             if adj[w, v]:
                 k += 1
-        if k >= max_indegree or _reaches(adj, v, u, -1, -1, seen, stack):
+        if k >= max_indegree or _reaches(adj, v, u, seen, stack):
             continue
         adj[u, v] = True
         changed[v] = True

@@ -46,8 +46,8 @@ def _children(chosen, par_offsets, par_flat, kid_off, kids):
 
 
 @nb.njit(cache=True, nogil=True)
-def _reaches(src, dst, skip_u, skip_v, kid_off, kids, seen, stack):
-    """Is dst reachable from src along children arcs, not using the arc skip_u->skip_v?"""
+def _reaches(src, dst, kid_off, kids, seen, stack):
+    """Is dst reachable from src along children arcs?"""
     seen[:] = False
     top = 0
     stack[top] = src
@@ -58,8 +58,6 @@ def _reaches(src, dst, skip_u, skip_v, kid_off, kids, seen, stack):
         x = stack[top]
         for t in range(kid_off[x], kid_off[x + 1]):
             c = kids[t]
-            if x == skip_u and c == skip_v:
-                continue
             if c == dst:
                 return True
             if not seen[c]:
@@ -341,7 +339,7 @@ def perturb(chosen, offsets, par_offsets, par_flat, uniforms):
         _children(chosen, par_offsets, par_flat, kid_off, kids)
         ok = True
         for t in range(par_offsets[j], par_offsets[j + 1]):
-            if _reaches(v, par_flat[t], -1, -1, kid_off, kids, seen, stack):
+            if _reaches(v, par_flat[t], kid_off, kids, seen, stack):
                 ok = False
                 break
         if ok:

@@ -69,10 +69,7 @@ def candidate_bitsets(fc: FlatCache) -> NDArray[np.uint64]:
     n = fc.n
     nw = max(1, (n + 63) // 64)
     out = np.zeros((n, nw), dtype=np.uint64)
-    counts = np.diff(fc.offsets)
-    owner = np.repeat(np.arange(n), counts)  # variable of each global set
-    sizes = np.diff(fc.par_offsets)
-    child = np.repeat(owner, sizes)
+    child = np.repeat(fc.owner, fc.sizes)  # the child of each member of each set
     par = fc.par_flat
     np.bitwise_or.at(out, (child, par >> 6),
                      np.left_shift(np.uint64(1), (par & 63).astype(np.uint64)))

@@ -90,7 +90,7 @@ class HillClimbTabu:
         perturb = max(3, n // 20) if self.perturb is None else int(self.perturb)
         if max_no_improve < 1 or perturb < 0:
             raise InvalidConfigError("hc-tabu: max_no_improve must be >= 1, perturb >= 0")
-        sizes = np.diff(fc.par_offsets)
+        sizes = fc.sizes
         empty_rows = np.array([fc.offsets[v] + int(np.flatnonzero(
             sizes[fc.offsets[v]:fc.offsets[v + 1]] == 0)[0]) for v in range(n)],
             dtype=np.int64)
