@@ -327,12 +327,6 @@ def test_impute_rejects_a_column_without_observed_value(tmp_path, no_compute):
 
 
 # ------------------------------------------------------------------ every `data list` name
-@pytest.fixture()
-def data_root(tmp_path, monkeypatch):
-    monkeypatch.setenv("BNSL_DATA", str(tmp_path / "root"))
-    return tmp_path / "root"
-
-
 def _asia_s5000_train() -> np.ndarray:
     """The registry's recipe for asia-s5000/train, sampled here."""
     import yaml

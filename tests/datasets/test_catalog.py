@@ -39,12 +39,8 @@ TWENTY = ["nltcs", "msnbc", "kdd", "plants", "baudio", "jester", "bnetflix", "ac
 
 
 @pytest.fixture()
-def root(tmp_path, monkeypatch):
-    r = tmp_path / "root"
-    monkeypatch.setenv("BNSL_DATA", str(r))
-    monkeypatch.delenv("BNSL_MIRROR", raising=False)
-    monkeypatch.delenv("BNSL_DATASETS", raising=False)
-    return r
+def root(data_root):
+    return data_root
 
 
 def _manifest(shared: Path) -> dict[str, str]:
