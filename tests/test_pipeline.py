@@ -102,7 +102,7 @@ def _check_record(rec, cell, data):
     assert rec.n_samples == data.n_samples and rec.data_hash == data.content_hash()
     assert list(rec.trace_scores) == sorted(set(rec.trace_scores))  # strictly improving
     assert rec.trace_scores[-1] == rec.best_score
-    assert rec.iteration_checkpoints == (5, 30)
+    assert rec.iteration_checkpoints == tuple(cell.search.budget.iteration_checkpoints)
     finite = [s for s in rec.iteration_checkpoint_scores if not math.isnan(s)]
     assert finite == sorted(finite) and finite[-1] == rec.best_score
     if cell.k is not None:
@@ -308,3 +308,27 @@ def test_unbounded_cache_budget_keys_and_round_trips():
     assert cell.json_dict()["cache"]["seconds_per_variable"] == "Infinity"
     back = C.Cell.model_validate_json(cell.model_dump_json())
     assert back == cell and back.key == cell.key and back.cache_job.key == cell.cache_job.key
+
+
+def test_run_cell_runs_a_data_scored_optimizer(nltcs_cache):
+    """tabu-data (needs the data) runs through a cell: its start optimizer works on the
+    in-degree-2 cache, then the climb scores families from the data; every record score
+    is the naive BIC of its DAG and the climb improves on the start."""
+    g = _grid(cache={"method": "sequential", "max_indegree": 2, "path": str(nltcs_cache)},
+              datasets=[{"name": "nltcs", "splits": ["train"]}], seeds=[0],
+              budget={"iterations": 3, "iteration_checkpoints": [1, 3]},
+              algorithms=[{"name": "tabu-data", "params": {"start": "asobs",
+                                                           "start_iterations": 3}},
+                          {"name": "asobs", "label": "start"}])
+    tabu, start = expand_grid(g)
+    data = E.load_data(NLTCS)
+    rec = E.run_cell(tabu)
+    _check_record(rec, tabu, data)
+    assert rec.best_score > E.run_cell(start).best_score - 1e-6 * abs(rec.best_score)
+    assert max(map(len, json.loads(rec.dag_json)["parents"].values())) >= 1
+    with pytest.raises(InvalidConfigError, match="scores with bdeu but the cache with bic"):
+        E.run_cell(expand_grid(_grid(
+            cache={"method": "sequential", "max_indegree": 2, "path": str(nltcs_cache)},
+            datasets=[{"name": "nltcs", "splits": ["train"]}], seeds=[0],
+            budget={"iterations": 1},
+            algorithms=[{"name": "tabu-data", "params": {"score": "bdeu"}}]))[0])

@@ -28,7 +28,7 @@ import numpy as np
 
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.data.dataset import CategoricalData
-from bnsl_dist.exceptions import DataError
+from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.pipeline.cell import CacheJob, Cell, canonical_json
 from bnsl_dist.pipeline.provenance import provenance
 from bnsl_dist.pipeline.specs import CacheSpec, DataRef, ScreeningSpec, shared_data_dir
@@ -229,7 +229,19 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
     data, scr, target = stage_data(job)
     pc, cache_seconds = resolve_cache(job, cache, target)
     budget = cell.budget
-    trace = AnytimeTrace.collect(cell.search.optimizer().run(pc, budget, cell.rng()))
+    opt = cell.search.optimizer()
+    if getattr(opt, "needs_data", False):  # scores new families from the data (tabu-data)
+        if target is None:
+            raise InvalidConfigError(f"{cell.search.algorithm} scores families from the "
+                                     "data: give the data, not only a cache file")
+        if (opt.score, float(opt.ess)) != (job.cache.score, float(job.cache.ess)):
+            raise InvalidConfigError(
+                f"{cell.search.algorithm} scores with {opt.score} but the cache with "
+                f"{job.cache.score}: give params score/ess equal to the cache's")
+        stream = opt.learn(target, budget, cell.rng(), cache_builder=lambda _data: pc)
+    else:
+        stream = opt.run(pc, budget, cell.rng())
+    trace = AnytimeTrace.collect(stream)
     trace = trace.within(budget)
     if scr is not None:
         trace = AnytimeTrace([scr.lift_incumbent(i) for i in trace.incumbents],
