@@ -28,12 +28,16 @@ def grid_group() -> None:
               "time) and exit.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option("--no-report", is_flag=True, help="No Dask performance report.")
+@click.option("--datasets", "only", default=None, metavar="NAME[,NAME...]",
+              help="Run only the cells of these data sets (a piece of the grid: the "
+                   "others stay pending; cell keys do not depend on it).")
 def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: bool,
-            no_progress: bool, no_report: bool, **cluster: Any) -> None:
+            no_progress: bool, no_report: bool, only: str | None, **cluster: Any) -> None:
     """Run every cell of GRID.yaml whose result is not yet in --results.
 
-    Exit status: 0 when every cell is stored, 1 when a cell failed (the failed cells'
-    keys and first error lines are printed), 2 on bad input or a lost cluster."""
+    A big grid can run in pieces (--datasets, or stop it and rerun: finished cells are
+    skipped). Exit status: 0 when every cell is stored, 1 when a cell failed (the failed
+    cells' keys and first error lines are printed), 2 on bad input or a lost cluster."""
     from bnsl_dist.config import load_cluster, load_grid
     from bnsl_dist.orchestrate.cluster import default_n_workers
     from bnsl_dist.orchestrate.grid import format_plan, open_client, plan_grid, run_grid
@@ -41,7 +45,8 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
     conn = cluster_kwargs(**cluster)
     if not dry_run:
         check_output_dir(results, "--results")
-    grid = load_grid(grid_file)  # every name checked: algorithms, parameters, data sets
+    full = load_grid(grid_file)  # every name checked: algorithms, parameters, data sets
+    grid = full if only is None else _piece(full, only)
     cfg = load_cluster(cluster_file) if cluster_file else grid.cluster
     if dry_run:
         n = conn["workers"] or (cfg.workers if cfg and cfg.workers else None) \
@@ -51,6 +56,11 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
     with open_client(cfg, **conn) as client:
         summary = run_grid(client, grid, results, progress=not no_progress,
                            report=not no_report)
+    if grid is not full:  # the stored grid is the whole one, for status and tables
+        from bnsl_dist.results.store import ResultStore
+
+        ResultStore(results).save_text(f"grids/{full.name}.json",
+                                       full.model_dump_json(indent=1) + "\n")
     click.echo(str(summary))
     if summary.report is not None:
         click.echo(f"performance report: {summary.report}")
@@ -58,6 +68,20 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
         for key in summary.failed:
             click.echo(f"failed {key}: {summary.errors.get(key, '')}", err=True)
         sys.exit(1)
+
+
+def _piece(grid: Any, only: str) -> Any:
+    """``grid`` restricted to the data sets named in ``only`` (comma-separated)."""
+    from bnsl_dist.exceptions import InvalidConfigError
+
+    names = [n.strip() for n in only.split(",") if n.strip()]
+    have = [d.name for d in grid.datasets]
+    unknown = [n for n in names if n not in have]
+    if unknown or not names:
+        raise InvalidConfigError(f"--datasets: {', '.join(unknown) or repr(only)} not in "
+                                 f"grid {grid.name} (it has {', '.join(have)})")
+    return grid.model_copy(update={"datasets": tuple(d for d in grid.datasets
+                                                     if d.name in names)})
 
 
 @grid_group.command("status")
