@@ -303,11 +303,24 @@ def _uncompressed(raw: bytes) -> bytes:
     return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
 
 
+#: files already verified in this process: (path, size, mtime_ns, sha256)
+_VERIFIED: set[tuple[str, int, int, str]] = set()
+
+
 def _sha_ok(path: Path, sha: str) -> bool:
+    """Whether the (uncompressed) content of ``path`` has this SHA-256; a file verified
+    before in this process is not read again while its size and mtime are unchanged."""
     try:
-        return hashlib.sha256(_uncompressed(path.read_bytes())).hexdigest() == sha
+        st = path.stat()
+        stamp = (str(path.resolve()), st.st_size, st.st_mtime_ns, sha)
+        if stamp in _VERIFIED:
+            return True
+        ok = hashlib.sha256(_uncompressed(path.read_bytes())).hexdigest() == sha
     except (OSError, EOFError, gzip.BadGzipFile):
         return False
+    if ok:
+        _VERIFIED.add(stamp)
+    return ok
 
 
 def _urls(name: str, split: str | None, spec: _Located, sources: tuple[Source, ...]) -> list[str]:

@@ -381,3 +381,23 @@ def test_shipped_urls_follow_the_documented_sources():
     assert _urls("munin", None, n.spec, n.sources) == [
         "https://raw.githubusercontent.com/pgmpy/pgmpy/94105f10d4177e4420e2fa6766d819c19aa6b66e"
         "/pgmpy/utils/example_models/munin.bif.gz"]
+
+
+def test_verified_files_are_not_rehashed_until_they_change(tmp_path, monkeypatch):
+    import os
+    from pathlib import Path
+
+    from bnsl_dist.datasets import catalog
+
+    f = tmp_path / "d.csv"
+    f.write_bytes(b"a,b\n0,1\n")
+    sha = hashlib.sha256(b"a,b\n0,1\n").hexdigest()
+    assert catalog._sha_ok(f, sha) and not catalog._sha_ok(f, "0" * 64)
+    reads = []
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda p: reads.append(p) or real(p))
+    assert catalog._sha_ok(f, sha) and reads == []  # verified before: not read again
+    f.write_bytes(b"a,b\n1,1\n")  # same size, new content and mtime
+    st = f.stat()
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert not catalog._sha_ok(f, sha) and reads == [f]
