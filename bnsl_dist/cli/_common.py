@@ -69,13 +69,6 @@ def pop_cluster_kwargs(options: dict[str, Any], serial: bool = False) -> dict[st
     :func:`cluster_kwargs` of them; ``--serial`` excludes choosing a cluster."""
     from bnsl_dist.exceptions import InvalidConfigError
 
-    if not serial and options.get("scheduler") is None \
-            and options.get("scheduler_file") is None:
-        # a local cluster will start: its forkserver loads the package and the kernels
-        # while this process goes on importing and checking
-        from bnsl_dist.orchestrate._forkserver import start_forkserver
-
-        start_forkserver()
     conn = cluster_kwargs(**{k: options.pop(k) for k in CLUSTER_KEYS})
     if serial and any(conn[k] is not None for k in ("workers", "scheduler", "scheduler_file")):
         raise InvalidConfigError("--serial excludes --workers, --scheduler and "

@@ -178,24 +178,41 @@ def connect(*, workers: int | None = None, scheduler: str | None = None,
         cluster.close()
 
 
+#: Set in the forkserver's environment (workers forked from it inherit it).
+_WORKER_ENV = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+               "OPENBLAS_NUM_THREADS": "1"}
+
+
 @contextlib.contextmanager
 def _start_method() -> Iterator[None]:
     """Fork local workers from a forkserver that has imported the package and loaded
-    numba's target and the cache-building kernels once (:mod:`._preload`; started here
-    unless a command started it earlier, :func:`._forkserver.start_forkserver`):
-    workers start warm instead of each importing and loading them (``spawn`` where
-    there is no forkserver, e.g. on Windows)."""
+    numba's target and the cache-building kernels once (:mod:`._preload`): workers start
+    warm instead of each importing and loading them (``spawn`` where there is no
+    forkserver, e.g. on Windows)."""
+    import multiprocessing
+
     import dask
 
-    from bnsl_dist.orchestrate._forkserver import PRELOAD, start_forkserver
-
-    if not start_forkserver():
+    if "forkserver" not in multiprocessing.get_all_start_methods():
         yield
         return
+    from multiprocessing import forkserver
+
     from distributed.utils import get_mp_context
 
     with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
-        get_mp_context().set_forkserver_preload(PRELOAD)  # distributed's own list, once
+        ctx = get_mp_context()  # distributed's own preload list, set once
+        ctx.set_forkserver_preload(["distributed", "bnsl_dist.orchestrate._preload"])
+        saved = {k: os.environ.get(k) for k in _WORKER_ENV}
+        os.environ.update(_WORKER_ENV)
+        try:
+            forkserver.ensure_running()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
         yield
 
 
