@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import time
 from pathlib import Path
 
@@ -132,6 +133,9 @@ def test_cli_dry_run_status_run_and_tables(client, caches, tmp_path):
                                   "--scheduler", addr, "--no-progress", "--no-report"])
     assert r.exit_code == 0, r.output
     assert "3 computed" in r.output
+    assert re.search(r"on 2 workers; utilisation (0\.\d\d|1\.00)\)", r.output), r.output
+    (run,) = (res_dir / "reports").glob("grid-run-cli-*.json")
+    assert 0 < json.loads(run.read_text())["utilisation"] <= 1
     r = CliRunner().invoke(main, ["grid", "status", str(gfile), "--results", str(res_dir),
                                   "--json"])
     assert json.loads(r.output)["done"] == 3
