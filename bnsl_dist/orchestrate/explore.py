@@ -18,6 +18,14 @@ variable, so a score-budgeted (or unbudgeted) build equals the serial one whatev
 number of workers or the batching. With ``cache_dir`` the cache is written there as
 ``<key>.jkl`` (key = hash of the data and the settings) and later runs with the same
 data and settings read it back.
+
+Grids (:func:`submit_cache_build`) fan a large cache out the same way without any
+client round trip: batches of :func:`explore_job` (each worker stages the cell's data
+from its :class:`~bnsl_dist.pipeline.specs.DataRef`, once per process) and one
+:func:`store_job_cache` task that depends on them, assembles the cache and writes the
+file :func:`~bnsl_dist.pipeline.run.ensure_cache` would write (the same bytes but for
+the timings). Its future is what the cells depend on, so they start as soon as the
+file exists, and a failed batch fails the cache and, through it, its cells.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -44,8 +53,14 @@ from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.cache.spec import CacheSpec
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import DataError, InvalidConfigError
+from bnsl_dist.pipeline.cell import CacheJob
+from bnsl_dist.pipeline.run import ensure_cache, stage_data
 
-__all__ = ["build_cache_distributed", "cached_path", "guided_batches", "load_data_task"]
+__all__ = ["build_cache_distributed", "cached_path", "explore_job", "guided_batches",
+           "load_data_task", "store_job_cache", "submit_cache_build"]
+
+#: One batch's outcome: the explored variables and the task's seconds.
+BatchResult = tuple[list[VariableResult], float]
 
 
 @functools.lru_cache(maxsize=4)
@@ -182,3 +197,52 @@ def _drain(futures: list[Future], batches: list[list[int]], settings: CacheSpec,
             bar.advance(task, sizes[fut.key])
     return results
 
+
+
+# ------------------------------------------------------------------- caches of a grid
+def explore_job(job: CacheJob, variables: list[int]) -> BatchResult:
+    """Explore ``variables`` of the data ``job`` builds its cache on (staged by this
+    worker process once: :func:`~bnsl_dist.pipeline.run.stage_data`). Indices beyond
+    the data are skipped (the assembling task explores whatever a wrong size hint
+    left out)."""
+    t0 = time.perf_counter()
+    _, _, target = stage_data(job)
+    if target is None:
+        raise DataError("a cache build needs data")
+    todo = [v for v in variables if v < target.n_vars]
+    return explore_batch(target, todo, job.cache), time.perf_counter() - t0
+
+
+def store_job_cache(job: CacheJob, path: str, *parts: BatchResult) -> str:
+    """:func:`~bnsl_dist.pipeline.run.ensure_cache` of ``job`` at ``path`` from the
+    batches' results (variables no batch explored are explored here); the batches'
+    seconds count in the cache's ``build_seconds``. Returns the path."""
+    results = [r for res, _ in parts for r in res]
+
+    def assemble(data: CategoricalData, spec: CacheSpec) -> ParentSetCache:
+        done = {r.variable for r in results}
+        rest = explore_batch(data, [v for v in range(data.n_vars) if v not in done], spec)
+        cache = assemble_cache(data, [*results, *rest], spec, list(range(data.n_vars)))
+        cache.meta["remote_seconds"] = sum(s for _, s in parts)
+        return cache
+
+    return ensure_cache(job, path, assemble)
+
+
+def submit_cache_build(client: Client, job: CacheJob, path: str, n_vars: int,
+                       n_workers: int, priority: float, store_priority: float,
+                       explore: Any = explore_job) -> Future:
+    """Submit the cache of ``job`` as guided batches of ``n_vars`` variables (priorities
+    in (``priority``, ``priority`` + 1), largest batches first) and the task storing it
+    at ``path`` (``store_priority``). Returns the storing task's future (its result:
+    the path)."""
+    from bnsl_dist.orchestrate.workers import task_key
+
+    batches = guided_batches(range(n_vars), n_workers)
+    parts = [client.submit(explore, job, b, key=task_key("cache-part", job.key, path, b),
+                           pure=False, priority=priority + (len(batches) - i)
+                           / (len(batches) + 1))
+             for i, b in enumerate(batches)]
+    return client.submit(store_job_cache, job, path, *parts,
+                         key=task_key("cache", job.key, path), pure=False,
+                         priority=store_priority)

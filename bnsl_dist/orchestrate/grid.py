@@ -4,9 +4,12 @@
 
 1. expands the grid into cells (:func:`bnsl_dist.pipeline.grid.expand_grid`) and skips every
    cell whose result file exists;
-2. builds each distinct cache the pending cells need once, as its own task (key
-   ``cache-<hash of data + settings>``), saved as ``caches/<key>.jkl.gz`` so reruns and
-   recomputed tasks reuse it;
+2. builds each distinct cache the pending cells need once (key ``cache-<hash of data +
+   settings>``), saved as ``caches/<key>.jkl.gz`` so reruns and recomputed tasks reuse
+   it: as one task, or, when its estimated work (:func:`cache_work`) reaches
+   ``fan_out_seconds`` on a cluster of two workers or more, as guided batches of
+   per-variable tasks and one task storing the file
+   (:func:`bnsl_dist.orchestrate.explore.submit_cache_build`; the same file);
 3. submits every pending cell as ``client.submit(run_cell, cell, cache, key="cell-<key>",
    pure=False)`` (:func:`run_cells`): a cell starts as soon as its own cache exists,
    caches and long cells first; a cell's seed derives from the grid seed and the cell
@@ -34,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import os
 import sys
 import time
@@ -47,6 +51,7 @@ from distributed import Client, Future, as_completed, performance_report
 
 from bnsl_dist.config import ClusterConfig, GridConfig, JobqueueConfig
 from bnsl_dist.exceptions import BNSLError, InvalidConfigError
+from bnsl_dist.orchestrate.explore import explore_job, submit_cache_build
 from bnsl_dist.orchestrate.workers import algorithm_spec, register_warmup
 from bnsl_dist.pipeline.cell import CacheJob, Cell
 from bnsl_dist.pipeline.grid import expand_grid
@@ -54,7 +59,8 @@ from bnsl_dist.pipeline.run import NoSolutionError, ensure_cache, failure_record
 from bnsl_dist.results.records import CellResult
 from bnsl_dist.results.store import ResultStore, StoreStatus
 
-__all__ = ["GridInterrupted", "GridPlan", "GridSummary", "cell_cost", "plan_grid",
+__all__ = ["GridInterrupted", "GridPlan", "GridSummary", "cache_work", "cell_cost",
+           "plan_grid",
            "format_plan", "grid_status", "run_cells", "run_grid", "open_client",
            "jobqueue_job_script"]
 
@@ -116,13 +122,8 @@ def plan_grid(grid: GridConfig, results_dir: str | os.PathLike[str]) -> GridPlan
             search = None
         else:
             search += c.budget_seconds
-    cache_s: float | None = 0.0 if grid.cache.seconds_per_variable is not None else None
-    spv = grid.cache.seconds_per_variable
-    for spec in caches.values():
-        n = None if spec.data is None else _n_vars_hint(spec.data.name, spec.data.path)
-        cache_s = None if (cache_s is None or spv is None or n is None) else cache_s + spv * n
-    if not caches:
-        cache_s = 0.0
+    works = [cache_work(job) for job in caches.values()]
+    cache_s = None if None in works else sum(w or 0.0 for w in works)
     return GridPlan(grid, tuple(cells), pending, st.done, st.failed, tuple(caches.values()),
                     search, cache_s)
 
@@ -299,20 +300,62 @@ def cell_cost(cell: Cell) -> float:
     return float(cell.budget_iterations or 1) * n * 1e-4
 
 
+#: Worker seconds of one exact score, for :func:`cache_work` (book, 500 variables,
+#: N = 8,700: 31.9 s for 1,500 scores per variable, 4.3e-5 s a score).
+SECONDS_PER_SCORE = 5e-5
+
+#: Caches estimated at this many worker seconds or more fan out (see :func:`run_cells`).
+FAN_OUT_SECONDS = 10.0
+
+
+def _n_vars(job: CacheJob) -> int | None:
+    return None if job.data is None else _n_vars_hint(job.data.name, job.data.path)
+
+
+def cache_work(job: CacheJob) -> float | None:
+    """Estimated worker seconds to build ``job``'s cache: variables x the per-variable
+    time budget, or x exact scores x :data:`SECONDS_PER_SCORE` (the smaller when both
+    are set; independence selection with neither: 1 s a variable; sequential
+    exploration with neither: every set up to the in-degree). None when the number of
+    variables is unknown (a data file) or screening decides it."""
+    n = _n_vars(job)
+    if n is None or job.screening is not None:
+        return None
+    spec = job.cache
+    per = [float(spec.seconds)] if spec.seconds is not None else []
+    if spec.scores_per_variable is not None:
+        per.append(spec.scores_per_variable * SECONDS_PER_SCORE)
+    if not per:
+        k = n - 1 if spec.max_indegree is None else min(spec.max_indegree, n - 1)
+        per.append(1.0 if spec.method == "independence"
+                   else sum(math.comb(n - 1, r) for r in range(k + 1)) * SECONDS_PER_SCORE)
+    return n * min(per)
+
+
 def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
               cache_path: Callable[[Cell], str | None],
               build_cache: Callable[..., str] = ensure_cache,
               run: Callable[..., CellResult] = run_cell,
               cost: Callable[[Cell], float] = cell_cost,
               bar: Any = None, on_result: Callable[[CellResult], None] | None = None,
-              no_worker_timeout: float = NO_WORKER_TIMEOUT) -> GridSummary:
+              no_worker_timeout: float = NO_WORKER_TIMEOUT,
+              fan_out_seconds: float = FAN_OUT_SECONDS,
+              explore: Callable[..., Any] = explore_job) -> GridSummary:
     """Run ``cells`` on the cluster and store each outcome as it arrives.
 
     A cell needing a cache that ``cache_path(cell)`` names but that does not exist yet
-    depends on one ``build_cache(cell.cache, path)`` task per distinct cache: each
-    cell starts as soon as *its* cache exists (no barrier between cache and search
-    phases). Caches get the highest priorities (largest first), then cells, longest
-    first (``cost``), so no short task holds a worker while a long one waits.
+    depends on the task that builds and stores it, one per distinct cache: each cell
+    starts as soon as *its* cache exists (no barrier between cache and search phases).
+    The cache is one ``build_cache(cell.cache_job, path)`` task, or, when its estimated
+    work (:func:`cache_work`) is at least ``fan_out_seconds`` and the cluster has two
+    workers or more, guided batches of ``explore(cache_job, variables)`` tasks and one
+    task that stores the file once they are done
+    (:func:`~bnsl_dist.orchestrate.explore.submit_cache_build`; ``fan_out_seconds=0``
+    fans out every cache of known size; those of unknown size stay one task). The
+    file is the one ``ensure_cache`` writes, but for its timings. Caches get the highest
+    priorities (largest first; the storing tasks above all), then cells, longest first
+    (``cost``), so no short task holds a worker while a long one waits. A failed batch
+    fails its cache, and each cell of it gets a failure record.
 
     Only a cell's own exception makes a failure record. A cell the infrastructure cut
     off (cancelled, lost with the scheduler, a worker killed under it too often) is
@@ -335,14 +378,23 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
             sizes[c.cache_job.key] = max(sizes.get(c.cache_job.key, 0.0), cost(c))
             first.setdefault(c.cache_job.key, c)
     cache_futs: dict[str, Future | str | None] = {}
+    top = len(cells) + 2 + len(sizes)  # the storing tasks of fanned-out caches
     # submitted in priority order too: an idle worker takes the first task that arrives
     for rank, ck in reversed(list(enumerate(sorted(sizes, key=sizes.__getitem__)))):
-        c = first[ck]
-        path = cache_path(c)
+        job = first[ck].cache_job
+        path = cache_path(first[ck])
         assert path is not None
-        cache_futs[ck] = path if Path(path).is_file() else client.submit(
-            build_cache, c.cache_job, path, key=f"cache-{ck}", pure=False,
-            priority=len(cells) + 1 + rank)
+        work, n = cache_work(job), _n_vars(job)
+        if Path(path).is_file():
+            cache_futs[ck] = path
+        elif summary.workers >= 2 and work is not None and n is not None \
+                and work >= fan_out_seconds:
+            cache_futs[ck] = submit_cache_build(client, job, path, n, summary.workers,
+                                                priority=len(cells) + 1 + rank,
+                                                store_priority=top, explore=explore)
+        else:
+            cache_futs[ck] = client.submit(build_cache, job, path, key=f"cache-{ck}",
+                                           pure=False, priority=len(cells) + 1 + rank)
     futures: dict[Future, str] = {}
     for rank, c in reversed(list(enumerate(order))):
         fut = client.submit(run, c, cache_futs.get(c.cache_job.key), key=f"cell-{c.key}",
@@ -435,7 +487,8 @@ def _quiet_distributed() -> None:
 def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[str], *,
              progress: bool = True, report: bool = True, warmup: bool = True,
              on_result: Callable[[CellResult], None] | None = None,
-             no_worker_timeout: float = NO_WORKER_TIMEOUT) -> GridSummary:
+             no_worker_timeout: float = NO_WORKER_TIMEOUT,
+             fan_out_seconds: float = FAN_OUT_SECONDS) -> GridSummary:
     """Run every pending cell of ``grid`` on ``client``'s cluster into ``results_dir``.
 
     Parameters
@@ -455,6 +508,9 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
         Called on the client with each result as it is written.
     no_worker_timeout : float
         Seconds without any worker after which the run stops (see :func:`run_cells`).
+    fan_out_seconds : float
+        Caches estimated at this many worker seconds or more are built as per-variable
+        batches (see :func:`run_cells`).
 
     Returns
     -------
@@ -493,7 +549,8 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
     with _report(report_path), _progress(progress, len(pending)) as bar:
         bar.add_task(grid.name, total=len(pending))
         summary = run_cells(client, pending, store, cache_path=cache_path, bar=bar,
-                            on_result=on_result, no_worker_timeout=no_worker_timeout)
+                            on_result=on_result, no_worker_timeout=no_worker_timeout,
+                            fan_out_seconds=fan_out_seconds)
     summary.total, summary.skipped = len(cells), len(cells) - len(pending)
     summary.report = report_path if report_path is not None and report_path.exists() \
         else None

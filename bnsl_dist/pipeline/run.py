@@ -103,12 +103,14 @@ CacheBuilder = Callable[[CategoricalData, CacheSpec], ParentSetCache]
 def build(spec: CacheSpec, data: CategoricalData,
           builder: CacheBuilder | None = None) -> ParentSetCache:
     """The cache of ``data`` (``builder``, default serial), timed, with the entropies the
-    entropy-ordered optimizers read."""
+    entropy-ordered optimizers read. A builder that ran part of the work in other tasks
+    reports those seconds in ``meta["remote_seconds"]``; they count in ``build_seconds``."""
     from bnsl_dist.cache.build import build_cache
 
     t0 = time.perf_counter()
     cache = with_entropies((builder or build_cache)(data, spec), data)
-    cache.meta["build_seconds"] = time.perf_counter() - t0
+    remote = float(cache.meta.pop("remote_seconds", 0.0))
+    cache.meta["build_seconds"] = time.perf_counter() - t0 + remote
     return cache
 
 
@@ -121,8 +123,10 @@ def with_entropies(cache: ParentSetCache, data: CategoricalData | None) -> Paren
     return cache
 
 
-def ensure_cache(job: CacheJob, path: str | os.PathLike[str]) -> str:
-    """Build the cache of ``job`` and save it at ``path`` unless a file is there.
+def ensure_cache(job: CacheJob, path: str | os.PathLike[str],
+                 builder: CacheBuilder | None = None) -> str:
+    """Build the cache of ``job`` (with ``builder``, default serial) and save it at
+    ``path`` unless a file is there.
 
     Idempotent (a rerun, or a task recomputed after a lost worker, reuses the file);
     the file is written atomically. Returns the path.
@@ -135,7 +139,7 @@ def ensure_cache(job: CacheJob, path: str | os.PathLike[str]) -> str:
     _, _, target = stage_data(job)
     if target is None:
         raise DataError("a cache build needs data")
-    cache = build(job.cache, target)
+    cache = build(job.cache, target, builder)
     cache.meta["cache_key"] = job.key
     write_jkl(cache, p)
     return str(p)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
+import time
 from pathlib import Path
 
 import pytest
@@ -131,6 +133,9 @@ def test_cli_dry_run_status_run_and_tables(client, caches, tmp_path):
                                   "--scheduler", addr, "--no-progress", "--no-report"])
     assert r.exit_code == 0, r.output
     assert "3 computed" in r.output
+    assert re.search(r"on 2 workers; utilisation (0\.\d\d|1\.00)\)", r.output), r.output
+    (run,) = (res_dir / "reports").glob("grid-run-cli-*.json")
+    assert 0 < json.loads(run.read_text())["utilisation"] <= 1
     r = CliRunner().invoke(main, ["grid", "status", str(gfile), "--results", str(res_dir),
                                   "--json"])
     assert json.loads(r.output)["done"] == 3
@@ -261,3 +266,81 @@ def test_long_cells_start_first(caches, tmp_path):
     assert labels == ["kg-long", "kg-long", "kg-mid", "kg-mid", "kg", "kg"]
     costs = [cell_cost(cells[k]) for _, k in starts]
     assert costs == sorted(costs, reverse=True)
+
+
+# ------------------------------------------------------------- caches fanned out per variable
+FANNED = {"name": "fan", "seed": 1, "datasets": [{"name": "nltcs", "splits": ["test"]}],
+          "cache": {"method": "independence", "scores_per_variable": 40, "max_indegree": 3},
+          "algorithms": [{"name": "kg", "k": [2]}, {"name": "asobs-ent"}], "seeds": [0],
+          "budget": {"iterations": 10}}
+
+
+def _without_timings(path: Path) -> tuple[dict, list[str]]:
+    """A cache file's metadata less its timings, and every other line as written."""
+    import gzip
+
+    from bnsl_dist.cache.jkl import META_TAG
+
+    lines = gzip.decompress(path.read_bytes()).decode().splitlines()
+    (meta_line,) = [ln for ln in lines if ln.startswith(META_TAG)]
+    meta = json.loads(meta_line[len(META_TAG):])
+    assert meta["meta"].pop("build_seconds") > 0
+    assert len(meta["meta"]["stats"].pop("seconds")) == 16
+    return meta, [ln for ln in lines if ln is not meta_line]
+
+
+def test_fanned_out_cache_file_equals_the_one_task_build(client, tmp_path):
+    """A cache forced through the per-variable fan-out (threshold 0) is written as the
+    one-task build (ensure_cache, run here as the oracle) writes it, timings aside:
+    batched for one worker or for two, and inside a grid run whose cells then equal
+    those of a grid run on the one-task build."""
+    from bnsl_dist.orchestrate.explore import submit_cache_build
+    from bnsl_dist.orchestrate.grid import run_grid
+    from bnsl_dist.pipeline.run import ensure_cache
+
+    grid = GridConfig.model_validate(FANNED)
+    job = expand_grid(grid)[0].cache_job
+    oracle = _without_timings(Path(ensure_cache(job, str(tmp_path / "one.jkl.gz"))))
+    for w in (1, 2):
+        fut = submit_cache_build(client, job, str(tmp_path / f"fan{w}.jkl.gz"), 16, w,
+                                 priority=0, store_priority=1)
+        assert _without_timings(Path(fut.result())) == oracle
+    runs = {}
+    for name, threshold in (("fanned", 0.0), ("one-task", float("inf"))):
+        since = time.time()
+        summary = run_grid(client, grid, tmp_path / name, progress=False, report=False,
+                           fan_out_seconds=threshold)
+        assert len(summary.computed) == 2 and not summary.failed
+        keys = {str(r["key"]) for r in client.get_task_stream(start=since)}
+        assert any(k.startswith("cache-part-") for k in keys) == (name == "fanned")
+        (f,) = (tmp_path / name / "caches").glob("*.jkl.gz")
+        assert _without_timings(f) == oracle
+        runs[name] = sorted((r.key, r.best_score, r.dag_json)
+                            for r in ResultStore(tmp_path / name).read_results())
+    assert runs["fanned"] == runs["one-task"]
+
+
+def failing_explore(job, variables):
+    """A batch that fails when it holds variable 7 (run on the workers)."""
+    from bnsl_dist.orchestrate.explore import explore_job
+
+    if 7 in variables:
+        raise RuntimeError("batch with variable 7 broke")
+    return explore_job(job, variables)
+
+
+def test_a_failed_batch_fails_its_cache_and_every_cell(client, tmp_path):
+    """One failing batch of a fanned-out cache: no cache file, a failure record naming
+    the batch's error for each cell of that cache, no result."""
+    from bnsl_dist.orchestrate.grid import run_cells
+
+    grid = GridConfig.model_validate(FANNED)
+    cells = expand_grid(grid)
+    store = ResultStore(tmp_path)
+    summary = run_cells(client, cells, store, fan_out_seconds=0.0, explore=failing_explore,
+                        cache_path=lambda c: str(store.cache_path(c.cache_job.key)))
+    assert sorted(summary.failed) == sorted(c.key for c in cells) and not summary.computed
+    fails = store.read_failures()
+    assert len(fails) == 2 and all(f.status == "error" for f in fails)
+    assert all("batch with variable 7 broke" in f.error for f in fails)
+    assert store.read_results() == [] and not list(store.caches_dir.glob("*"))

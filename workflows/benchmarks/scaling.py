@@ -9,7 +9,10 @@ local cluster of W single-threaded workers each time:
 * **per-seed search** — the cells of ``--algorithm`` with an iteration
   budget, ``--seeds`` seeds (``learn_distributed``), against ``learn`` run serially;
 * **grid** — ``run_grid`` of a small grid (the data's splits × k-G/k-MAX × seeds, on
-  caches written beforehand), against running its cells one after the other;
+  caches written beforehand), against running its cells one after the other; with
+  ``--grid-build-caches`` the grid builds its caches itself (those estimated at
+  ``--fan-out-seconds`` or more as per-variable batches), against building each cache
+  once and running the cells one after the other;
 
 each with speed-up (serial wall / Dask wall) and utilisation (task compute seconds /
 (wall × W)). Cluster start and the numba warm-up are timed apart, not inside the phases.
@@ -62,14 +65,14 @@ def _same_cache(a: Any, b: Any) -> bool:
                for k in ("offsets", "scores", "par_offsets", "par_flat"))
 
 
-def _grid(cache_template: str, dataset: str, path: str | None, splits: list[str],
+def _grid(cache: dict[str, Any], dataset: str, path: str | None, splits: list[str],
           iterations: int, seeds: int) -> Any:
     from bnsl_dist.config import GridConfig
 
     return GridConfig.model_validate({
         "name": "scaling", "seed": 1,
         "datasets": [{"name": dataset, "splits": splits, **({"path": path} if path else {})}],
-        "cache": {"method": "independence", "path": cache_template},
+        "cache": {"method": "independence", **cache},
         "algorithms": [{"name": "kg", "k": [2, 3]}, {"name": "kmax", "k": [2]}],
         "seeds": list(range(seeds)), "budget": {"iterations": iterations, "seconds": 600}})
 
@@ -121,6 +124,11 @@ def main() -> None:
                     help="exact scores per variable of the grid's caches")
     ap.add_argument("--grid-iterations", type=int, default=1500)
     ap.add_argument("--grid-seeds", type=int, default=3)
+    ap.add_argument("--grid-build-caches", action="store_true",
+                    help="the grid builds its caches (timed) instead of reading files")
+    ap.add_argument("--fan-out-seconds", type=float, default=None,
+                    help="with --grid-build-caches: caches estimated at this many worker "
+                    "seconds fan out per variable [run_grid's default]")
     ap.add_argument("--repeats", type=int, default=3, help="fixed-overhead repeats")
     ap.add_argument("--skip-overhead", action="store_true")
     ap.add_argument("--note", default="", help="free text stored with the figures "
@@ -132,11 +140,11 @@ def main() -> None:
     from bnsl_dist.orchestrate.anytime import learn_distributed
     from bnsl_dist.orchestrate.cluster import connect
     from bnsl_dist.orchestrate.explore import build_cache_distributed
-    from bnsl_dist.orchestrate.grid import run_grid
+    from bnsl_dist.orchestrate.grid import FAN_OUT_SECONDS, run_grid
     from bnsl_dist.orchestrate.workers import algorithm_spec, register_warmup
     from bnsl_dist.pipeline import CacheSpec, DataRef, SearchSpec, learn, learn_cells, load_data
     from bnsl_dist.pipeline.grid import expand_grid
-    from bnsl_dist.pipeline.run import run_cell
+    from bnsl_dist.pipeline.run import ensure_cache, run_cell
 
     def split_data(split: str) -> Any:
         return load_data(DataRef(name=args.data, split=split, path=args.data_path))
@@ -151,13 +159,17 @@ def main() -> None:
                                args.seeds)
     tmp = Path(tempfile.mkdtemp(prefix="bnsl-scaling-"))
     splits = ["train", "valid", "test"]
-    for s in splits:  # the grid's caches, written before any timing
-        write_jkl(build_cache(split_data(s), method="independence",
-                              scores_per_variable=args.grid_scores_per_variable),
-                  tmp / f"{args.data}-{s}.jkl")
-    grid = _grid(str(tmp / "{dataset}-{split}.jkl"), args.data, args.data_path, splits,
-                 args.grid_iterations, args.grid_seeds)
+    grid_cache: dict[str, Any] = {"scores_per_variable": args.grid_scores_per_variable}
+    if not args.grid_build_caches:
+        for s in splits:  # the grid's caches, written before any timing
+            write_jkl(build_cache(split_data(s), method="independence",
+                                  scores_per_variable=args.grid_scores_per_variable),
+                      tmp / f"{args.data}-{s}.jkl")
+        grid_cache = {"path": str(tmp / "{dataset}-{split}.jkl")}
+    grid = _grid(grid_cache, args.data, args.data_path, splits, args.grid_iterations,
+                 args.grid_seeds)
     cells = expand_grid(grid)
+    fan_out = FAN_OUT_SECONDS if args.fan_out_seconds is None else args.fan_out_seconds
 
     t0 = time.perf_counter()
     serial_cache = build_cache(data, **build)
@@ -166,8 +178,9 @@ def main() -> None:
     serial_search = learn(search_cells, serial_cache)
     serial["search"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    for c in cells:
-        run_cell(c)
+    for c in cells:  # each distinct cache built once, as the grid runner does
+        run_cell(c, None if c.cache_job.given_path is not None else ensure_cache(
+            c.cache_job, tmp / "serial-caches" / f"{c.cache_job.key}.jkl.gz"))
     serial["grid"] = time.perf_counter() - t0
     serial["cache_build_task_seconds"] = float(sum(serial_cache.meta["stats"]["seconds"]))
 
@@ -200,7 +213,7 @@ def main() -> None:
                              "utilisation": round(busy / (wall * w), 3),
                              "equal_to_serial": res.score == serial_search.score}
             summary = run_grid(client, grid, tmp / f"grid-{w}", progress=False, report=False,
-                               warmup=False)
+                               warmup=False, fan_out_seconds=fan_out)
             row["grid"] = {"cells": len(cells), "wall_seconds": round(summary.seconds, 3),
                            "speedup": round(serial["grid"] / summary.seconds, 3),
                            "utilisation": None if summary.utilisation is None
