@@ -90,8 +90,13 @@ def warm_up(cache_methods: Iterable[str] = (), algorithms: Iterable[AlgorithmSpe
             if k is not None:
                 params["k"] = min(k, data.n_vars - 1)
             opt = make_optimizer(name, **params)
-            for _ in opt.run(cache, Budget(seconds=30.0, max_iterations=2),
-                             np.random.default_rng(0)):
+            budget = Budget(seconds=30.0, max_iterations=2)
+            if getattr(opt, "needs_data", False):  # scores families from the data too
+                stream = opt.learn(data, budget, np.random.default_rng(0),
+                                   cache_builder=lambda _data: cache)
+            else:
+                stream = opt.run(cache, budget, np.random.default_rng(0))
+            for _ in stream:
                 pass
             _WARMED.add(("algorithm", spec))
         except Exception as exc:  # noqa: BLE001 - reported, never raised
