@@ -24,6 +24,9 @@ for large Bayesian networks", Machine Learning 107, 2018, §6.3, Figures 5-7, Ta
 
 from __future__ import annotations
 
+import functools
+import heapq
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,10 +35,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from bnsl_dist.graph.dag import DAG
 from bnsl_dist.graph.moral import moral_graph
 from bnsl_dist.graph.treewidth import elimination_width, min_fill_order
 from bnsl_dist.inference.approximate import LikelihoodWeighting
 from bnsl_dist.inference.engine import Engine, make_engine
+from bnsl_dist.inference.junction_tree import JunctionTree
 from bnsl_dist.model.network import BayesianNetwork
 
 __all__ = ["Answers", "random_evidence", "query_variables", "study_engine", "answer_queries",
@@ -74,14 +79,47 @@ def query_variables(net: BayesianNetwork, n: int, rng: np.random.Generator) -> l
     return q + [int(v) for v in pool[:max(0, n - len(q))]]
 
 
+def _min_degree_within(adj: Sequence[set[int]], arities: NDArray[np.int64],
+                       max_entries: int) -> int | None:
+    """Width of the greedy min-degree elimination of ``adj``, or None as soon as one of
+    its cliques has a table of more than ``max_entries`` entries. The early stop keeps
+    a network far too wide for a junction tree (thousands of variables, cliques of
+    hundreds) from costing the quadratic fill-in work of a full elimination."""
+    g = [set(s) for s in adj]
+    heap = [(len(s), v) for v, s in enumerate(g)]
+    heapq.heapify(heap)
+    done = [False] * len(g)
+    width = 0
+    while heap:
+        d, v = heapq.heappop(heap)
+        if done[v] or d != len(g[v]):
+            continue
+        nb = g[v]
+        if math.prod(int(arities[u]) for u in nb) * int(arities[v]) > max_entries:
+            return None
+        done[v] = True
+        width = max(width, len(nb))
+        for a in nb:
+            g[a].discard(v)
+            g[a].update(nb)
+            g[a].discard(a)
+            heapq.heappush(heap, (len(g[a]), a))
+        g[v] = set()
+    return width
+
+
 def study_engine(net: BayesianNetwork, order: Sequence[int] | None, *, memory_limit: int,
                  n_samples: int, rng: np.random.Generator | np.random.SeedSequence | int
-                 ) -> tuple[Engine, int]:
-    """(engine, width): a junction tree on ``order`` (default min-fill) when it fits in
+                 ) -> tuple[Engine, int | None]:
+    """(engine, width): a junction tree on ``order`` (default: min-fill) when it fits in
     ``memory_limit`` bytes, else likelihood weighting with ``n_samples`` particles per
-    query; ``width`` is the width of the elimination order either way."""
+    query. ``width`` is the width of the elimination order; without ``order``, None
+    when a min-degree elimination already meets a clique over the memory limit (then
+    no junction tree is tried)."""
     adj = moral_graph(net.dag)
     if order is None:
+        if _min_degree_within(adj, net.arities, max(1, memory_limit // 8)) is None:
+            return LikelihoodWeighting(net, n_samples=n_samples, rng=rng), None
         order, width = min_fill_order(adj)
     else:
         width = elimination_width(adj, order)
@@ -95,10 +133,11 @@ class Answers:
     """One model's answers to the study's queries.
 
     ``log_pe`` — ln P(e) per P(e) query; ``marginals`` — P(X_v) per queried variable;
-    ``pe_seconds`` and ``marginal_seconds`` — seconds per query (after a warm-up run,
-    so numba compilation is not timed); ``exact`` — junction tree (True) or likelihood
+    ``pe_seconds`` and ``marginal_seconds`` — seconds per query (kernels compiled
+    beforehand, so compilation is not timed); ``exact`` — junction tree (True) or likelihood
     weighting; ``width`` — width of the elimination order (the treewidth bound's
-    certificate for bounded models, min-fill otherwise).
+    certificate for bounded models, min-fill otherwise; None when not computed, see
+    :func:`study_engine`).
     """
 
     log_pe: NDArray[np.float64]
@@ -106,21 +145,38 @@ class Answers:
     pe_seconds: float | None
     marginal_seconds: float | None
     exact: bool
-    width: int
+    width: int | None
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"log_pe": [float(x) for x in self.log_pe],
                 "marginals": [[float(x) for x in m] for m in self.marginals],
                 "pe_seconds_per_query": self.pe_seconds,
                 "marginal_seconds_per_query": self.marginal_seconds,
-                "exact": bool(self.exact), "width": int(self.width)}
+                "exact": bool(self.exact), "width": self.width}
 
     @classmethod
     def from_json_dict(cls, d: dict[str, Any]) -> Answers:
         return cls(np.asarray(d["log_pe"], dtype=np.float64),
                    [np.asarray(m, dtype=np.float64) for m in d["marginals"]],
                    d["pe_seconds_per_query"], d["marginal_seconds_per_query"],
-                   bool(d["exact"]), int(d["width"]))
+                   bool(d["exact"]), d["width"])
+
+
+@functools.cache
+def _warm_up() -> None:
+    """Compile (or load) the inference kernels once per process — sparse and dense
+    junction-tree rows, marginals, likelihood weighting — on a two-variable network,
+    so compilation never lands in a timed query."""
+    dag = DAG.from_parents([(), (0,)])
+    net = BayesianNetwork(dag, (("0", "1"), ("0", "1")),
+                          (np.array([[0.5, 0.5]]), np.array([[0.9, 0.1], [0.2, 0.8]])))
+    ev = np.array([[0, -1], [-1, 1]], dtype=np.int64)
+    for sparse in (True, False):
+        jt = JunctionTree(net, sparse=sparse)
+        jt.log_prob_evidence(ev)
+        jt.marginals(None, [1])
+    LikelihoodWeighting(net, n_samples=8, rng=0).log_prob_evidence(ev)
+    LikelihoodWeighting(net, n_samples=8, rng=0).marginals(None, [1])
 
 
 def answer_queries(net: BayesianNetwork, order: Sequence[int] | None,
@@ -137,19 +193,16 @@ def answer_queries(net: BayesianNetwork, order: Sequence[int] | None,
     if not eng.exact and marginal_samples not in (None, n_samples):
         m_eng = LikelihoodWeighting(net, n_samples=int(marginal_samples or n_samples),
                                     rng=rng)
+    _warm_up()
     log_pe = np.zeros(0)
     pe_s = None
     if len(evidence):
-        # warm-up: numba compiles each kernel path (sparse or dense rows) on first use
-        eng.log_prob_evidence(evidence if eng.exact else evidence[:1])
         t = time.perf_counter()
         log_pe = np.asarray(eng.log_prob_evidence(evidence), dtype=np.float64)
         pe_s = (time.perf_counter() - t) / len(evidence)
     margs: list[NDArray[np.float64]] = []
     m_s = None
     if len(query):
-        if m_eng.exact:
-            m_eng.marginals(None, list(query))
         t = time.perf_counter()
         out = m_eng.marginals(None, list(query))
         m_s = (time.perf_counter() - t) / len(query)

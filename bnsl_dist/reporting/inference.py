@@ -96,7 +96,7 @@ def inference_frame(frame: pd.DataFrame) -> pd.DataFrame:
                                          "model")},
                     "known_network": bool(inf["known_network"]),
                     "reference": bool(inf["reference"]), "exact": bool(inf["exact"]),
-                    "width": int(inf["width"]), "ms_pe": ms(inf["pe_seconds_per_query"]),
+                    "width": math.nan if inf["width"] is None else int(inf["width"]), "ms_pe": ms(inf["pe_seconds_per_query"]),
                     "ms_marginal": ms(inf["marginal_seconds_per_query"]),
                     "mae_pe": e_pe, "mae_marginals": e_m})
     ref_err = {tuple(r[c] for c in _GROUP): r for r in out if r["reference"]}
@@ -121,7 +121,10 @@ def inference_table(cells: pd.DataFrame) -> pd.DataFrame:
     known networks (vs the truth), mean mae of the marginals, median relative mae of
     the marginals (Figure 7) — over data sets, splits and seeds."""
     rows = []
-    for (grid, model), g in cells.groupby(["grid", "model"], sort=True):
+    order = cells.drop_duplicates(["grid", "model"]).sort_values(
+        ["grid", "label", "k"], na_position="first", kind="mergesort")
+    for grid, model in zip(order["grid"], order["model"], strict=True):
+        g = cells[(cells["grid"] == grid) & (cells["model"] == model)]
         real, known = g[~g["known_network"]], g[g["known_network"]]
         rows.append({"grid": grid, "model": model, "cells": len(g),
                      "width": g["width"].mean(), "exact": f"{int(g['exact'].sum())}/{len(g)}",
@@ -167,11 +170,12 @@ def _fig7(cells: pd.DataFrame, path: Path) -> Path | None:
     return save_figure(fig, path)
 
 
-def inference_tables(frame: pd.DataFrame, out_dir: str | Path) -> list[Path]:
+def inference_tables(frame: pd.DataFrame, out_dir: str | Path, *, plots: bool = True
+                     ) -> list[Path]:
     """Write ``inference_table5.md`` / ``.csv`` (Table 5), ``inference_cells.csv`` (every
-    cell's figures) and ``inference_fig7_relative_mae.png`` (Figure 7, when a data set
-    with a known network has a relative mae) for the inference cells of ``frame``;
-    nothing when it has none. Returns the paths written."""
+    cell's figures) and, with ``plots``, ``inference_fig7_relative_mae.png`` (Figure 7,
+    when a data set with a known network has a relative mae) for the inference cells of
+    ``frame``; nothing when it has none. Returns the paths written."""
     cells = inference_frame(frame)
     if cells.empty:
         return []
@@ -187,7 +191,7 @@ def inference_tables(frame: pd.DataFrame, out_dir: str | Path) -> list[Path]:
                                                             float_format="%.6g"))):
         atomic_write_text(out / name, text)
         written.append(out / name)
-    fig = _fig7(cells, out / "inference_fig7_relative_mae.png")
+    fig = _fig7(cells, out / "inference_fig7_relative_mae.png") if plots else None
     if fig is not None:
         written.append(fig)
     return written
