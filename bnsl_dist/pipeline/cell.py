@@ -1,7 +1,8 @@
 """Cells: one unit of work of any run (a grid, ``learn``'s seeds) and the cache it needs.
 
 A :class:`Cell` is (data reference, cache spec, optional screening spec, search spec,
-seed) plus the grid it belongs to. Its ``key`` hashes its canonical JSON with the code
+seed, and the SEM or inference-study settings of those grid kinds) plus the grid it
+belongs to. Its ``key`` hashes its canonical JSON with the code
 version, so a results folder knows which cells are done; its random generator is a
 :class:`numpy.random.SeedSequence` child of the grid seed keyed by the cell's identity,
 so results never depend on which worker runs a cell, or when.
@@ -163,21 +164,16 @@ class Cell(Spec):
         return CacheJob(data=self.data, screening=self.screening, cache=self.cache)
 
     def identity(self) -> dict[str, Any]:
-        """What makes the cell what it is (its seed stream derives from this)."""
+        """What makes the cell what it is (its seed stream derives from this). The
+        inference study's settings are left out: the model a cell learns does not depend
+        on how many queries it then answers (its key, which names its record, does)."""
         out = {"grid": self.grid, "kind": self.kind, "dataset": self.dataset,
                "split": self.split, "algorithm": self.algorithm, "label": self.label,
                "params": self.search.params, "k": self.k, "seed": self.seed,
-               "extra": self._settings()}
+               "extra": {} if self.sem is None else self.sem.json_dict()}
         if self.screening is not None:
             out["screening"] = self.screening.json_dict()
         return out
-
-    def _settings(self) -> dict[str, Any]:
-        if self.sem is not None:
-            return self.sem.json_dict()
-        if self.inference is not None:
-            return self.inference.json_dict()
-        return {}
 
     @property
     def key(self) -> str:
