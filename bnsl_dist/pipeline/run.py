@@ -38,8 +38,8 @@ from bnsl_dist.results.records import CellFailure, CellResult
 from bnsl_dist.search.base import AnytimeTrace, Incumbent
 from bnsl_dist.search.qds import Screening, screen
 
-__all__ = ["run_cell", "load_data", "true_network", "stage_data", "ensure_cache", "load_cache", "build",
-           "NoSolutionError", "failure_record"]
+__all__ = ["run_cell", "load_data", "true_network", "stage_data", "ensure_cache",
+           "load_cache", "build", "NoSolutionError", "failure_record"]
 
 
 class NoSolutionError(RuntimeError):
