@@ -59,6 +59,7 @@ __all__ = [
     "AlgorithmConfig",
     "ComparisonConfig",
     "SemConfig",
+    "InferenceConfig",
     "JobqueueConfig",
     "KubernetesConfig",
     "ClusterConfig",
@@ -195,6 +196,39 @@ class SemConfig(_Model):
         return v
 
 
+class InferenceConfig(_Model):
+    """Inference study (Scanagatta et al. 2018, §6.3; :mod:`bnsl_dist.inference.study`):
+    each cell learns its model, fits CPTs (Dirichlet ``alpha``, BDeu-spread) and answers
+    ``queries`` P(e) queries of ``evidence_vars`` random variables in random states and,
+    on data sets sampled from a known network, ``marginal_queries`` marginals of its
+    leaves. Queries are drawn from a stream keyed by the data set, split and seed, so
+    every model of one data set answers the same ones.
+
+    ``reference`` is the label of the unbounded learner: on real data its model is the
+    assumed ground truth; on data of a known network its cell also answers the queries
+    on the true network (exact when its junction tree fits in ``memory_gib``, else
+    ``truth_pe_samples`` / ``truth_samples`` likelihood-weighting particles; a
+    ``truth_pe_samples`` of 0 skips P(e) on known networks, as the paper did). Learned
+    models whose junction tree exceeds ``memory_gib`` get ``lw_samples`` particles per
+    query."""
+
+    reference: str
+    queries: NonNegativeInt = 100
+    evidence_vars: PositiveInt = 5
+    marginal_queries: NonNegativeInt = 100
+    lw_samples: PositiveInt = 20_000
+    truth_samples: PositiveInt = 1_000_000
+    truth_pe_samples: NonNegativeInt = 100_000
+    memory_gib: PositiveFloat = 2.0
+    alpha: PositiveFloat = 1.0
+
+    @model_validator(mode="after")
+    def _some_query(self) -> InferenceConfig:
+        if self.queries == 0 and self.marginal_queries == 0:
+            raise ValueError("an inference study needs 'queries' or 'marginal_queries' > 0")
+        return self
+
+
 class JobqueueConfig(_Model):
     """Arguments of a dask-jobqueue cluster (SLURMCluster, PBSCluster, ...)."""
 
@@ -272,7 +306,7 @@ class GridConfig(_Model):
     name: str
     description: str = ""
     reference: str = ""
-    kind: Literal["search", "sem"] = "search"
+    kind: Literal["search", "sem", "inference"] = "search"
     seed: NonNegativeInt = 0
     datasets: tuple[DatasetRef, ...] = Field(min_length=1)
     cache: CacheSpec
@@ -282,6 +316,7 @@ class GridConfig(_Model):
     budget: BudgetSpec
     comparisons: tuple[ComparisonConfig, ...] = ()
     sem: SemConfig | None = None
+    inference: InferenceConfig | None = None
     cluster: ClusterConfig | None = None
 
     @field_validator("name")
@@ -322,7 +357,23 @@ class GridConfig(_Model):
             raise ValueError("a grid of kind 'sem' needs a 'sem' section")
         if self.kind != "sem" and self.sem is not None:
             raise ValueError("a 'sem' section needs kind: sem")
+        if self.kind == "inference":
+            self._check_inference(labels)
+        elif self.inference is not None:
+            raise ValueError("an 'inference' section needs kind: inference")
         return self
+
+    def _check_inference(self, labels: list[str]) -> None:
+        inf = self.inference
+        if inf is None:
+            raise ValueError("a grid of kind 'inference' needs an 'inference' section")
+        if inf.reference not in labels:
+            raise ValueError(f"inference.reference names {inf.reference!r}, which is not an "
+                             f"algorithm label of this grid ({labels})")
+        ref = self.algorithm(inf.reference)
+        if ref.treewidths(self) != (None,):
+            raise ValueError(f"inference.reference {inf.reference!r} must be an unbounded "
+                             f"learner (no treewidth k): it is the assumed ground truth")
 
     def algorithm(self, label: str) -> AlgorithmConfig:
         for a in self.algorithms:

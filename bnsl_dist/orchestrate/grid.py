@@ -113,7 +113,7 @@ def plan_grid(grid: GridConfig, results_dir: str | os.PathLike[str]) -> GridPlan
     caches: dict[str, CacheJob] = {}
     for c in pending:
         job = c.cache_job
-        if grid.kind == "search" and job.given_path is None \
+        if grid.kind != "sem" and job.given_path is None \
                 and not store.cache_path(job.key).is_file():
             caches.setdefault(job.key, job)
     search: float | None = 0.0
@@ -533,7 +533,7 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
                            seconds=time.perf_counter() - t0)
 
     def cache_path(c: Cell) -> str | None:
-        if grid.kind != "search" or c.cache_job.given_path is not None:
+        if grid.kind == "sem" or c.cache_job.given_path is not None:
             return None
         return str(store.cache_path(c.cache_job.key))
 

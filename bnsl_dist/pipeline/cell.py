@@ -1,7 +1,8 @@
 """Cells: one unit of work of any run (a grid, ``learn``'s seeds) and the cache it needs.
 
 A :class:`Cell` is (data reference, cache spec, optional screening spec, search spec,
-seed) plus the grid it belongs to. Its ``key`` hashes its canonical JSON with the code
+seed, and the SEM or inference-study settings of those grid kinds) plus the grid it
+belongs to. Its ``key`` hashes its canonical JSON with the code
 version, so a results folder knows which cells are done; its random generator is a
 :class:`numpy.random.SeedSequence` child of the grid seed keyed by the cell's identity,
 so results never depend on which worker runs a cell, or when.
@@ -27,12 +28,19 @@ from bnsl_dist.pipeline.specs import (
 )
 from bnsl_dist.search.base import Budget
 
-__all__ = ["Cell", "CacheJob", "SemSpec", "canonical_json", "code_version"]
+__all__ = ["Cell", "CacheJob", "SemSpec", "InferenceSpec", "canonical_json", "code_version"]
 
 
 def code_version() -> str:
     """The version that keys include: results of another version are not reused."""
     return __version__
+
+
+def _keyed_seed(entropy: int, ident: dict[str, Any]) -> np.random.SeedSequence:
+    """A child of ``entropy`` keyed by the SHA-256 of ``ident``'s canonical JSON."""
+    h = hashlib.sha256(canonical_json(ident).encode()).digest()
+    words = tuple(int.from_bytes(h[i:i + 4], "little") for i in range(0, 16, 4))
+    return np.random.SeedSequence(entropy=entropy, spawn_key=words)
 
 
 class CacheJob(Spec):
@@ -69,11 +77,31 @@ class SemSpec(Spec):
     search_seconds_per_variable: PositiveFloat = 1.0
 
 
+class InferenceSpec(Spec):
+    """The inference study's settings of one cell (:class:`bnsl_dist.config.InferenceConfig`);
+    ``reference`` marks the unbounded learner's cell, which also answers the queries on
+    the true network when the data set has one."""
+
+    reference: bool = False
+    queries: NonNegativeInt = 100
+    evidence_vars: PositiveInt = 5
+    marginal_queries: NonNegativeInt = 100
+    lw_samples: PositiveInt = 20_000
+    truth_samples: PositiveInt = 1_000_000
+    truth_pe_samples: NonNegativeInt = 100_000
+    memory_gib: PositiveFloat = 2.0
+    alpha: PositiveFloat = 1.0
+
+    @property
+    def memory_limit(self) -> int:
+        return int(self.memory_gib * 2**30)
+
+
 class Cell(Spec):
     """One point of a run; ``label`` names the algorithm entry in tables."""
 
     grid: str
-    kind: Literal["search", "sem"] = "search"
+    kind: Literal["search", "sem", "inference"] = "search"
     label: str
     data: DataRef | None
     cache: CacheSpec
@@ -82,6 +110,7 @@ class Cell(Spec):
     seed: NonNegativeInt
     grid_seed: NonNegativeInt = 0
     sem: SemSpec | None = None
+    inference: InferenceSpec | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Cell:
@@ -91,6 +120,10 @@ class Cell(Spec):
                              "screening")
         if (self.kind == "sem") != (self.sem is not None):
             raise ValueError("a 'sem' cell needs its 'sem' settings (and only it)")
+        if (self.kind == "inference") != (self.inference is not None):
+            raise ValueError("an 'inference' cell needs its 'inference' settings (and only it)")
+        if self.kind == "inference" and self.data is None:
+            raise ValueError("an 'inference' cell needs data (its CPTs are fitted on them)")
         return self
 
     # -- what grids and records read -------------------------------------------------
@@ -131,7 +164,9 @@ class Cell(Spec):
         return CacheJob(data=self.data, screening=self.screening, cache=self.cache)
 
     def identity(self) -> dict[str, Any]:
-        """What makes the cell what it is (its seed stream derives from this)."""
+        """What makes the cell what it is (its seed stream derives from this). The
+        inference study's settings are left out: the model a cell learns does not depend
+        on how many queries it then answers (its key, which names its record, does)."""
         out = {"grid": self.grid, "kind": self.kind, "dataset": self.dataset,
                "split": self.split, "algorithm": self.algorithm, "label": self.label,
                "params": self.search.params, "k": self.k, "seed": self.seed,
@@ -148,9 +183,15 @@ class Cell(Spec):
     def seed_sequence(self) -> np.random.SeedSequence:
         """A child of the grid seed keyed by the cell identity (not by budget, version
         or scheduling), so longer runs replay shorter ones."""
-        h = hashlib.sha256(canonical_json(self.identity()).encode()).digest()
-        words = tuple(int.from_bytes(h[i:i + 4], "little") for i in range(0, 16, 4))
-        return np.random.SeedSequence(entropy=self.grid_seed, spawn_key=words)
+        return _keyed_seed(self.grid_seed, self.identity())
+
+    def data_seed_sequence(self, purpose: str) -> np.random.SeedSequence:
+        """A child of the grid seed keyed by the data set, split, seed and ``purpose``
+        only: the same for every algorithm of one data set (e.g. the inference study's
+        queries, which all models of a data set answer)."""
+        ident = {"dataset": self.dataset, "split": self.split, "seed": self.seed,
+                 "purpose": purpose}
+        return _keyed_seed(self.grid_seed, ident)
 
     def rng(self) -> np.random.Generator:
         return np.random.default_rng(self.seed_sequence())

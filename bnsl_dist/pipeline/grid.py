@@ -1,10 +1,11 @@
 """A grid YAML as cells: data sets × splits × algorithms × treewidths × seeds (× SEM
-missing rates)."""
+missing rates; inference grids: the study's settings on every cell, the reference
+learner's cells marked)."""
 
 from __future__ import annotations
 
 from bnsl_dist.config import GridConfig
-from bnsl_dist.pipeline.cell import Cell, SemSpec
+from bnsl_dist.pipeline.cell import Cell, InferenceSpec, SemSpec
 from bnsl_dist.pipeline.specs import SearchSpec
 
 __all__ = ["expand_grid"]
@@ -29,10 +30,14 @@ def expand_grid(grid: GridConfig) -> list[Cell]:
         sems = tuple(SemSpec(missing_rate=r, max_em_iterations=grid.sem.max_em_iterations,
                              search_seconds_per_variable=grid.sem.search_seconds_per_variable)
                      for r in grid.sem.missing_rates)
+    inf = grid.inference if grid.kind == "inference" else None
     cells: list[Cell] = []
     for ds in grid.datasets:
         for ref in ds.refs():
             for alg in grid.algorithms:
+                study = None if inf is None else InferenceSpec(
+                    reference=alg.display == inf.reference,
+                    **inf.model_dump(exclude={"reference"}))
                 for k in alg.treewidths(grid):
                     search = SearchSpec(algorithm=alg.name, params=alg.params, k=k,
                                         budget=alg.budget or grid.budget)
@@ -41,5 +46,6 @@ def expand_grid(grid: GridConfig) -> list[Cell]:
                             cells.append(Cell(grid=grid.name, kind=grid.kind,
                                               label=alg.display, data=ref, cache=grid.cache,
                                               screening=alg.screening, search=search,
-                                              seed=int(seed), grid_seed=grid.seed, sem=sem))
+                                              seed=int(seed), grid_seed=grid.seed, sem=sem,
+                                              inference=study))
     return cells

@@ -1,0 +1,197 @@
+"""The inference study's Table 5 and Figure 7 (Scanagatta et al., MLJ 2018, §6.3) from
+the records of a ``kind: inference`` grid alone.
+
+Each cell stores its model's answers to its data set's queries (``extra["inference"]``,
+:func:`bnsl_dist.pipeline.run.run_cell`); the reference learner's cell stores, for a data
+set with a known network, the true network's answers too (``truth``). Errors are computed
+here, per cell:
+
+* real data: mae of P(e) against the reference learner's answers (the paper's "assumed
+  ground truth");
+* data of a known network: mae of P(e) and of the marginals against the true network's;
+  relative mae = mae of the cell / mae of the reference learner's cell on the same data
+  set, split and seed (Figure 7).
+
+References
+----------
+M. Scanagatta, G. Corani, C. P. de Campos, M. Zaffalon, "Approximate structure learning
+for large Bayesian networks", Machine Learning 107, 2018, §6.3, Figures 5-7, Table 5.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bnsl_dist._io import atomic_write_text
+from bnsl_dist.exceptions import DataError
+from bnsl_dist.inference.study import mae_marginals, mae_pe
+
+__all__ = ["inference_frame", "inference_table", "inference_tables"]
+
+_GROUP = ["grid", "dataset", "split", "seed"]
+
+
+def _model(label: str, k: Any) -> str:
+    return label if k is None or (isinstance(k, float) and math.isnan(k)) else \
+        f"{label} k={int(k)}"
+
+
+def inference_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per inference cell of ``frame`` (records of
+    :meth:`~bnsl_dist.results.store.ResultStore.read_frame`; other cells are ignored):
+    grid, dataset, split, seed, label, k, model, known_network, reference, exact, width,
+    ms_pe, ms_marginal, mae_pe, mae_marginals, relative_mae_pe, relative_mae_marginals
+    (NaN where there is no reference answer).
+
+    Raises
+    ------
+    DataError
+        Two cells of one data set, split and seed answered different queries (records
+        of different code versions mixed in one folder).
+    """
+    rows: list[dict[str, Any]] = []
+    for rec in frame.to_dict("records"):
+        inf = json.loads(rec.get("extra") or "{}").get("inference")
+        if inf is None:
+            continue
+        k = rec.get("k")
+        k = None if k is None or (isinstance(k, float) and math.isnan(k)) else int(k)
+        rows.append({"grid": rec["grid"], "dataset": rec["dataset"], "split": rec["split"],
+                     "seed": int(rec["seed"]), "label": rec["label"], "k": k,
+                     "model": _model(rec["label"], k), "inf": inf})
+    cols = ["grid", "dataset", "split", "seed", "label", "k", "model", "known_network",
+            "reference", "exact", "width", "ms_pe", "ms_marginal", "mae_pe",
+            "mae_marginals", "relative_mae_pe", "relative_mae_marginals"]
+    if not rows:
+        return pd.DataFrame(columns=cols)
+    refs: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in rows:
+        if r["inf"]["reference"]:
+            refs[tuple(r[c] for c in _GROUP)] = r["inf"]
+
+    def ms(x: float | None) -> float:
+        return math.nan if x is None else 1e3 * float(x)
+
+    out = []
+    for r in rows:
+        inf = r["inf"]
+        ref = refs.get(tuple(r[c] for c in _GROUP))
+        if ref is not None and (ref["evidence"], ref["marginal_vars"]) != \
+                (inf["evidence"], inf["marginal_vars"]):
+            raise DataError(f"{r['grid']}: {r['dataset']}/{r['split']} seed {r['seed']}: "
+                            f"{r['model']} answered other queries than the reference cell")
+        truth = None if ref is None else (ref.get("truth") if inf["known_network"] else ref)
+        e_pe = e_m = math.nan
+        if truth is not None and inf["log_pe"] and truth["log_pe"]:
+            e_pe = mae_pe(inf["log_pe"], truth["log_pe"])
+        if truth is not None and inf["marginals"] and truth["marginals"]:
+            e_m = mae_marginals(inf["marginals"], truth["marginals"])
+        out.append({**{c: r[c] for c in ("grid", "dataset", "split", "seed", "label", "k",
+                                         "model")},
+                    "known_network": bool(inf["known_network"]),
+                    "reference": bool(inf["reference"]), "exact": bool(inf["exact"]),
+                    "width": math.nan if inf["width"] is None else int(inf["width"]), "ms_pe": ms(inf["pe_seconds_per_query"]),
+                    "ms_marginal": ms(inf["marginal_seconds_per_query"]),
+                    "mae_pe": e_pe, "mae_marginals": e_m})
+    ref_err = {tuple(r[c] for c in _GROUP): r for r in out if r["reference"]}
+    for r in out:
+        ref_row = ref_err.get(tuple(r[c] for c in _GROUP))
+        for what in ("pe", "marginals"):
+            b = math.nan if ref_row is None else ref_row[f"mae_{what}"]
+            r[f"relative_mae_{what}"] = r[f"mae_{what}"] / b \
+                if r["known_network"] and b > 0 else math.nan
+    res = pd.DataFrame(out, columns=cols)
+    return res.sort_values(["grid", "dataset", "split", "seed", "label", "k"],
+                           na_position="first", kind="mergesort").reset_index(drop=True)
+
+
+def _fmt(x: float, spec: str) -> str:
+    return "–" if x is None or not np.isfinite(x) else format(x, spec)
+
+
+def inference_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """Table 5 per grid and model: mean width, exact cells, mean ms per P(e) query and
+    per marginal query, mean mae of P(e) on real data (vs the reference learner) and on
+    known networks (vs the truth), mean mae of the marginals, median relative mae of
+    the marginals (Figure 7) — over data sets, splits and seeds."""
+    rows = []
+    order = cells.drop_duplicates(["grid", "model"]).sort_values(
+        ["grid", "label", "k"], na_position="first", kind="mergesort")
+    for grid, model in zip(order["grid"], order["model"], strict=True):
+        g = cells[(cells["grid"] == grid) & (cells["model"] == model)]
+        real, known = g[~g["known_network"]], g[g["known_network"]]
+        rows.append({"grid": grid, "model": model, "cells": len(g),
+                     "width": g["width"].mean(), "exact": f"{int(g['exact'].sum())}/{len(g)}",
+                     "ms_pe": g["ms_pe"].mean(), "ms_marginal": g["ms_marginal"].mean(),
+                     "mae_pe_real": real["mae_pe"].mean(),
+                     "mae_pe_known": known["mae_pe"].mean(),
+                     "mae_marginals_known": known["mae_marginals"].mean(),
+                     "relative_mae_median": known["relative_mae_marginals"].median()})
+    return pd.DataFrame(rows)
+
+
+def _markdown(table: pd.DataFrame) -> str:
+    lines = ["| grid | model | cells | width (mean) | exact | ms per P(e) query | "
+             "ms per marginal | mae P(e), real (vs unbounded) | mae P(e), known network | "
+             "mae marginals, known network | relative mae (median) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in table.to_dict("records"):
+        lines.append(
+            f"| {r['grid']} | {r['model']} | {r['cells']} | {_fmt(r['width'], '.1f')} "
+            f"| {r['exact']} | {_fmt(r['ms_pe'], '.3f')} | {_fmt(r['ms_marginal'], '.3f')} "
+            f"| {_fmt(r['mae_pe_real'], '.3g')} | {_fmt(r['mae_pe_known'], '.3g')} "
+            f"| {_fmt(r['mae_marginals_known'], '.3g')} "
+            f"| {_fmt(r['relative_mae_median'], '.3f')} |")
+    return "\n".join(lines) + "\n"
+
+
+def _fig7(cells: pd.DataFrame, path: Path) -> Path | None:
+    from bnsl_dist.reporting.plots import plt, save_figure
+
+    known = cells[cells["known_network"] & ~cells["reference"]
+                  & np.isfinite(cells["relative_mae_marginals"])]
+    if known.empty:
+        return None
+    models = sorted(known["model"].unique(), key=lambda m: (len(m), m))
+    fig, ax = plt.subplots(figsize=(5.4, 3.6))
+    ax.boxplot([known.loc[known["model"] == m, "relative_mae_marginals"].to_numpy()
+                for m in models])
+    ax.set_xticks(range(1, len(models) + 1), models, rotation=20, fontsize=8)
+    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+    ax.set_ylabel("relative mae of marginals")
+    ax.set_title("Fig. 7: marginals vs the true network (mae / mae of the unbounded model)",
+                 fontsize=8)
+    return save_figure(fig, path)
+
+
+def inference_tables(frame: pd.DataFrame, out_dir: str | Path, *, plots: bool = True
+                     ) -> list[Path]:
+    """Write ``inference_table5.md`` / ``.csv`` (Table 5), ``inference_cells.csv`` (every
+    cell's figures) and, with ``plots``, ``inference_fig7_relative_mae.png`` (Figure 7,
+    when a data set with a known network has a relative mae) for the inference cells of
+    ``frame``; nothing when it has none. Returns the paths written."""
+    cells = inference_frame(frame)
+    if cells.empty:
+        return []
+    out = Path(out_dir)
+    table = inference_table(cells)
+    written = []
+    for name, text in (("inference_table5.md",
+                        "# Table 5 (Scanagatta et al. 2018, §6.3): inference time and "
+                        "accuracy\n\n" + _markdown(table)),
+                       ("inference_table5.csv", table.to_csv(index=False,
+                                                             float_format="%.6g")),
+                       ("inference_cells.csv", cells.to_csv(index=False,
+                                                            float_format="%.6g"))):
+        atomic_write_text(out / name, text)
+        written.append(out / name)
+    fig = _fig7(cells, out / "inference_fig7_relative_mae.png") if plots else None
+    if fig is not None:
+        written.append(fig)
+    return written
