@@ -332,3 +332,13 @@ def test_run_cell_runs_a_data_scored_optimizer(nltcs_cache):
             datasets=[{"name": "nltcs", "splits": ["train"]}], seeds=[0],
             budget={"iterations": 1},
             algorithms=[{"name": "tabu-data", "params": {"score": "bdeu"}}]))[0])
+
+
+def test_search_cells_carry_no_settings_of_other_kinds():
+    """Keys name stored records: a search cell's canonical JSON holds only what a search
+    cell has, so adding a grid kind does not orphan the records of earlier runs."""
+    for cell in expand_grid(_grid()):
+        spec = cell.json_dict()
+        assert "inference" not in spec and spec["sem"] is None
+        again = C.Cell.model_validate(spec)
+        assert again == cell and again.key == cell.key

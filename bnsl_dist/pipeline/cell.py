@@ -112,6 +112,14 @@ class Cell(Spec):
     sem: SemSpec | None = None
     inference: InferenceSpec | None = None
 
+    def json_dict(self) -> dict[str, Any]:
+        """The canonical JSON data of the cell; settings of other grid kinds are left
+        out when unset, so cells (and their keys) of earlier versions stay valid."""
+        out = super().json_dict()
+        if out.get("inference") is None:
+            out.pop("inference", None)
+        return out
+
     @model_validator(mode="after")
     def _consistent(self) -> Cell:
         if self.data is None and (self.cache.path is None or self.screening is not None
