@@ -2,8 +2,9 @@
 from stored records: per data set and label, the screening threshold epsilon and the
 roots kept (from ``extra["screening"]``), then over the seeds the mean, standard
 deviation and best of the score, the mean seconds (search, cache, screening, and their
-sum) and the mean number of arcs of the learned DAG. Labels without screening (the
-inner learner alone, "sota") are the baseline rows.
+sum) and the mean number of arcs of the learned DAG. Runs of the screened algorithms
+without screening (the inner learner alone, "sota") are the baseline rows; other
+algorithms are left out.
 
 References
 ----------
@@ -41,6 +42,9 @@ def screening_frame(frame: pd.DataFrame) -> pd.DataFrame:
     scr = [json.loads(e or "{}").get("screening") for e in frame["extra"]]
     if all(s is None for s in scr):
         return pd.DataFrame(columns=["dataset", "split", "label", *_NUMERIC])
+    screened = {a for a, x in zip(frame["algorithm"], scr, strict=True) if x is not None}
+    keep = frame["algorithm"].isin(screened).to_numpy()
+    frame, scr = frame[keep], [x for x, k in zip(scr, keep, strict=True) if k]
     f = frame.assign(
         epsilon=[np.nan if s is None else float(s["epsilon"]) for s in scr],
         n_roots=[np.nan if s is None else float(s["n_roots"]) for s in scr],
