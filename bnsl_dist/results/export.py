@@ -147,7 +147,7 @@ def read_records(path: str | os.PathLike[str]) -> RecordSet:
     """
     p = Path(path)
     try:
-        table = pq.read_table(io.BytesIO(p.read_bytes()))
+        table = pq.read_table(io.BytesIO(p.read_bytes()), use_threads=False)
     except FileNotFoundError:
         raise DataError("no such records file", path=str(p)) from None
     except (OSError, pa.ArrowException) as exc:

@@ -159,7 +159,7 @@ class ResultStore:
     @staticmethod
     def _read_one(path: Path) -> pa.Table:
         try:
-            t = pq.read_table(io.BytesIO(path.read_bytes()))
+            t = pq.read_table(io.BytesIO(path.read_bytes()), use_threads=False)
         except (OSError, pa.ArrowInvalid) as exc:
             raise DataError(f"unreadable result file: {exc}", path=str(path)) from None
         return conform_table(t)
