@@ -1,4 +1,5 @@
-"""`bnsl-dist grid run | status`: run an experiment grid on Dask, resumably."""
+"""`bnsl-dist grid run | status | export`: run an experiment grid on Dask, resumably;
+export its records as one file."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import click
 
-from bnsl_dist.cli._checks import check_output_dir
+from bnsl_dist.cli._checks import check_output_dir, check_output_file
 from bnsl_dist.cli._common import cluster_kwargs, cluster_options, echo_json
 
 
@@ -102,3 +103,22 @@ def status_cmd(grid_file: str, results: str, as_json: bool) -> None:
     c = st.counts()
     click.echo(f"{grid.name}: {c['done']} done, {c['failed']} failed, {c['pending']} pending "
                f"(of {c['total']})")
+
+
+@grid_group.command("export")
+@click.argument("results", metavar="DIR", type=click.Path(file_okay=False, exists=True))
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
+              help="The records file to write (Parquet), e.g. "
+                   "workflows/results/<grid>/records.parquet.")
+def export_cmd(results: str, out: str) -> None:
+    """Write every result of DIR, its stored grids and failures as one records file.
+
+    The file alone regenerates the tables: `bnsl-dist tables FILE --out FOLDER`. Rows
+    are sorted by cell key, so the same results give the same bytes."""
+    from bnsl_dist.results.export import export_records, read_records
+
+    check_output_file(out, "--out")
+    path = export_records(results, out)
+    recs = read_records(path)
+    click.echo(f"{path}: {recs.table.num_rows} results, {len(recs.failures)} failures, "
+               f"grids {sorted(recs.grids)}, {path.stat().st_size} bytes")

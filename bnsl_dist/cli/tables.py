@@ -1,74 +1,148 @@
-"""`bnsl-dist tables DIR`: the papers' ΔBIC tables and figures from stored results."""
+"""`bnsl-dist tables DIR|RECORDS`: the papers' tables and figures from stored results.
+
+Every source gets the ΔBIC comparison tables (the stored grids' ``comparisons``, else
+the papers' defaults among the labels present) and a failures table per grid with
+failed cells; then each stored grid gets the tables of its kind, from
+:data:`KIND_TABLES` (a kind without an entry gets only the above). To add the tables of
+a new kind, add one function of the :data:`KindTables` signature to that mapping.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from bnsl_dist.cli._checks import check_output_dir
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from bnsl_dist.config import GridConfig
+    from bnsl_dist.results.export import RecordSet
+    from bnsl_dist.results.records import CellFailure
+
+#: The tables of one grid: (its results, its stored config, its failures, the output
+#: folder, whether to draw plots) -> the files written.
+KindTables = Callable[["pd.DataFrame", "GridConfig", "list[CellFailure]", Path, bool],
+                      list[Path]]
+
+
+def _search_tables(frame: pd.DataFrame, grid: GridConfig, failures: list[CellFailure],
+                   out_dir: Path, plots: bool) -> list[Path]:
+    """Exact solvers (with top-p) and the screening sweep, each when present."""
+    from bnsl_dist.reporting.exact import write_exact_tables
+    from bnsl_dist.reporting.screening import write_screening_tables
+
+    title = grid.reference or grid.name
+    return [*write_exact_tables(frame, out_dir, grid.name, failures=failures, title=title,
+                                plots=plots),
+            *write_screening_tables(frame, out_dir, grid.name, title=title, plots=plots)]
+
+
+#: Per grid kind (the stored grid's ``kind``), the tables beyond the ΔBIC comparisons.
+KIND_TABLES: dict[str, KindTables] = {"search": _search_tables}
+
+
+def _grids(recs: RecordSet) -> dict[str, GridConfig]:
+    from bnsl_dist.config import GridConfig
+    from bnsl_dist.exceptions import InvalidConfigError
+
+    out = {}
+    for name, obj in sorted(recs.grids.items()):
+        try:
+            out[name] = GridConfig.model_validate(obj)
+        except ValueError as exc:
+            raise InvalidConfigError(f"stored grid {name!r}: not a valid grid: {exc}") from None
+    return out
+
+
+def write_all_tables(recs: RecordSet, out_dir: Path, *, at: float | None = None,
+                     plots: bool = True) -> list[Path]:
+    """Every table (and, with ``plots``, figure) of ``recs`` under ``out_dir``."""
+    from bnsl_dist.reporting.tables import (
+        Comparison,
+        default_comparisons,
+        write_failures_table,
+        write_tables,
+    )
+
+    frame = recs.frame()
+    grids = _grids(recs)
+    comps: list[Comparison] = [Comparison(c.a, c.b, c.title, tuple(c.columns), grid=g.name)
+                               for g in grids.values() for c in g.comparisons]
+    if not comps and not frame.empty:
+        comps = default_comparisons(frame["label"].unique())
+    written = write_tables(frame, comps, out_dir, at=at) if comps else []
+    names = sorted(set(grids) | set(frame["grid"]) | {f.grid for f in recs.failures})
+    for name in names:
+        fails = [f for f in recs.failures if f.grid == name]
+        written += write_failures_table(fails, out_dir, name)
+        grid = grids.get(name)
+        kind_tables = KIND_TABLES.get(grid.kind) if grid is not None else None
+        if kind_tables is not None and grid is not None:
+            written += kind_tables(frame[frame["grid"] == name], grid, fails, out_dir, plots)
+    if plots:
+        written += _comparison_plots(frame, comps, out_dir, at)
+    return written
+
+
+def _comparison_plots(frame: pd.DataFrame, comps: list, out_dir: Path,
+                      at: float | None) -> list[Path]:
+    from bnsl_dist.reporting.plots import (
+        plot_anytime,
+        plot_anytime_summary,
+        plot_delta_histogram,
+    )
+    from bnsl_dist.reporting.tables import paired_deltas
+
+    written = []
+    for c in comps:
+        d = paired_deltas(frame, c.a, c.b, at=at, grid=c.grid)
+        written.append(plot_delta_histogram(d["delta"], out_dir / f"{c.name}.hist.png",
+                                            title=c.title, a=c.a, b=c.b))
+        sub = frame if c.grid is None else frame[frame["grid"] == c.grid]
+        written.append(plot_anytime_summary(sub, out_dir / f"{c.name}.anytime.png",
+                                            labels=[c.a, c.b], title=c.title))
+        if not d.empty:  # score vs time in the largest paired experiment
+            top = d.sort_values(["n_vars", "dataset", "split"]).iloc[-1]
+            sel = sub[(sub["dataset"] == top["dataset"]) & (sub["split"] == top["split"])
+                      & sub["label"].isin([c.a, c.b])]
+            if top["k"] is not None and str(top["k"]) not in ("<NA>", "nan"):
+                sel = sel[sel["k"] == int(top["k"])]
+            kk = f", k={int(top['k'])}" if len(sel["k"].dropna()) else ""
+            written.append(plot_anytime(
+                sel, out_dir / f"{c.name}.curve.png",
+                title=f"{top['dataset']}/{top['split']} (n={int(top['n_vars'])}{kk})"))
+    return written
+
 
 @click.command("tables")
-@click.argument("results", metavar="DIR", type=click.Path(file_okay=False, exists=True))
+@click.argument("source", metavar="DIR|RECORDS", type=click.Path(exists=True))
 @click.option("--out", "out", default=None, type=click.Path(file_okay=False),
-              help="Output folder (default: DIR/tables).")
+              help="Output folder (default: DIR/tables, or the folder of RECORDS).")
 @click.option("--at", "at", type=float, default=None,
               help="Compare the best scores within this many seconds (default: end of "
                    "budget).")
 @click.option("--no-plots", is_flag=True, help="Tables only.")
-def tables_cmd(results: str, out: str | None, at: float | None, no_plots: bool) -> None:
-    """Write ΔBIC tables (markdown + CSV) and plots (PNG) for the results in DIR.
+def tables_cmd(source: str, out: str | None, at: float | None, no_plots: bool) -> None:
+    """Write the tables (markdown + CSV) and plots (PNG) of a results folder (DIR, as
+    written by `grid run --results`) or of a records file (`grid export`).
 
-    Comparisons come from the grids stored in DIR/grids (their 'comparisons'), else the
-    papers' defaults among the algorithms present.
+    ΔBIC comparisons come from the stored grids (their 'comparisons'), else the
+    papers' defaults among the algorithms present; each grid then gets the tables of
+    its kind (exact solvers, top-p, screening sweep) and a list of its failed cells.
     """
-    from bnsl_dist.config import GridConfig
     from bnsl_dist.exceptions import InvalidConfigError
-    from bnsl_dist.reporting.tables import Comparison, default_comparisons, write_tables
-    from bnsl_dist.results.store import ResultStore
+    from bnsl_dist.results.export import load_records
 
-    out_dir = Path(out) if out else Path(results) / "tables"
+    src = Path(source)
+    out_dir = Path(out) if out else (src / "tables" if src.is_dir() else src.parent)
     check_output_dir(out_dir, "--out")
-    store = ResultStore(results)
-    frame = store.read_frame()
-    if frame.empty:
-        raise InvalidConfigError(f"{results}: no results to tabulate")
-    comps: list[Comparison] = []
-    for p in sorted((Path(results) / "grids").glob("*.json")):
-        try:
-            g = GridConfig.model_validate_json(p.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise InvalidConfigError(f"{p}: not a stored grid: {exc}") from None
-        comps += [Comparison(c.a, c.b, c.title, tuple(c.columns), grid=g.name)
-                  for c in g.comparisons]
-    if not comps:
-        comps = default_comparisons(frame["label"].unique())
-    written = write_tables(frame, comps, out_dir, at=at)
-    if not no_plots:
-        from bnsl_dist.reporting.plots import (
-            plot_anytime,
-            plot_anytime_summary,
-            plot_delta_histogram,
-        )
-        from bnsl_dist.reporting.tables import paired_deltas
-
-        for c in comps:
-            d = paired_deltas(frame, c.a, c.b, at=at, grid=c.grid)
-            written.append(plot_delta_histogram(d["delta"], out_dir / f"{c.name}.hist.png",
-                                                title=c.title, a=c.a, b=c.b))
-            sub = frame if c.grid is None else frame[frame["grid"] == c.grid]
-            written.append(plot_anytime_summary(sub, out_dir / f"{c.name}.anytime.png",
-                                                labels=[c.a, c.b], title=c.title))
-            if not d.empty:  # score vs time in the largest paired experiment
-                top = d.sort_values(["n_vars", "dataset", "split"]).iloc[-1]
-                sel = sub[(sub["dataset"] == top["dataset"]) & (sub["split"] == top["split"])
-                          & sub["label"].isin([c.a, c.b])]
-                if top["k"] is not None and str(top["k"]) not in ("<NA>", "nan"):
-                    sel = sel[sel["k"] == int(top["k"])]
-                kk = f", k={int(top['k'])}" if len(sel["k"].dropna()) else ""
-                written.append(plot_anytime(
-                    sel, out_dir / f"{c.name}.curve.png",
-                    title=f"{top['dataset']}/{top['split']} (n={int(top['n_vars'])}{kk})"))
-    for p in written:
+    recs = load_records(src)
+    if recs.table.num_rows == 0 and not recs.failures:
+        raise InvalidConfigError(f"{source}: no results to tabulate")
+    for p in write_all_tables(recs, out_dir, at=at, plots=not no_plots):
         click.echo(str(p))

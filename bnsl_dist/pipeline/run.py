@@ -236,7 +236,12 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
     pc, cache_seconds = resolve_cache(job, cache, target)
     budget = cell.budget
     opt = cell.search.optimizer()
-    if getattr(opt, "needs_data", False):  # scores new families from the data (tabu-data)
+    # A*, AWA*, BFBnB: the run's totals (final bound, proof, nodes, top-p epsilon) are in
+    # the search's stats; the proof may come after the last (strictly better) incumbent
+    og = opt.search(pc) if hasattr(opt, "search") else None
+    if og is not None:
+        stream = og.incumbents(budget)
+    elif getattr(opt, "needs_data", False):  # scores new families from the data (tabu-data)
         if target is None:
             raise InvalidConfigError(f"{cell.search.algorithm} scores families from the "
                                      "data: give the data, not only a cache file")
@@ -247,8 +252,7 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
         stream = opt.learn(target, budget, cell.rng(), cache_builder=lambda _data: pc)
     else:
         stream = opt.run(pc, budget, cell.rng())
-    trace = AnytimeTrace.collect(stream)
-    trace = trace.within(budget)
+    trace = AnytimeTrace.collect(stream).within(budget)
     if scr is not None:
         trace = AnytimeTrace([scr.lift_incumbent(i) for i in trace.incumbents],
                              trace.total_iterations, trace.total_seconds)
@@ -262,9 +266,18 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
     kept = {index[id(inc)] for inc in (*at_time, *at_iter, best) if inc is not None}
     last = trace.incumbents[-1]
     bound = best.bound if best.bound is not None else last.bound
+    info = best.info
+    if og is not None:
+        info = {**best.info, **og.stats.as_info()}
+        if og.stats.bound is not None:  # any proven bound holds: keep the tightest
+            final = og.stats.bound + (0.0 if scr is None else scr.forest_score)
+            bound = final if bound is None else min(bound, final)
     optimal = bound is not None and bound - best.score <= 1e-9 * max(1.0, abs(best.score))
     order, width = _certificate(best, cell.k)
     extra: dict[str, Any] = {} if scr is None else {"screening": scr.to_dict()}
+    solver = solver_stats(info)
+    if solver:
+        extra["solver"] = solver
     if cell.kind == "inference" and data is not None:
         extra["inference"] = _inference_study(cell, data, best, order or None)
     return CellResult(
@@ -290,6 +303,29 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
         incumbent_dags=canonical_json({str(i): [list(p) for p in trace.incumbents[i].dag.parents]
                                        for i in sorted(kept)}),
         extra=canonical_json(extra), **_provenance_fields(cell))
+
+
+def solver_stats(info: Mapping[str, Any]) -> dict[str, Any]:
+    """The scalar statistics an optimizer reports with an incumbent (A*/AWA*/BFBnB:
+    nodes expanded and generated, pattern-database seconds, subproblems, top-p epsilon;
+    ILP/TWILP: optimal, k), as found with the best network: JSON-ready (non-finite
+    floats as None), in key order; certificates and other sequences are left out.
+
+    Examples
+    --------
+    >>> solver_stats({"nodes_expanded": np.int64(7), "certificate": object(), "k": 2})
+    {'k': 2, 'nodes_expanded': 7}
+    """
+    out: dict[str, Any] = {}
+    for key in sorted(info):
+        v = info[key]
+        if isinstance(v, np.generic):
+            v = v.item()
+        if isinstance(v, float) and not math.isfinite(v):
+            v = None  # JSON has no infinities
+        if v is None or isinstance(v, bool | int | float | str):
+            out[key] = v
+    return out
 
 
 def _certificate(best: Incumbent, k: int | None) -> tuple[tuple[int, ...], int | None]:

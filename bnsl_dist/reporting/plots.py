@@ -27,7 +27,8 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from bnsl_dist._io import atomic_writer  # noqa: E402
 
-__all__ = ["plot_delta_histogram", "plot_anytime", "plot_anytime_summary", "save_figure"]
+__all__ = ["plot_delta_histogram", "plot_anytime", "plot_anytime_summary", "plot_top_p",
+           "plot_sweep", "save_figure"]
 
 
 def save_figure(fig: Figure, path: str | Path, dpi: int = 110) -> Path:
@@ -142,4 +143,41 @@ def plot_anytime_summary(frame: pd.DataFrame, path: str | Path, *,
     ax.set_ylabel("median relative gap to the best final score")
     ax.set_title(title or "Anytime behaviour")
     ax.legend(fontsize=7)
+    return save_figure(fig, path)
+
+
+def plot_top_p(frame: pd.DataFrame, path: str | Path, *, title: str = "") -> Path:
+    """Fan et al.'s Figure 4 (top): seconds and the suboptimality bound epsilon − 1
+    against p, medians over seeds, one line per data set (``frame``: the rows of
+    :func:`bnsl_dist.reporting.exact.top_p_frame`)."""
+    fig, (ax_t, ax_e) = plt.subplots(1, 2, figsize=(9.6, 3.6))
+    for (ds, split), g in frame.groupby(["dataset", "split"], sort=True):
+        m = g.groupby("p", sort=True)[["seconds", "epsilon"]].median()
+        lab = f"{ds}/{split}"
+        ax_t.plot(m.index, m["seconds"], "o-", label=lab)
+        ax_e.plot(m.index, np.maximum(m["epsilon"] - 1.0, 1e-12), "o-", label=lab)
+    for ax, ylab in ((ax_t, "seconds"), (ax_e, "epsilon − 1 (0: optimal)")):
+        ax.set_xlabel("p (top-p POPS kept per variable)")
+        ax.set_ylabel(ylab)
+        ax.set_yscale("log")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.legend(fontsize=7)
+    fig.suptitle(title or "top-p POPS constraint")
+    return save_figure(fig, path)
+
+
+def plot_sweep(frame: pd.DataFrame, path: str | Path, *, x: str, ys: Sequence[str],
+               baseline: pd.Series | None = None, title: str = "") -> Path:
+    """One panel per column of ``ys`` against ``x`` (rows of ``frame``, sorted by x),
+    with ``baseline[y]`` as a dashed line where given (e.g. the unscreened learner)."""
+    fig, axes = plt.subplots(1, len(ys), figsize=(4.2 * len(ys), 3.4), squeeze=False)
+    f = frame.sort_values(x)
+    for ax, y in zip(axes[0], ys, strict=True):
+        ax.plot(f[x], f[y], "o-", label="sweep")
+        if baseline is not None and pd.notna(baseline.get(y)):
+            ax.axhline(float(baseline[y]), color="#999999", ls="--", label="baseline")
+        ax.set_xlabel(x)
+        ax.set_ylabel(y)
+        ax.legend(fontsize=7)
+    fig.suptitle(title)
     return save_figure(fig, path)

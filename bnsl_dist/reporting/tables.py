@@ -34,6 +34,8 @@ import numpy as np
 import pandas as pd
 
 from bnsl_dist._io import atomic_write_text
+from bnsl_dist.reporting.text import write_text_table
+from bnsl_dist.results.records import CellFailure
 
 __all__ = [
     "CATEGORIES",
@@ -50,6 +52,8 @@ __all__ = [
     "delta_table",
     "default_comparisons",
     "write_tables",
+    "failures_table",
+    "write_failures_table",
 ]
 
 CATEGORIES: tuple[str, ...] = ("extremely positive", "strongly positive", "positive",
@@ -334,3 +338,24 @@ def write_tables(frame: pd.DataFrame, comparisons: Sequence[Comparison],
         atomic_write_text(p, f"# ΔBIC tables ({when})\n\n" + "\n".join(parts))
         written.append(p)
     return written
+
+
+def failures_table(failures: Iterable[CellFailure]) -> pd.DataFrame:
+    """The failed cells as text, sorted by key: key, data set, split, label, k, seed,
+    status and the first line of the error."""
+    rows = [{"key": f.key, "dataset": f.dataset, "split": f.split, "label": f.label,
+             "k": "" if f.k is None else str(f.k), "seed": str(f.seed), "status": f.status,
+             "error": f.error.splitlines()[0] if f.error else ""}
+            for f in sorted(failures, key=lambda f: f.key)]
+    return pd.DataFrame(rows, columns=["key", "dataset", "split", "label", "k", "seed",
+                                       "status", "error"])
+
+
+def write_failures_table(failures: Iterable[CellFailure], out_dir: str | Path,
+                         name: str) -> list[Path]:
+    """``<name>__failures.md/.csv`` when there are failures, else nothing."""
+    table = failures_table(failures)
+    if table.empty:
+        return []
+    return write_text_table(table, out_dir, f"{name}__failures", f"{name}: failed cells",
+                            [f"{len(table)} cells without a result (a rerun retries them)."])

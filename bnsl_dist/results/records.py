@@ -19,7 +19,7 @@ from bnsl_dist.graph.dag import DAG
 from bnsl_dist.search.base import AnytimeTrace, Incumbent
 
 __all__ = ["CellResult", "CellFailure", "RESULT_SCHEMA", "records_to_table",
-           "FAILURE_STATUSES"]
+           "conform_table", "FAILURE_STATUSES"]
 
 #: Status values of a failure record.
 FAILURE_STATUSES = ("error", "no-solution", "killed")
@@ -163,6 +163,15 @@ def records_to_table(records: Iterable[CellResult]) -> pa.Table:
     """Rows of :class:`CellResult` as an Arrow table with :data:`RESULT_SCHEMA`."""
     rows = [r.to_row() for r in records]
     return pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
+
+
+def conform_table(table: pa.Table) -> pa.Table:
+    """``table`` with exactly the columns of :data:`RESULT_SCHEMA`, in its order and
+    types; columns an older schema lacked are added as nulls."""
+    for f in RESULT_SCHEMA:
+        if f.name not in table.column_names:
+            table = table.append_column(f, pa.nulls(table.num_rows, type=f.type))
+    return table.select(RESULT_SCHEMA.names).cast(RESULT_SCHEMA)
 
 
 @dataclass(frozen=True, slots=True)

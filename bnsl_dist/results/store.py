@@ -29,7 +29,13 @@ import pyarrow.parquet as pq
 
 from bnsl_dist._io import atomic_write_text, atomic_writer
 from bnsl_dist.exceptions import DataError
-from bnsl_dist.results.records import RESULT_SCHEMA, CellFailure, CellResult, records_to_table
+from bnsl_dist.results.records import (
+    RESULT_SCHEMA,
+    CellFailure,
+    CellResult,
+    conform_table,
+    records_to_table,
+)
 
 __all__ = ["ResultStore", "StoreStatus"]
 
@@ -153,13 +159,10 @@ class ResultStore:
     @staticmethod
     def _read_one(path: Path) -> pa.Table:
         try:
-            t = pq.read_table(io.BytesIO(path.read_bytes()))
+            t = pq.read_table(io.BytesIO(path.read_bytes()), use_threads=False)
         except (OSError, pa.ArrowInvalid) as exc:
             raise DataError(f"unreadable result file: {exc}", path=str(path)) from None
-        missing = [f for f in RESULT_SCHEMA if f.name not in t.column_names]
-        for f in missing:  # written by an older schema: add the column as nulls
-            t = t.append_column(f, pa.nulls(t.num_rows, type=f.type))
-        return t.select(RESULT_SCHEMA.names).cast(RESULT_SCHEMA)
+        return conform_table(t)
 
     def read_frame(self) -> pd.DataFrame:
         """All results as a DataFrame (one row per cell)."""

@@ -1,0 +1,112 @@
+"""The quasi-determinism screening sweep (Rahier et al. 2018, Table 1 and Figures 3–6)
+from stored records: per data set and label, the screening threshold epsilon and the
+roots kept (from ``extra["screening"]``), then over the seeds the mean, standard
+deviation and best of the score, the mean seconds (search, cache, screening, and their
+sum) and the mean number of arcs of the learned DAG. Runs of the screened algorithms
+without screening (the inner learner alone, "sota") are the baseline rows; other
+algorithms are left out.
+
+References
+----------
+T. Rahier, S. Marié, S. Girard, F. Forbes, "Fast Bayesian network structure learning
+using quasi-determinism screening", JFRB 2018, §4.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bnsl_dist.reporting.text import fmt_float, write_text_table
+
+__all__ = ["screening_frame", "screening_table", "write_screening_tables"]
+
+_NUMERIC = ["epsilon", "n_roots", "seeds", "score mean", "score sd", "score best",
+            "search s", "cache s", "screening s", "total s", "arcs"]
+
+
+def _arcs(dag_json: str) -> int:
+    return sum(len(ps) for ps in json.loads(dag_json)["parents"].values())
+
+
+def screening_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The sweep's numbers, one row per (data set, split, label); empty when no record
+    of ``frame`` screens. Sorted by data set, split, epsilon (the baseline first),
+    label."""
+    if frame.empty:
+        return pd.DataFrame(columns=["dataset", "split", "label", *_NUMERIC])
+    scr = [json.loads(e or "{}").get("screening") for e in frame["extra"]]
+    if all(s is None for s in scr):
+        return pd.DataFrame(columns=["dataset", "split", "label", *_NUMERIC])
+    screened = {a for a, x in zip(frame["algorithm"], scr, strict=True) if x is not None}
+    keep = frame["algorithm"].isin(screened).to_numpy()
+    frame, scr = frame[keep], [x for x, k in zip(scr, keep, strict=True) if k]
+    f = frame.assign(
+        epsilon=[np.nan if s is None else float(s["epsilon"]) for s in scr],
+        n_roots=[np.nan if s is None else float(s["n_roots"]) for s in scr],
+        screening_s=[0.0 if s is None else float(s["seconds"]) for s in scr],
+        arcs=[_arcs(d) for d in frame["dag_json"]])
+    rows: list[dict[str, Any]] = []
+    for (ds, split, label), g in f.groupby(["dataset", "split", "label"], sort=True):
+        score = g["best_score"].astype(float).to_numpy()
+        total = (g["elapsed"] + g["cache_seconds"] + g["screening_s"]).astype(float)
+        rows.append({"dataset": ds, "split": split, "label": label,
+                     "epsilon": float(g["epsilon"].median()),
+                     "n_roots": float(g["n_roots"].median()), "seeds": int(len(g)),
+                     "score mean": float(score.mean()),
+                     "score sd": float(score.std(ddof=1)) if len(score) > 1 else np.nan,
+                     "score best": float(score.max()),
+                     "search s": float(g["elapsed"].mean()),
+                     "cache s": float(g["cache_seconds"].mean()),
+                     "screening s": float(g["screening_s"].mean()),
+                     "total s": float(total.mean()), "arcs": float(g["arcs"].mean())})
+    out = pd.DataFrame(rows)
+    out["_base"] = out["epsilon"].notna()
+    out = out.sort_values(["dataset", "split", "_base", "epsilon", "label"], kind="stable")
+    return out.drop(columns="_base").reset_index(drop=True)
+
+
+def screening_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """:func:`screening_frame` as text (epsilon 4 decimals, scores 2, seconds 3, arcs
+    1); an empty epsilon marks a run without screening."""
+    s = screening_frame(frame)
+    out = s[["dataset", "split", "label"]].copy()
+    formats = {"epsilon": ".4f", "n_roots": ".1f", "score mean": ".2f", "score sd": ".2f",
+               "score best": ".2f", "search s": ".3f", "cache s": ".3f",
+               "screening s": ".3f", "total s": ".3f", "arcs": ".1f"}
+    for col in _NUMERIC:
+        if col == "seeds":
+            out[col] = s[col].astype(int).astype(str)
+        else:
+            out[col] = [fmt_float(v, formats[col]) for v in s[col]]
+    return out
+
+
+def write_screening_tables(frame: pd.DataFrame, out_dir: str | Path, name: str, *,
+                           title: str = "", plots: bool = True) -> list[Path]:
+    """``<name>__screening.md/.csv`` (and ``.png``: score and total seconds against
+    epsilon, the unscreened mean dashed) when ``frame`` has screened runs."""
+    table = screening_table(frame)
+    if table.empty:
+        return []
+    written = write_text_table(
+        table, out_dir, f"{name}__screening", f"{title or name}: screening sweep",
+        ["Over the seeds: score mean, sd and best; mean seconds of the search, the cache "
+         "(of the roots when screening), the screening, and their total; mean arcs. "
+         "Rows without epsilon run without screening."])
+    if plots:
+        from bnsl_dist.reporting.plots import plot_sweep
+
+        s = screening_frame(frame)
+        for (ds, split), g in s.groupby(["dataset", "split"], sort=True):
+            sweep, base = g[g["epsilon"].notna()], g[g["epsilon"].isna()]
+            written.append(plot_sweep(
+                sweep, Path(out_dir) / f"{name}__screening.{ds}-{split}.png", x="epsilon",
+                ys=["score mean", "total s", "arcs"],
+                baseline=base.iloc[0] if len(base) == 1 else None,
+                title=f"{title or name}: {ds}/{split}"))
+    return written
