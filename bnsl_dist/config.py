@@ -107,8 +107,11 @@ class DatasetRef(_Model):
         return v
 
     @model_validator(mode="after")
-    def _known(self) -> DatasetRef:
-        if self.path is None and self.name not in dataset_names():
+    def _known(self, info: ValidationInfo) -> DatasetRef:
+        # a grid stored with its results (context ``stored``) is read for its tables,
+        # which need no data: its data sets need not be registered here
+        stored = bool(info.context and info.context.get("stored"))
+        if not stored and self.path is None and self.name not in dataset_names():
             raise ValueError(f"unknown data set {self.name!r} (see `bnsl-dist data list`; "
                              f"or give a 'path')")
         return self

@@ -27,8 +27,10 @@ Run (the configuration of issue 8's note):
     python -m workflows.inference_study --real nltcs,plants,dna --networks 4 --n-vars 150 \\
         --truth-pe-samples 50000 --lw-samples 10000
 (a smoke run: ``--real nltcs --networks 1 --n-vars 30 --queries 20 --iterations 50``).
-Outputs under workflows/results/inference/ (``--out``): records/ (one Parquet file per
-cell), inference_table5.md/.csv, inference_cells.csv, inference_fig7_relative_mae.png.
+Outputs under workflows/results/inference/ (``--out``): records/ (the resumable working
+folder, one Parquet file per cell; not committed), records.parquet (this run's cells,
+``bnsl-dist grid export``), and from it (``bnsl-dist tables records.parquet``)
+inference_table5.md/.csv, inference_cells.csv, inference_fig7_relative_mae.png.
 """
 
 from __future__ import annotations
@@ -43,11 +45,12 @@ from typing import Any
 
 import yaml
 
+from bnsl_dist.cli.tables import write_all_tables
 from bnsl_dist.config import GridConfig
 from bnsl_dist.datasets.catalog import catalog_dir
 from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.pipeline.run import run_cell
-from bnsl_dist.reporting.inference import inference_tables
+from bnsl_dist.results.export import export_records, load_records
 from bnsl_dist.results.store import ResultStore
 
 OUT = Path(__file__).resolve().parent / "results" / "inference"
@@ -134,8 +137,9 @@ def main() -> None:
             store.write_result(run_cell(cell))
     finally:
         shutil.rmtree(registry, ignore_errors=True)
-    frame = store.read_table(c.key for c in cells).to_pandas()  # this run's cells only
-    for p in inference_tables(frame, args.out):
+    records = export_records(store.root, args.out / "records.parquet",
+                             keys=[c.key for c in cells])  # this run's cells only
+    for p in write_all_tables(load_records(records), args.out, plots=True):
         log(f"wrote {p}")
     print((args.out / "inference_table5.md").read_text(encoding="utf-8"))
 

@@ -42,8 +42,17 @@ def _search_tables(frame: pd.DataFrame, grid: GridConfig, failures: list[CellFai
             *write_screening_tables(frame, out_dir, grid.name, title=title, plots=plots)]
 
 
+def _inference_tables(frame: pd.DataFrame, grid: GridConfig, failures: list[CellFailure],
+                      out_dir: Path, plots: bool) -> list[Path]:
+    """The inference study: Table 5 and Figure 7 (ASOBS-ENT paper, §6.3)."""
+    from bnsl_dist.reporting.inference import inference_tables
+
+    return inference_tables(frame, out_dir, plots=plots)
+
+
 #: Per grid kind (the stored grid's ``kind``), the tables beyond the ΔBIC comparisons.
-KIND_TABLES: dict[str, KindTables] = {"search": _search_tables}
+KIND_TABLES: dict[str, KindTables] = {"search": _search_tables,
+                                      "inference": _inference_tables}
 
 
 def _grids(recs: RecordSet) -> dict[str, GridConfig]:
@@ -53,7 +62,7 @@ def _grids(recs: RecordSet) -> dict[str, GridConfig]:
     out = {}
     for name, obj in sorted(recs.grids.items()):
         try:
-            out[name] = GridConfig.model_validate(obj)
+            out[name] = GridConfig.model_validate(obj, context={"stored": True})
         except ValueError as exc:
             raise InvalidConfigError(f"stored grid {name!r}: not a valid grid: {exc}") from None
     return out

@@ -20,7 +20,7 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -94,9 +94,11 @@ def _folder_records(root: Path) -> RecordSet:
                      sorted(store.read_failures(), key=lambda f: f.key))
 
 
-def export_records(results: str | os.PathLike[str], out: str | os.PathLike[str]) -> Path:
+def export_records(results: str | os.PathLike[str], out: str | os.PathLike[str], *,
+                   keys: Iterable[str] | None = None) -> Path:
     """Write the records file of the results folder ``results`` to ``out`` (atomically:
-    a failed export leaves any older file in place).
+    a failed export leaves any older file in place); with ``keys``, only those cells'
+    results and failures.
 
     Raises
     ------
@@ -108,6 +110,12 @@ def export_records(results: str | os.PathLike[str], out: str | os.PathLike[str])
         raise DataError("not a results folder", path=str(root))
     recs = _folder_records(root)
     table = recs.table
+    failures = recs.failures
+    if keys is not None:
+        wanted = set(keys)
+        table = table.filter(pa.array([k in wanted for k in table.column("key").to_pylist()],
+                                      type=pa.bool_()))
+        failures = [f for f in failures if f.key in wanted]
     constants: dict[str, Any] = {}
     for name in _CONSTANT_CANDIDATES:
         values = set(table.column(name).to_pylist())
@@ -116,7 +124,7 @@ def export_records(results: str | os.PathLike[str], out: str | os.PathLike[str])
             table = table.drop_columns([name])
     meta = {_META_FORMAT: RECORDS_FORMAT.encode(),
             _META_GRIDS: canonical_json(recs.grids).encode(),
-            _META_FAILURES: canonical_json([asdict(f) for f in recs.failures]).encode(),
+            _META_FAILURES: canonical_json([asdict(f) for f in failures]).encode(),
             _META_CONSTANTS: canonical_json(constants).encode()}
     table = table.replace_schema_metadata(meta)
 

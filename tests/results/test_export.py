@@ -123,3 +123,12 @@ def test_cli_export_then_tables_from_the_file(tmp_path):
     r = CliRunner().invoke(main, ["grid", "export", str(tmp_path / "nowhere"), "--out",
                                   str(tmp_path / "z.parquet")])
     assert r.exit_code != 0 and "nowhere" in r.output
+
+
+def test_export_of_some_keys(tmp_path):
+    recs = S.records()
+    S.write_store(tmp_path / "res", recs)
+    keep = sorted(r.key for r in recs)[::2]
+    out = read_records(export_records(tmp_path / "res", tmp_path / "r.parquet", keys=keep))
+    assert [r.key for r in out.results()] == keep
+    assert out.failures == [f for f in [S.failure()] if f.key in keep]
