@@ -60,8 +60,18 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
             raise InvalidConfigError(f"{name} must be >= 1, got {val}")
     check_output_file(output, "--output")
     check_output_file(network_out, "--network")
-    cache = cache_spec(options)
+    # no cache budget given: the data-scaled, reproducible one of sem_budgets (not
+    # CacheSpec's wall-clock default, which made serial and Dask runs differ)
+    budget_given = any(options.get(f"cache_{f}") is not None
+                       for f in ("seconds_per_variable", "scores_per_variable"))
+    cache = cache_spec(options)  # checked before the data are read
     d = load_data(data, missing="mask")
+    if not budget_given:
+        from bnsl_dist.cache.spec import CacheSpec
+        from bnsl_dist.sem.structural_em import sem_budgets
+
+        cache = CacheSpec(**{**cache.model_dump(), "seconds_per_variable": None,
+                             "scores_per_variable": sem_budgets(d.n_vars, d.n_samples)[0]})
     budget = None
     if search_seconds is not None or search_iterations is not None:
         budget = Budget(seconds=search_seconds, max_iterations=search_iterations)
