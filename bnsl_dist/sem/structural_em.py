@@ -7,13 +7,22 @@ cache on the completed data (independence selection), runs k-MAX for a
 bounded-treewidth DAG (so the next E-step's inference stays exact and cheap), and fits
 the CPTs. It starts from a random chain over all variables.
 
+Carried families: each M-step's cache gets the parent sets of the previous iteration's
+DAG and of the best DAG so far, scored on the new completed data, and the M-step keeps
+the previous DAG when k-MAX's DAG scores worse on those data. An M-step therefore never
+scores below keeping the previous structure, and hard EM's score climbs (the E-step's MPE
+completion does not lower the likelihood under the current network, the refit raises it).
+
 Both M-step budgets are work counts derived from the data (:func:`sem_budgets`), so a
 run depends only on its seed. The objective of hard EM, the BIC of the completed data
 under the learned DAG, is tracked across iterations: the run keeps the best network so
 far and stops at a fixed point (the DAG is Markov equivalent to the previous one: same
-skeleton and v-structures, hence the same BIC), at an oscillation (equivalent to an
-earlier one), when the best score has not improved by more than ``tolerance``
-(relative) for ``patience`` iterations, or at ``max_iterations``. Without these rules
+skeleton and v-structures, hence the same BIC on the same data, and the score did not
+improve by more than ``tolerance`` (relative): the completion has settled too), at an
+oscillation (equivalent to an earlier one, no improvement), when the best score has not
+improved by more than ``tolerance`` for ``patience`` iterations, or at
+``max_iterations``. A repeated structure whose score still improves goes on: its
+refitted CPTs complete the data differently. Without these rules
 the structure keeps changing: flipped arcs of equivalent DAGs, and the M-step's
 approximations moving the score by ~0.1% around a plateau.
 
@@ -49,7 +58,8 @@ from bnsl_dist.search.base import Budget, Incumbent, make_optimizer
 from bnsl_dist.sem.imputation import EStep, complete_rows
 
 __all__ = ["SEMIteration", "SEMResult", "structural_em", "random_chain", "initial_network",
-           "sem_budgets", "sem_cache_spec", "equivalence_key"]
+           "sem_budgets", "sem_cache_spec", "equivalence_key", "carry_families",
+           "prefer_serial"]
 
 #: Completes rows: (network, elimination order, codes, missing mask, method) -> codes.
 EStepRunner = Callable[[BayesianNetwork, Sequence[int] | None, NDArray[np.integer],
@@ -69,6 +79,10 @@ class SEMIteration:
     arcs_added: int
     arcs_removed: int
     seconds: dict[str, float]
+    #: The iteration's DAG, and whether the M-step kept the previous one (k-MAX's DAG
+    #: scored worse on the completed data).
+    dag: DAG | None = None
+    kept_previous: bool = False
 
 
 @dataclass
@@ -76,7 +90,7 @@ class SEMResult:
     """The best network of the run (highest completed-data BIC), the data completed by
     it, its elimination order (treewidth certificate), every iteration, and why the run
     stopped: ``"fixed point"`` (the DAG was Markov equivalent to the previous one),
-    ``"oscillation"`` (to an earlier one), ``"no improvement"`` (patience exhausted),
+    ``"oscillation"`` (to an earlier one; both without improvement), ``"no improvement"`` (patience exhausted),
     ``"complete data"`` (nothing to impute: one M-step) or ``"max iterations"``;
     ``converged`` is False only for the last."""
 
@@ -152,6 +166,23 @@ def sem_budgets(n_vars: int, n_samples: int) -> tuple[int, int]:
     return scores, iterations
 
 
+#: :func:`prefer_serial`: row visits of one M-step's cache build (variables x exact
+#: scores per variable x rows) up to which a local Dask cluster costs more than it saves.
+SERIAL_ROW_VISITS = 1_000_000_000
+
+
+def prefer_serial(n_vars: int, n_samples: int) -> bool:
+    """Whether a run with the default budgets is faster serial than on a local cluster.
+
+    At 3,000 x 60 (3.6·10^8 row visits per cache build) the serial run takes ~10 CPU
+    seconds while a 2-worker local cluster's start and warm-up took longer than that
+    (``workflows/results/benchmarks/impute.md``); the fan-out saves at most the cache
+    build's share (~60%) times (1 - 1/workers), so below ~3x that work serial wins.
+    """
+    scores = sem_budgets(n_vars, n_samples)[0]
+    return n_vars * scores * n_samples <= SERIAL_ROW_VISITS
+
+
 def sem_cache_spec(cache: CacheSpec | None, score: str, data: CategoricalData) -> CacheSpec:
     """The M-step's cache build: ``cache`` when given, else independence selection with
     ``score`` and the exact-score budget of :func:`sem_budgets` (reproducible)."""
@@ -171,6 +202,24 @@ def equivalence_key(dag: DAG) -> tuple[frozenset[tuple[int, int]], frozenset[tup
     return skeleton, vs
 
 
+def carry_families(cache: ParentSetCache, scorer: LocalScorer,
+                   dags: Sequence[DAG]) -> ParentSetCache:
+    """``cache`` with every family of ``dags`` that it lacks added, scored by ``scorer``
+    (on the data the cache was built from), so that a search over it can choose those
+    families again. Returns ``cache`` itself when nothing is missing."""
+    extra: list[dict[tuple[int, ...], float]] = [{} for _ in range(cache.n_vars)]
+    for dag in dags:
+        for v, ps in enumerate(dag.parents):
+            key = tuple(sorted(int(p) for p in ps))
+            if key not in extra[v] and not cache.has_set(v, key):
+                extra[v][key] = scorer.score(v, key)
+    if not any(extra):
+        return cache
+    lists = [cache.sets_of(v) + list(extra[v].items()) for v in range(cache.n_vars)]
+    return ParentSetCache.from_lists(lists, names=cache.names, arities=cache.arities,
+                                     meta=cache.meta, entropies=cache.entropies)
+
+
 def _serial_e_step(net: BayesianNetwork, order: Sequence[int] | None,
                    codes: NDArray[np.integer], missing: NDArray[np.bool_],
                    method: str) -> NDArray[np.int64]:
@@ -185,7 +234,8 @@ def structural_em(data: CategoricalData, *, k: int = 4, rng: np.random.Generator
                   searcher: Searcher | None = None,
                   e_step_runner: EStepRunner | None = None,
                   on_iteration: Callable[[SEMIteration], None] | None = None,
-                  tolerance: float = 1e-3, patience: int = 2) -> SEMResult:
+                  tolerance: float = 1e-3, patience: int = 2,
+                  carry: bool = True) -> SEMResult:
     """Learn a bounded-treewidth network from incomplete data and impute it (SEM-kMAX).
 
     Parameters
@@ -216,6 +266,10 @@ def structural_em(data: CategoricalData, *, k: int = 4, rng: np.random.Generator
         the size of the score's wandering once the imputation has settled).
     patience : int
         Stop after this many consecutive iterations without improvement (>= 1).
+    carry : bool
+        Add the previous and the best DAG's families to each M-step's cache and keep
+        the previous DAG when k-MAX's scores worse on the new completed data (default);
+        False runs the paper's M-step (k-MAX's DAG as it is).
 
     Returns
     -------
@@ -262,40 +316,48 @@ def structural_em(data: CategoricalData, *, k: int = 4, rng: np.random.Generator
     best: tuple[float, BayesianNetwork, tuple[int, ...] | None, int] | None = None
     stale = 0
     reason = "max iterations"
-    prev_dag: DAG | None = None
+    prev_dag: DAG = net.dag  # the chain is the first "previous structure"
     for it in range(1, max_iterations + 1):
         t0 = time.perf_counter()
         codes = runner(net, order, data.codes, missing, e_step)
         completed = data.with_codes(codes, None)
         t1 = time.perf_counter()
         pc = cache_builder(completed)
+        scorer = LocalScorer(completed, score)
+        carried = [prev_dag] if best is None else [prev_dag, best[1].dag]
+        if carry and pc is not None:
+            pc = carry_families(pc, LocalScorer(completed, spec.score, spec.ess), carried)
         t2 = time.perf_counter()
         inc = searcher(pc, budget, gen)
         t3 = time.perf_counter()
         dag = DAG.from_parents(inc.dag.parents, data.names)
-        net = fit_cpts(dag, completed, alpha)
         cert = inc.info.get("certificate")
-        order = tuple(cert.order) if cert is not None else None
+        new_order = tuple(cert.order) if cert is not None else None
+        total = float(scorer.score_parents(dag.parents).sum())
+        kept = False
+        if carry:
+            prev_total = float(scorer.score_parents(prev_dag.parents).sum())
+            if prev_total > total:  # the previous structure (and its order) stays
+                dag, new_order, total, kept = prev_dag, order, prev_total, True
+        order = new_order
+        net = fit_cpts(dag, completed, alpha)
         t4 = time.perf_counter()
-        total = float(LocalScorer(completed, score).score_parents(dag.parents).sum())
-        old = set(prev_dag.arcs()) if prev_dag is not None else set()
+        old = set(prev_dag.arcs())
         new = set(dag.arcs())
         rec = SEMIteration(it, total, len(new), len(new - old), len(old - new),
                            {"e_step": t1 - t0, "cache": t2 - t1, "search": t3 - t2,
-                            "fit": t4 - t3})
+                            "fit": t4 - t3}, dag, kept)
         history.append(rec)
         if on_iteration is not None:
             on_iteration(rec)
-        if best is None or total > best[0] + tolerance * abs(best[0]):
-            stale = 0
-        else:
-            stale += 1
+        improved = best is None or total > best[0] + tolerance * abs(best[0])
+        stale = 0 if improved else stale + 1
         if best is None or total > best[0]:
             best = (total, net, order, it)
         key = equivalence_key(dag)
         if data.missing is None:
             reason = "complete data"
-        elif key in seen:
+        elif key in seen and not improved:
             reason = "fixed point" if seen[key] == it - 1 else "oscillation"
         elif stale >= patience:
             reason = "no improvement"

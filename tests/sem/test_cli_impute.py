@@ -48,3 +48,24 @@ def test_impute_cli_rejects_bad_settings_before_reading(tmp_path, args, needle):
                                     "-o", str(tmp_path / "o.csv")])
     assert res.exit_code == 2 and "error:" in res.output and needle in res.output
     assert not (tmp_path / "o.csv").exists()
+
+
+@pytest.mark.dask
+def test_impute_cli_defaults_are_reproducible_serial_or_dask(tmp_path):
+    """Without cache options the CLI uses the data-scaled exact-score budget (not a
+    wall-clock one): --serial and --workers 2 write the same completion."""
+    truth = sample(read_bif(bundled_path("bif/asia.bif.gz")), 400, np.random.default_rng(2))
+    masked = mask_mcar(truth, 0.1, np.random.default_rng(3))
+    src = tmp_path / "masked.csv"
+    write_csv(masked, src)
+    outs = []
+    for extra in (["--serial"], ["--workers", "2"]):
+        out = tmp_path / f"done{len(outs)}.csv"
+        res = CliRunner().invoke(main, ["impute", str(src), "-k", "2", "--seed", "5",
+                                        "--search-iterations", "40", "--max-iterations", "3",
+                                        "-o", str(out), *extra])
+        assert res.exit_code == 0, res.output
+        summary = json.loads(res.stdout[res.stdout.index("{"):])
+        assert summary["mode"] == ("serial" if extra == ["--serial"] else "dask")
+        outs.append(out.read_text())
+    assert outs[0] == outs[1]
