@@ -43,7 +43,7 @@ def _asobs(cache, order):
     nw = max(1, (n + 63) // 64)
     chosen = np.empty(n, dtype=np.int64)
     s = K.asobs_pass(np.asarray(order, dtype=np.int64), fc.offsets, fc.par_offsets,
-                     fc.par_flat, fc.scores, np.empty((n, nw), np.uint64),
+                     fc.par_flat, K.set_masks(fc.par_offsets, fc.par_flat), fc.scores, np.empty((n, nw), np.uint64),
                      np.empty((n, nw), np.uint64), np.empty(nw, np.uint64),
                      np.empty(nw, np.uint64), chosen)
     return s, chosen
@@ -66,7 +66,8 @@ def _obs(cache, order):
     pos = np.empty(fc.n, dtype=np.int64)
     chosen = np.empty(fc.n, dtype=np.int64)
     order = np.array(order, dtype=np.int64)
-    s = K.obs_assign(order, fc.offsets, fc.par_offsets, fc.par_flat, fc.scores, pos, chosen)
+    s = K.obs_assign(order, fc.offsets, fc.par_offsets, fc.par_flat,
+                     K.set_masks(fc.par_offsets, fc.par_flat), fc.scores, pos, chosen)
     return s, order, pos, chosen
 
 
@@ -132,6 +133,30 @@ def test_asobs_with_swaps_equals_the_naive_search_seed_for_seed(cache, iters, cl
     assert want == got
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.integers(2, 100), st.integers(0, 10**6), st.integers(1, 8), st.integers(1, 4),
+       st.integers(0, 10**6))
+def test_batch_kernel_with_set_masks_equals_the_naive_search(n, seed, m, d, oseed):
+    # the word tests on folded members (exact up to 64 variables, a filter above) in
+    # the ASOBS pass, OBS and the swaps: same DAGs as the naive ASOBS loop
+    cache = random_cache(n, seed, max_sets_per_var=m, max_indegree=d)
+    fc = cache.flat
+    orders = uniform_orders(np.random.default_rng(oseed), 3, n)
+    want = naive_asobs_search(cache, [orders])
+    chosen = np.empty(n, np.int64)
+    best_order = np.empty(n, np.int64)
+    K.run_orders_masked(orders, True, True, 10**6, fc.offsets, fc.par_offsets, fc.par_flat,
+                        K.set_masks(fc.par_offsets, fc.par_flat), fc.scores, np.empty(3),
+                        chosen, best_order, False)
+    assert want[0] == (3, [cache.parents_at(int(i)) for i in chosen])
+    masks = K.set_masks(fc.par_offsets, fc.par_flat)
+    for i in range(fc.par_offsets.size - 1):  # the folded word of each set
+        want_mask = 0
+        for p in cache.parents_at(i):
+            want_mask |= 1 << (p % 64)
+        assert int(masks[i]) == want_mask
+
+
 @settings(max_examples=60, deadline=None)
 @given(caches, st.randoms(use_true_random=False))
 def test_swap_search_reaches_a_swap_local_optimum(cache, rnd):
@@ -140,7 +165,7 @@ def test_swap_search_reaches_a_swap_local_optimum(cache, rnd):
     s0, order_a, pos, chosen = _obs(cache, order)
     fc = cache.flat
     gain = K.swap_search(order_a, pos, chosen, fc.offsets, fc.par_offsets, fc.par_flat,
-                         fc.scores, 10**6)
+                         K.set_masks(fc.par_offsets, fc.par_flat), fc.scores, 10**6)
     final = list(order_a)
     want, parents = naive_best_for_order(cache, final)
     assert [cache.parents_at(int(i)) for i in chosen] == parents

@@ -6,6 +6,11 @@ Inputs are validated by the drivers. The cache is flattened (see
 are ``par_flat[par_offsets[i]:par_offsets[i+1]]``. ``chosen[v]`` is the global row of
 v's current set. ``pos[v]`` is v's position in the current order. Variable sets are
 bitsets of uint64 words, one row of an (n, W) array per variable.
+
+``pmask[i]`` (:func:`set_masks`) folds row i's members into one word (bit p mod 64). A
+set of forbidden variables folded the same way (``forb``) that misses ``pmask[i]``
+contains no member of row i; with n <= 64 the fold is exact (``exact``), so the word
+test alone decides and the members are never read.
 """
 
 from __future__ import annotations
@@ -41,6 +46,35 @@ def first_fit(par_offsets, par_flat, start, stop, pos, limit):
     return -1
 
 
+@nb.njit(cache=True, nogil=True)
+def set_masks(par_offsets, par_flat):
+    """``pmask``: per row, the OR of 1 << (p mod 64) over its members."""
+    m = par_offsets.shape[0] - 1
+    out = np.zeros(m, dtype=np.uint64)
+    for i in range(m):
+        x = np.uint64(0)
+        for t in range(par_offsets[i], par_offsets[i + 1]):
+            x |= _ONE << np.uint64(par_flat[t] & 63)
+        out[i] = x
+    return out
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _fold_bit(v):
+    return _ONE << np.uint64(v & 63)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def first_fit_masked(par_offsets, par_flat, pmask, start, stop, pos, limit, forb, exact):
+    """:func:`first_fit`, where ``forb`` folds the variables with pos >= limit."""
+    for i in range(start, stop):
+        if pmask[i] & forb == 0:
+            return i
+        if not exact and _fits_before(par_offsets, par_flat, i, pos, limit):
+            return i
+    return -1
+
+
 @nb.njit(cache=True, nogil=True, inline="always")
 def _contains(par_offsets, par_flat, i, x):
     for t in range(par_offsets[i], par_offsets[i + 1]):
@@ -51,26 +85,35 @@ def _contains(par_offsets, par_flat, i, x):
 
 # ---------------------------------------------------------------------------- OBS
 @nb.njit(cache=True, nogil=True)
-def obs_assign(order, offsets, par_offsets, par_flat, scores, pos, chosen):
+def obs_assign(order, offsets, par_offsets, par_flat, pmask, scores, pos, chosen):
     """Best consistent set per variable for ``order``; fills pos and chosen (OUT).
 
-    Returns the total score.
+    Returns the total score (summed in variable order).
     """
     n = order.shape[0]
+    exact = n <= 64
     for k in range(n):
         pos[order[k]] = k
+    forb = np.uint64(0)  # folds the variables at positions >= k
+    for k in range(n - 1, -1, -1):
+        v = order[k]
+        forb |= _fold_bit(v)
+        chosen[v] = first_fit_masked(par_offsets, par_flat, pmask, offsets[v],
+                                     offsets[v + 1], pos, k, forb, exact)
     total = 0.0
     for v in range(n):
-        i = first_fit(par_offsets, par_flat, offsets[v], offsets[v + 1], pos, pos[v])
-        chosen[v] = i
-        total += scores[i]
+        total += scores[chosen[v]]
     return total
 
 
 @nb.njit(cache=True, nogil=True)
-def try_swap(k, order, pos, chosen, offsets, par_offsets, par_flat, scores, apply):
+def try_swap(k, order, pos, chosen, offsets, par_offsets, par_flat, pmask, suf, scores,
+             apply):
     """Gain of swapping the variables at positions k and k+1 (applied if ``apply`` and
-    the gain exceeds EPS). Only the two families change."""
+    the gain exceeds EPS). Only the two families change. ``suf[j]`` folds the
+    variables at positions >= j (``suf[n]`` = 0); the caller updates ``suf[k + 1]``
+    when the swap is applied."""
+    exact = order.shape[0] <= 64
     a = order[k]
     b = order[k + 1]
     ca = chosen[a]
@@ -78,13 +121,16 @@ def try_swap(k, order, pos, chosen, offsets, par_offsets, par_flat, scores, appl
     # a moves to k+1: it may now take b; only sets better than its current one matter
     pos[a] = k + 1
     pos[b] = k
-    na = first_fit(par_offsets, par_flat, offsets[a], ca, pos, k + 1)
+    forb = suf[k + 2] | _fold_bit(a)
+    na = first_fit_masked(par_offsets, par_flat, pmask, offsets[a], ca, pos, k + 1, forb,
+                          exact)
     if na < 0:
         na = ca
     # b moves to k: it loses a
     nb_ = cb
     if _contains(par_offsets, par_flat, cb, a):
-        nb_ = first_fit(par_offsets, par_flat, cb + 1, offsets[b + 1], pos, k)
+        nb_ = first_fit_masked(par_offsets, par_flat, pmask, cb + 1, offsets[b + 1], pos, k,
+                               forb | _fold_bit(b), exact)
     gain = (scores[na] + scores[nb_]) - (scores[ca] + scores[cb])
     if apply and gain > EPS:
         order[k] = b
@@ -98,7 +144,8 @@ def try_swap(k, order, pos, chosen, offsets, par_offsets, par_flat, scores, appl
 
 
 @nb.njit(cache=True, nogil=True)
-def swap_search(order, pos, chosen, offsets, par_offsets, par_flat, scores, max_sweeps):
+def swap_search(order, pos, chosen, offsets, par_offsets, par_flat, pmask, scores,
+                max_sweeps):
     """Adjacent swaps that improve, sweep after sweep, until none does (or
     ``max_sweeps``). Returns the total gain.
 
@@ -110,13 +157,18 @@ def swap_search(order, pos, chosen, offsets, par_offsets, par_flat, scores, max_
     n = order.shape[0]
     total = 0.0
     clean = np.zeros(max(n - 1, 0), dtype=np.bool_)
+    suf = np.zeros(n + 1, dtype=np.uint64)
+    for k in range(n - 1, -1, -1):
+        suf[k] = suf[k + 1] | _fold_bit(order[k])
     for _ in range(max_sweeps):
         improved = False
         for k in range(n - 1):
             if clean[k]:
                 continue
-            g = try_swap(k, order, pos, chosen, offsets, par_offsets, par_flat, scores, True)
+            g = try_swap(k, order, pos, chosen, offsets, par_offsets, par_flat, pmask, suf,
+                         scores, True)
             if g > EPS:
+                suf[k + 1] = suf[k + 2] | _fold_bit(order[k + 1])
                 total += g
                 improved = True
                 if k > 0:
@@ -132,7 +184,7 @@ def swap_search(order, pos, chosen, offsets, par_offsets, par_flat, scores, max_
 
 # ---------------------------------------------------------------------------- ASOBS
 @nb.njit(cache=True, nogil=True)
-def asobs_pass(order, offsets, par_offsets, par_flat, scores, anc, desc, tmp_a, tmp_d,
+def asobs_pass(order, offsets, par_offsets, par_flat, pmask, scores, anc, desc, tmp_a, tmp_d,
                chosen):
     """ASOBS for one order; fills chosen (OUT); returns the total score.
 
@@ -146,18 +198,24 @@ def asobs_pass(order, offsets, par_offsets, par_flat, scores, anc, desc, tmp_a, 
     """
     n = order.shape[0]
     nw = anc.shape[1]
+    exact = n <= 64
     anc[:, :] = 0
     desc[:, :] = 0
     total = 0.0
     for k in range(n - 1, -1, -1):
         v = order[k]
         best = offsets[v + 1] - 1
+        forb = np.uint64(0)
+        for w in range(nw):
+            forb |= desc[v, w]
         for i in range(offsets[v], offsets[v + 1]):
-            ok = True
-            for t in range(par_offsets[i], par_offsets[i + 1]):
-                if _bit(desc[v], par_flat[t]):
-                    ok = False
-                    break
+            ok = pmask[i] & forb == 0
+            if not ok and not exact:
+                ok = True
+                for t in range(par_offsets[i], par_offsets[i + 1]):
+                    if _bit(desc[v], par_flat[t]):
+                        ok = False
+                        break
             if ok:
                 best = i
                 break
@@ -332,8 +390,19 @@ def run_orders(orders, use_asobs, use_swaps, max_sweeps, offsets, par_offsets, p
 
     Per order: ASOBS (``use_asobs``; closed bitsets, or descendant search when
     ``use_dfs``) or OBS; then, if ``use_swaps``, OBS on a topological order of the
-    result (>= the ASOBS DAG) followed by adjacent swaps.
+    result (>= the ASOBS DAG) followed by adjacent swaps. :func:`run_orders_masked`
+    with the masks of :func:`set_masks` computed here (drivers that call it repeatedly
+    compute them once).
     """
+    return run_orders_masked(orders, use_asobs, use_swaps, max_sweeps, offsets, par_offsets,
+                             par_flat, set_masks(par_offsets, par_flat), scores, out_scores,
+                             best_chosen, best_order, use_dfs)
+
+
+@nb.njit(cache=True, nogil=True)
+def run_orders_masked(orders, use_asobs, use_swaps, max_sweeps, offsets, par_offsets,
+                      par_flat, pmask, scores, out_scores, best_chosen, best_order, use_dfs):
+    """:func:`run_orders` given the set masks ``pmask``."""
     n_ord, n = orders.shape
     nw = max(1, (n + 63) // 64)
     pos = np.empty(n, dtype=np.int64)
@@ -361,17 +430,19 @@ def run_orders(orders, use_asobs, use_swaps, max_sweeps, offsets, par_offsets, p
                 s = asobs_pass_dfs(orders[r], offsets, par_offsets, par_flat, scores, head,
                                    nxt, kid, stamp, stack, chosen)
             else:
-                s = asobs_pass(orders[r], offsets, par_offsets, par_flat, scores, anc, desc,
-                               tmp_a, tmp_d, chosen)
+                s = asobs_pass(orders[r], offsets, par_offsets, par_flat, pmask, scores, anc,
+                               desc, tmp_a, tmp_d, chosen)
             if use_swaps:
                 topological_order_near(orders[r], chosen, par_offsets, par_flat, order)
-                s = obs_assign(order, offsets, par_offsets, par_flat, scores, pos, chosen)
+                s = obs_assign(order, offsets, par_offsets, par_flat, pmask, scores, pos,
+                               chosen)
         else:
             for k in range(n):
                 order[k] = orders[r, k]
-            s = obs_assign(order, offsets, par_offsets, par_flat, scores, pos, chosen)
+            s = obs_assign(order, offsets, par_offsets, par_flat, pmask, scores, pos, chosen)
         if use_swaps:
-            swap_search(order, pos, chosen, offsets, par_offsets, par_flat, scores, max_sweeps)
+            swap_search(order, pos, chosen, offsets, par_offsets, par_flat, pmask, scores,
+                        max_sweeps)
             s = 0.0
             for v in range(n):
                 s += scores[chosen[v]]

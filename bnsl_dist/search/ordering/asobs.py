@@ -78,13 +78,17 @@ def candidate_bitsets(fc: FlatCache) -> NDArray[np.uint64]:
 
 def window_refine(fc: FlatCache, order: NDArray[np.int64], chosen: NDArray[np.int64],
                   watch: Stopwatch, rng: np.random.Generator, *, max_window: int,
-                  chunk: int = _WINDOW_CHUNK, cand: NDArray[np.uint64] | None = None
+                  chunk: int = _WINDOW_CHUNK, cand: NDArray[np.uint64] | None = None,
+                  pmask: NDArray[np.uint64] | None = None
                   ) -> Iterator[tuple[float, NDArray[np.int64]]]:
     """OBS on ``order`` then the window search, in chunks; yields (score, chosen) after
-    each chunk that improved. ``order`` must be consistent with ``chosen``'s DAG."""
+    each chunk that improved. ``order`` must be consistent with ``chosen``'s DAG.
+    ``cand`` / ``pmask``: :func:`candidate_bitsets` / ``set_masks`` if already known."""
     n = fc.n
     pos = np.empty(n, dtype=np.int64)
-    K.obs_assign(order, fc.offsets, fc.par_offsets, fc.par_flat, fc.scores, pos, chosen)
+    pmask = K.set_masks(fc.par_offsets, fc.par_flat) if pmask is None else pmask
+    K.obs_assign(order, fc.offsets, fc.par_offsets, fc.par_flat, pmask, fc.scores, pos,
+                 chosen)
     yield exact_total(fc, chosen), chosen
     cand = candidate_bitsets(fc) if cand is None else cand
     todo = rng.permutation(n).astype(np.int64)
@@ -201,9 +205,10 @@ class ASOBS:
 
             def refine(fc, order, chosen, watch, g):  # type: ignore[no-untyped-def]
                 if not cand_cache:
-                    cand_cache.append(candidate_bitsets(fc))
+                    cand_cache.extend([candidate_bitsets(fc),
+                                      K.set_masks(fc.par_offsets, fc.par_flat)])
                 return window_refine(fc, order, chosen, watch, g, max_window=max_window,
-                                     cand=cand_cache[0])
+                                     cand=cand_cache[0], pmask=cand_cache[1])
 
         use_dfs = self.closure == "dfs" or (self.closure == "auto" and n > DFS_FROM)
         return (yield from search_orders(cache, budget, rng, draw=draw, use_asobs=True,

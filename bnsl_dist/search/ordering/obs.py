@@ -66,12 +66,14 @@ def search_orders(cache: ParentSetCache, budget: Budget, rng: np.random.Generato
     out_scores = np.empty(b, dtype=np.float64)
     chosen = np.empty(n, dtype=np.int64)
     order = np.empty(n, dtype=np.int64)
+    pmask = K.set_masks(fc.par_offsets, fc.par_flat)
     while not watch.done():
         left = watch.iterations_left()
         m = b if left is None else min(b, left)
         orders = np.ascontiguousarray(draw(rng, m), dtype=np.int64)
-        K.run_orders(orders, use_asobs, use_swaps, max_sweeps, fc.offsets, fc.par_offsets,
-                     fc.par_flat, fc.scores, out_scores[:m], chosen, order, use_dfs)
+        K.run_orders_masked(orders, use_asobs, use_swaps, max_sweeps, fc.offsets,
+                            fc.par_offsets, fc.par_flat, pmask, fc.scores, out_scores[:m],
+                            chosen, order, use_dfs)
         watch.tick(m)
         score = exact_total(fc, chosen)
         if score > best:
