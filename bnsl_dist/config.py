@@ -48,6 +48,7 @@ from bnsl_dist.pipeline.specs import (
     BudgetSpec,
     CacheSpec,
     DataRef,
+    InferenceSettings,
     ScreeningSpec,
     dataset_names,
 )
@@ -199,7 +200,7 @@ class SemConfig(_Model):
         return v
 
 
-class InferenceConfig(_Model):
+class InferenceConfig(InferenceSettings):
     """Inference study (Scanagatta et al. 2018, §6.3; :mod:`bnsl_dist.inference.study`):
     each cell learns its model, fits CPTs (Dirichlet ``alpha``, BDeu-spread) and answers
     ``queries`` P(e) queries of ``evidence_vars`` random variables in random states and,
@@ -216,14 +217,6 @@ class InferenceConfig(_Model):
     query."""
 
     reference: str
-    queries: NonNegativeInt = 100
-    evidence_vars: PositiveInt = 5
-    marginal_queries: NonNegativeInt = 100
-    lw_samples: PositiveInt = 20_000
-    truth_samples: PositiveInt = 1_000_000
-    truth_pe_samples: NonNegativeInt = 100_000
-    memory_gib: PositiveFloat = 2.0
-    alpha: PositiveFloat = 1.0
 
     @model_validator(mode="after")
     def _some_query(self) -> InferenceConfig:

@@ -22,6 +22,7 @@ from bnsl_dist._spec import Spec
 from bnsl_dist.pipeline.specs import (
     CacheSpec,
     DataRef,
+    InferenceSettings,
     ScreeningSpec,
     SearchSpec,
     fill_placeholders,
@@ -77,24 +78,12 @@ class SemSpec(Spec):
     search_seconds_per_variable: PositiveFloat = 1.0
 
 
-class InferenceSpec(Spec):
+class InferenceSpec(InferenceSettings):
     """The inference study's settings of one cell (:class:`bnsl_dist.config.InferenceConfig`);
     ``reference`` marks the unbounded learner's cell, which also answers the queries on
     the true network when the data set has one."""
 
     reference: bool = False
-    queries: NonNegativeInt = 100
-    evidence_vars: PositiveInt = 5
-    marginal_queries: NonNegativeInt = 100
-    lw_samples: PositiveInt = 20_000
-    truth_samples: PositiveInt = 1_000_000
-    truth_pe_samples: NonNegativeInt = 100_000
-    memory_gib: PositiveFloat = 2.0
-    alpha: PositiveFloat = 1.0
-
-    @property
-    def memory_limit(self) -> int:
-        return int(self.memory_gib * 2**30)
 
 
 class Cell(Spec):

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, field_validator
 
 from bnsl_dist._spec import Spec, make
 from bnsl_dist.cache.spec import CacheSpec
@@ -22,7 +22,7 @@ from bnsl_dist.search.qds import ScreeningSpec
 from bnsl_dist.search.spec import BudgetSpec, SearchSpec
 
 __all__ = ["DataRef", "CacheSpec", "ScreeningSpec", "SearchSpec", "BudgetSpec", "make",
-           "fill_placeholders", "shared_data_dir", "dataset_names"]
+           "fill_placeholders", "shared_data_dir", "dataset_names", "InferenceSettings"]
 
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
@@ -101,3 +101,22 @@ class DataRef(Spec):
 
     def describe(self) -> str:
         return f"{self.name}/{self.split}"
+
+
+class InferenceSettings(Spec):
+    """The inference study's query settings, shared by the grid's ``inference`` section
+    (:class:`bnsl_dist.config.InferenceConfig`) and each of its cells
+    (:class:`bnsl_dist.pipeline.cell.InferenceSpec`)."""
+
+    queries: NonNegativeInt = 100
+    evidence_vars: PositiveInt = 5
+    marginal_queries: NonNegativeInt = 100
+    lw_samples: PositiveInt = 20_000
+    truth_samples: PositiveInt = 1_000_000
+    truth_pe_samples: NonNegativeInt = 100_000
+    memory_gib: PositiveFloat = 2.0
+    alpha: PositiveFloat = 1.0
+
+    @property
+    def memory_limit(self) -> int:
+        return int(self.memory_gib * 2**30)
