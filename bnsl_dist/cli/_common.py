@@ -58,6 +58,8 @@ def _quiet_lost_connections() -> None:
     ctx = click.get_current_context(silent=True)
     if ctx is None or not ctx.find_root().params.get("debug"):
         logging.getLogger("tornado.application").setLevel(logging.CRITICAL)
+        # "Batched Comm Closed" is logged at INFO with the CommClosedError's traceback
+        logging.getLogger("distributed.batched").setLevel(logging.WARNING)
 
 
 #: The keyword arguments :func:`cluster_options` adds to a command.
