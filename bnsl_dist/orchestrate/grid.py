@@ -281,14 +281,17 @@ def _n_workers(client: Client) -> int | None:
 
 
 def _busy_seconds(client: Client, since: float, prefixes: tuple[str, ...]) -> float | None:
-    """Compute seconds of our tasks since ``since`` (the scheduler's task stream)."""
+    """Compute seconds of our tasks that started since ``since`` (the scheduler's task
+    stream; a task of an earlier run still computing on a shared cluster, e.g. a batch of
+    a cache that failed, is not this run's work)."""
     try:
         stream = client.get_task_stream(start=since)
     except Exception:  # noqa: BLE001 - a lost scheduler
         return None
     return sum(ss["stop"] - ss["start"] for rec in stream
                if str(rec.get("key", "")).startswith(prefixes)
-               for ss in rec.get("startstops", ()) if ss.get("action") == "compute")
+               for ss in rec.get("startstops", ())
+               if ss.get("action") == "compute" and ss["start"] >= since)
 
 
 def cell_cost(cell: Cell) -> float:
