@@ -46,22 +46,17 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
     conn = cluster_kwargs(**cluster)
     if not dry_run:
         check_output_dir(results, "--results")
-    full = load_grid(grid_file)  # every name checked: algorithms, parameters, data sets
-    grid = full if only is None else _piece(full, only)
+    grid = load_grid(grid_file)  # every name checked: algorithms, parameters, data sets
+    piece = None if only is None else _piece(grid, only)
     cfg = load_cluster(cluster_file) if cluster_file else grid.cluster
     if dry_run:
         n = conn["workers"] or (cfg.workers if cfg and cfg.workers else None) \
             or default_n_workers()
-        click.echo(format_plan(plan_grid(grid, results), n))
+        click.echo(format_plan(plan_grid(grid, results, piece), n))
         return
     with open_client(cfg, **conn) as client:
         summary = run_grid(client, grid, results, progress=not no_progress,
-                           report=not no_report)
-    if grid is not full:  # the stored grid is the whole one, for status and tables
-        from bnsl_dist.results.store import ResultStore
-
-        ResultStore(results).save_text(f"grids/{full.name}.json",
-                                       full.model_dump_json(indent=1) + "\n")
+                           report=not no_report, datasets=piece)
     click.echo(str(summary))
     if summary.report is not None:
         click.echo(f"performance report: {summary.report}")
@@ -71,8 +66,8 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
         sys.exit(1)
 
 
-def _piece(grid: Any, only: str) -> Any:
-    """``grid`` restricted to the data sets named in ``only`` (comma-separated)."""
+def _piece(grid: Any, only: str) -> set[str]:
+    """The data sets named in ``only`` (comma-separated), each checked against ``grid``."""
     from bnsl_dist.exceptions import InvalidConfigError
 
     names = [n.strip() for n in only.split(",") if n.strip()]
@@ -81,8 +76,7 @@ def _piece(grid: Any, only: str) -> Any:
     if unknown or not names:
         raise InvalidConfigError(f"--datasets: {', '.join(unknown) or repr(only)} not in "
                                  f"grid {grid.name} (it has {', '.join(have)})")
-    return grid.model_copy(update={"datasets": tuple(d for d in grid.datasets
-                                                     if d.name in names)})
+    return set(names)
 
 
 @grid_group.command("status")

@@ -42,7 +42,7 @@ import os
 import sys
 import time
 import traceback as tb_mod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,10 +103,18 @@ def _n_vars_hint(name: str, path: str | None) -> int | None:
     return int(n) if n else None
 
 
-def plan_grid(grid: GridConfig, results_dir: str | os.PathLike[str]) -> GridPlan:
-    """Expand ``grid`` and compare it with what ``results_dir`` holds (no Dask)."""
+def grid_cells(grid: GridConfig, datasets: Collection[str] | None = None) -> list[Cell]:
+    """The cells of ``grid``; with ``datasets``, only those of the data sets so named (a
+    piece of the grid: cell keys do not depend on the selection)."""
+    return [c for c in expand_grid(grid) if datasets is None or c.dataset in datasets]
+
+
+def plan_grid(grid: GridConfig, results_dir: str | os.PathLike[str],
+              datasets: Collection[str] | None = None) -> GridPlan:
+    """Expand ``grid`` (the ``datasets`` piece of it) and compare it with what
+    ``results_dir`` holds (no Dask)."""
     store = ResultStore(results_dir)
-    cells = expand_grid(grid)
+    cells = grid_cells(grid, datasets)
     st = store.status(c.key for c in cells)
     done = set(st.done)
     pending = tuple(c for c in cells if c.key not in done)
@@ -141,9 +149,10 @@ def _fmt_seconds(s: float | None) -> str:
 def format_plan(plan: GridPlan, n_workers: int) -> str:
     """A human-readable plan (``grid run --dry-run``)."""
     g = plan.grid
-    n_ds = sum(len(d.splits) for d in g.datasets)
+    n_sets = len({c.dataset for c in plan.cells})
+    n_ds = len({(c.dataset, c.split) for c in plan.cells})
     lines = [f"grid {g.name}: {len(plan.cells)} cells "
-             f"({len(g.datasets)} data sets, {n_ds} data set splits, "
+             f"({n_sets} data sets, {n_ds} data set splits, "
              f"{len(g.algorithms)} algorithms, seeds {list(g.seeds)})",
              f"  done: {len(plan.done)}   failed before (will retry): {len(plan.failed)}   "
              f"to run: {len(plan.pending)}",
@@ -491,8 +500,11 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
              progress: bool = True, report: bool = True, warmup: bool = True,
              on_result: Callable[[CellResult], None] | None = None,
              no_worker_timeout: float = NO_WORKER_TIMEOUT,
-             fan_out_seconds: float = FAN_OUT_SECONDS) -> GridSummary:
-    """Run every pending cell of ``grid`` on ``client``'s cluster into ``results_dir``.
+             fan_out_seconds: float = FAN_OUT_SECONDS,
+             datasets: Collection[str] | None = None) -> GridSummary:
+    """Run every pending cell of ``grid`` (of its ``datasets`` only, when given: a piece
+    of it; the whole grid is stored either way) on ``client``'s cluster into
+    ``results_dir``.
 
     Parameters
     ----------
@@ -528,7 +540,7 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
     t0 = time.perf_counter()
     store = ResultStore(results_dir)
     store.save_text(f"grids/{grid.name}.json", grid.model_dump_json(indent=1) + "\n")
-    cells = expand_grid(grid)
+    cells = grid_cells(grid, datasets)
     done = store.done_keys()
     pending = [c for c in cells if c.key not in done]
     if not pending:

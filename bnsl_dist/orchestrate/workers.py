@@ -67,7 +67,7 @@ def warm_up(cache_methods: Iterable[str] = (), algorithms: Iterable[AlgorithmSpe
     (never raises: the real run reports real errors)."""
     import numpy as np
 
-    from bnsl_dist.search.base import Budget, make_optimizer
+    from bnsl_dist.search.base import Budget, make_optimizer, optimizer_stream
 
     todo_m = [m for m in cache_methods if ("method", m) not in _WARMED]
     todo_a = [a for a in algorithms if ("algorithm", a) not in _WARMED]
@@ -90,13 +90,8 @@ def warm_up(cache_methods: Iterable[str] = (), algorithms: Iterable[AlgorithmSpe
             if k is not None:
                 params["k"] = min(k, data.n_vars - 1)
             opt = make_optimizer(name, **params)
-            budget = Budget(seconds=30.0, max_iterations=2)
-            if getattr(opt, "needs_data", False):  # scores families from the data too
-                stream = opt.learn(data, budget, np.random.default_rng(0),
-                                   cache_builder=lambda _data: cache)
-            else:
-                stream = opt.run(cache, budget, np.random.default_rng(0))
-            for _ in stream:
+            for _ in optimizer_stream(opt, cache, Budget(seconds=30.0, max_iterations=2),
+                                      np.random.default_rng(0), data):
                 pass
             _WARMED.add(("algorithm", spec))
         except Exception as exc:  # noqa: BLE001 - reported, never raised

@@ -35,7 +35,7 @@ from bnsl_dist.pipeline.cell import CacheJob, Cell, canonical_json
 from bnsl_dist.pipeline.provenance import provenance
 from bnsl_dist.pipeline.specs import CacheSpec, DataRef, ScreeningSpec, shared_data_dir
 from bnsl_dist.results.records import CellFailure, CellResult
-from bnsl_dist.search.base import AnytimeTrace, Incumbent
+from bnsl_dist.search.base import AnytimeTrace, Incumbent, optimizer_stream
 from bnsl_dist.search.qds import Screening, screen
 
 __all__ = ["run_cell", "load_data", "true_network", "stage_data", "ensure_cache",
@@ -241,17 +241,13 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
     og = opt.search(pc) if hasattr(opt, "search") else None
     if og is not None:
         stream = og.incumbents(budget)
-    elif getattr(opt, "needs_data", False):  # scores new families from the data (tabu-data)
-        if target is None:
-            raise InvalidConfigError(f"{cell.search.algorithm} scores families from the "
-                                     "data: give the data, not only a cache file")
-        if (opt.score, float(opt.ess)) != (job.cache.score, float(job.cache.ess)):
+    else:
+        if getattr(opt, "needs_data", False) and \
+                (opt.score, float(opt.ess)) != (job.cache.score, float(job.cache.ess)):
             raise InvalidConfigError(
                 f"{cell.search.algorithm} scores with {opt.score} but the cache with "
                 f"{job.cache.score}: give params score/ess equal to the cache's")
-        stream = opt.learn(target, budget, cell.rng(), cache_builder=lambda _data: pc)
-    else:
-        stream = opt.run(pc, budget, cell.rng())
+        stream = optimizer_stream(opt, pc, budget, cell.rng(), target)
     trace = AnytimeTrace.collect(stream).within(budget)
     if scr is not None:
         trace = AnytimeTrace([scr.lift_incumbent(i) for i in trace.incumbents],

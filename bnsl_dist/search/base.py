@@ -37,6 +37,7 @@ __all__ = [
     "get_optimizer",
     "optimizer_names",
     "make_optimizer",
+    "optimizer_stream",
     "DEFAULT_CHECKPOINTS",
 ]
 
@@ -323,6 +324,19 @@ def optimizer_info(name: str) -> OptimizerInfo:
         _INFO[name] = OptimizerInfo(name, cls, tuple(
             Hyperparameter(p.name, hints.get(p.name, Any), p.default) for p in params))
     return _INFO[name]
+
+
+def optimizer_stream(opt: Any, cache: Any, budget: Budget, rng: np.random.Generator,
+                     data: Any = None) -> Iterator[Incumbent]:
+    """The incumbents of ``opt`` on ``cache``; an optimizer that also scores families
+    from the data (``needs_data``, e.g. ``tabu-data``) gets ``data`` and starts from
+    ``cache``."""
+    if not getattr(opt, "needs_data", False):
+        return iter(opt.run(cache, budget, rng))
+    if data is None:
+        raise InvalidConfigError(f"{getattr(opt, 'name', opt)} scores families from the "
+                                 "data: give the data, not only a cache file")
+    return iter(opt.learn(data, budget, rng, cache_builder=lambda _data: cache))
 
 
 def make_optimizer(name: str, k: int | None = None, **params: Any) -> Any:

@@ -16,26 +16,9 @@ from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.pipeline.run import run_cell
 from bnsl_dist.results.store import ResultStore
 from tests.orchestrate.test_fault_tolerance import SLOW, LocalProcesses, _client, _kill, _spawn
-from tests.orchestrate.test_grid import comparable, small_grid, write_nltcs_caches
+from tests.orchestrate.test_grid import comparable, small_grid
 
 pytestmark = [pytest.mark.dask, pytest.mark.timeout(300)]
-
-
-@pytest.fixture
-def cluster(tmp_path):
-    lp = LocalProcesses(tmp_path)
-    try:
-        lp.start_scheduler()
-        lp.start_worker("w0")
-        lp.start_worker("w1")
-        yield lp
-    finally:
-        lp.close()
-
-
-@pytest.fixture(scope="module")
-def caches(tmp_path_factory):
-    return write_nltcs_caches(tmp_path_factory.mktemp("caches"))
 
 
 def _wait_for_results(store: ResultStore, n: int, proc, log) -> None:
