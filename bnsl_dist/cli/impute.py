@@ -52,6 +52,7 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
     from bnsl_dist.exceptions import InvalidConfigError
     from bnsl_dist.search import Budget
     from bnsl_dist.sem import structural_em
+    from bnsl_dist.sem.structural_em import sem_cache_spec
 
     conn = pop_cluster_kwargs(options, serial)
     for name, val in (("-k", k), ("--max-iterations", max_iterations),
@@ -66,12 +67,7 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
                        for f in ("seconds_per_variable", "scores_per_variable"))
     cache = cache_spec(options)  # checked before the data are read
     d = load_data(data, missing="mask")
-    if not budget_given:
-        from bnsl_dist.cache.spec import CacheSpec
-        from bnsl_dist.sem.structural_em import sem_budgets
-
-        cache = CacheSpec(**{**cache.model_dump(), "seconds_per_variable": None,
-                             "scores_per_variable": sem_budgets(d.n_vars, d.n_samples)[0]})
+    cache = sem_cache_spec(cache, cache.score, d, scaled=not budget_given)
     budget = None
     if search_seconds is not None or search_iterations is not None:
         budget = Budget(seconds=search_seconds, max_iterations=search_iterations)

@@ -71,11 +71,14 @@ class CacheJob(Spec):
 
 class SemSpec(Spec):
     """SEM-kMAX imputation of one cell (ALGORITHMS.md §9): the MCAR missing rate, the EM
-    iteration cap and k-MAX's seconds per variable per M-step."""
+    iteration cap and the M-step budgets (:class:`bnsl_dist.config.SemConfig`): k-MAX's
+    seconds per variable per M-step (None: the data-scaled iterations) and whether the
+    cache's budget is the data-scaled one or the cell's ``cache`` budget."""
 
     missing_rate: float
     max_em_iterations: PositiveInt = 10
-    search_seconds_per_variable: PositiveFloat = 1.0
+    search_seconds_per_variable: PositiveFloat | None = None
+    cache_budget: Literal["data", "grid"] = "data"
 
 
 class InferenceSpec(InferenceSettings):

@@ -27,8 +27,8 @@ def expand_grid(grid: GridConfig) -> list[Cell]:
     """
     sems: tuple[SemSpec | None, ...] = (None,)
     if grid.kind == "sem" and grid.sem is not None:
-        sems = tuple(SemSpec(missing_rate=r, max_em_iterations=grid.sem.max_em_iterations,
-                             search_seconds_per_variable=grid.sem.search_seconds_per_variable)
+        sems = tuple(SemSpec(missing_rate=r,
+                             **grid.sem.model_dump(exclude={"missing_rates"}))
                      for r in grid.sem.missing_rates)
     inf = grid.inference if grid.kind == "inference" else None
     cells: list[Cell] = []

@@ -58,7 +58,8 @@ from bnsl_dist.search.base import Budget, Incumbent, make_optimizer
 from bnsl_dist.sem.imputation import EStep, complete_rows
 
 __all__ = ["SEMIteration", "SEMResult", "structural_em", "random_chain", "initial_network",
-           "sem_budgets", "sem_cache_spec", "equivalence_key", "carry_families",
+           "sem_budgets", "sem_cache_spec", "sem_search_budget", "equivalence_key",
+           "carry_families",
            "prefer_serial"]
 
 #: Completes rows: (network, elimination order, codes, missing mask, method) -> codes.
@@ -183,13 +184,55 @@ def prefer_serial(n_vars: int, n_samples: int) -> bool:
     return n_vars * scores * n_samples <= SERIAL_ROW_VISITS
 
 
-def sem_cache_spec(cache: CacheSpec | None, score: str, data: CategoricalData) -> CacheSpec:
+def sem_cache_spec(cache: CacheSpec | None, score: str, data: CategoricalData, *,
+                   scaled: bool = False) -> CacheSpec:
     """The M-step's cache build: ``cache`` when given, else independence selection with
-    ``score`` and the exact-score budget of :func:`sem_budgets` (reproducible)."""
-    if cache is not None:
+    ``score``; its budget is the exact-score count of :func:`sem_budgets` (reproducible)
+    when ``cache`` is None or ``scaled`` (``cache``'s own budget is then replaced), else
+    ``cache``'s (``seconds_per_variable``: the paper's wall-clock protocol).
+
+    Examples
+    --------
+    >>> from bnsl_dist.data.dataset import CategoricalData
+    >>> d = CategoricalData.from_array(np.zeros((3000, 60), int))
+    >>> spec = sem_cache_spec(CacheSpec(score="bdeu"), "bic", d, scaled=True)
+    >>> spec.score, spec.seconds_per_variable, spec.scores_per_variable == sem_budgets(60, 3000)[0]
+    ('bdeu', None, True)
+    """
+    if cache is not None and not scaled:
         return cache
-    return CacheSpec(score=score,  # type: ignore[arg-type]
-                     scores_per_variable=sem_budgets(data.n_vars, data.n_samples)[0])
+    scores = sem_budgets(data.n_vars, data.n_samples)[0]
+    base = cache.model_dump() if cache is not None else {"score": score}
+    return CacheSpec(**{**base, "seconds_per_variable": None, "scores_per_variable": scores})
+
+
+def sem_search_budget(data: CategoricalData, seconds_per_variable: float | None = None,
+                      cap: Budget | None = None) -> Budget:
+    """k-MAX's budget per M-step: ``seconds_per_variable`` x variables wall seconds when
+    given (the paper's protocol: 1; not reproducible), else the iterations of
+    :func:`sem_budgets` (reproducible); within ``cap``'s seconds and iterations, when set
+    (a seconds cap keeps the run reproducible only while it does not bind).
+
+    Examples
+    --------
+    >>> from bnsl_dist.data.dataset import CategoricalData
+    >>> d = CategoricalData.from_array(np.zeros((3000, 60), int))
+    >>> sem_search_budget(d) == Budget(max_iterations=sem_budgets(60, 3000)[1])
+    True
+    >>> sem_search_budget(d, 0.5, Budget(seconds=20.0, max_iterations=100))
+    Budget(seconds=20.0, max_iterations=100)
+    """
+    seconds = None if seconds_per_variable is None else seconds_per_variable * data.n_vars
+    iterations = None if seconds is not None else sem_budgets(data.n_vars, data.n_samples)[1]
+    if cap is not None:
+        seconds = _least(seconds, cap.seconds)
+        iterations = _least(iterations, cap.max_iterations)
+    return Budget(seconds=seconds, max_iterations=iterations)
+
+
+def _least(a: Any, b: Any) -> Any:
+    """The smaller of two optional limits (None: no limit)."""
+    return b if a is None else a if b is None else min(a, b)
 
 
 def equivalence_key(dag: DAG) -> tuple[frozenset[tuple[int, int]], frozenset[tuple[int, int, int]]]:
@@ -296,8 +339,7 @@ def structural_em(data: CategoricalData, *, k: int = 4, rng: np.random.Generator
         def cache_builder(d: CategoricalData) -> ParentSetCache:
             return build_cache(d, spec)
 
-    budget = search_budget or Budget(max_iterations=sem_budgets(data.n_vars,
-                                                                data.n_samples)[1])
+    budget = search_budget or sem_search_budget(data)
     kk = min(k, data.n_vars - 1)
     if searcher is None:
         def searcher(cache: ParentSetCache, b: Budget, g: np.random.Generator) -> Incumbent:
