@@ -42,10 +42,10 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
     """Learn a bounded-treewidth network from DATA with missing values (?, empty, NA)
     by SEM-kMAX and write the completed data to OUTPUT.
 
-    The M-step budgets scale with the data (exact scores per variable 6e6/rows within
-    500-5,000; k-MAX iterations 1.2e6/variables within 200-20,000). Without --workers,
+    The M-step budgets scale with the data (exact scores per variable 2.4e7/rows within
+    2,000-20,000; k-MAX iterations 1.2e6/variables within 200-20,000). Without --workers,
     --scheduler or --scheduler-file, data whose cache build is small (variables x scores
-    per variable x rows <= 1e9, e.g. 3,000 x 60) run serially: a local cluster's start
+    per variable x rows <= 4e9, e.g. 3,000 x 60) run serially: a local cluster's start
     costs more than it saves there. The result is the same either way for one seed."""
     from bnsl_dist.cli.data import load_data
     from bnsl_dist.data import write_csv

@@ -141,8 +141,8 @@ def initial_network(data: CategoricalData, rng: np.random.Generator,
 #: Default M-step budgets (:func:`sem_budgets`): exact scores per variable are
 #: ``CACHE_ROW_SCORES / N`` clipped to ``CACHE_SCORES_RANGE``; k-MAX iterations are
 #: ``SEARCH_WORK / n`` clipped to ``SEARCH_ITERATIONS_RANGE``.
-CACHE_ROW_SCORES = 6_000_000
-CACHE_SCORES_RANGE = (500, 5_000)
+CACHE_ROW_SCORES = 24_000_000
+CACHE_SCORES_RANGE = (2_000, 20_000)
 SEARCH_WORK = 1_200_000
 SEARCH_ITERATIONS_RANGE = (200, 20_000)
 
@@ -153,8 +153,10 @@ def sem_budgets(n_vars: int, n_samples: int) -> tuple[int, int]:
 
     An exact score costs O(N), so ``CACHE_ROW_SCORES / N`` scores per variable keep the
     cache build at a fixed number of row visits per variable (the role of the paper's
-    1 s per variable), within 500–5,000: 2,000 at N = 3,000, where 1 s gives about
-    3·10^4 and 5,000 imputed no better. A k-MAX iteration costs O(n²) (the argmax over
+    1 s per variable), within 2,000–20,000: 8,000 at N = 3,000 (1 s gives about 3·10^4
+    there), where 2,000 imputed 0.5 points worse over 5 seeds and 4x more scores and
+    k-MAX iterations gained little more (``workflows/results/benchmarks/
+    impute_accuracy.md``). A k-MAX iteration costs O(n²) (the argmax over
     the outside variables at each insertion), so ``SEARCH_WORK / n`` iterations keep
     the search at O(n) per SEM iteration (the paper's n seconds), within 200–20,000:
     20,000 at n = 60, where 2,000 imputed about 0.2 points worse (see
@@ -169,16 +171,15 @@ def sem_budgets(n_vars: int, n_samples: int) -> tuple[int, int]:
 
 #: :func:`prefer_serial`: row visits of one M-step's cache build (variables x exact
 #: scores per variable x rows) up to which a local Dask cluster costs more than it saves.
-SERIAL_ROW_VISITS = 1_000_000_000
+SERIAL_ROW_VISITS = 4_000_000_000
 
 
 def prefer_serial(n_vars: int, n_samples: int) -> bool:
     """Whether a run with the default budgets is faster serial than on a local cluster.
 
-    At 3,000 x 60 (3.6·10^8 row visits per cache build) the serial run takes ~10 CPU
-    seconds while a 2-worker local cluster's start and warm-up took longer than that
-    (``workflows/results/benchmarks/impute.md``); the fan-out saves at most the cache
-    build's share (~60%) times (1 - 1/workers), so below ~3x that work serial wins.
+    At 3,000 x 60 (1.44·10^9 row visits per cache build) a 2-worker local cluster's
+    start and warm-up cost more than the fan-out of the cache build saves
+    (``workflows/results/benchmarks/impute.md``): serial wins up to ~3x that work.
     """
     scores = sem_budgets(n_vars, n_samples)[0]
     return n_vars * scores * n_samples <= SERIAL_ROW_VISITS
