@@ -103,13 +103,17 @@ class Cell(Spec):
     grid_seed: NonNegativeInt = 0
     sem: SemSpec | None = None
     inference: InferenceSpec | None = None
+    #: A split the learned DAG is scored on (held-out log-likelihood, CPTs fitted on
+    #: the cell's data with the cache's equivalent sample size); screening grids.
+    holdout: DataRef | None = None
 
     def json_dict(self) -> dict[str, Any]:
         """The canonical JSON data of the cell; settings of other grid kinds are left
         out when unset, so cells (and their keys) of earlier versions stay valid."""
         out = super().json_dict()
-        if out.get("inference") is None:
-            out.pop("inference", None)
+        for name in ("inference", "holdout"):
+            if out.get(name) is None:
+                out.pop(name, None)
         return out
 
     @model_validator(mode="after")
