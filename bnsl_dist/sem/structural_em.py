@@ -154,9 +154,10 @@ def sem_budgets(n_vars: int, n_samples: int) -> tuple[int, int]:
     An exact score costs O(N), so ``CACHE_ROW_SCORES / N`` scores per variable keep the
     cache build at a fixed number of row visits per variable (the role of the paper's
     1 s per variable), within 2,000–20,000: 8,000 at N = 3,000 (1 s gives about 3·10^4
-    there), where 2,000 imputed 0.5 points worse over 5 seeds and 4x more scores and
-    k-MAX iterations gained little more (``workflows/results/benchmarks/
-    impute_accuracy.md``). A k-MAX iteration costs O(n²) (the argmax over
+    there), where 2,000 imputed 0.3–0.4 points worse over 5 seeds and 4x both budgets
+    gained 0.1 points more on 16 variables but 0.6 on 60
+    (``workflows/results/benchmarks/impute_accuracy.md``); the cost is about twice
+    2,000's. A k-MAX iteration costs O(n²) (the argmax over
     the outside variables at each insertion), so ``SEARCH_WORK / n`` iterations keep
     the search at O(n) per SEM iteration (the paper's n seconds), within 200–20,000:
     20,000 at n = 60, where 2,000 imputed about 0.2 points worse (see
