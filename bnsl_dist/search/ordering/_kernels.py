@@ -323,10 +323,11 @@ def asobs_pass_up(order, offsets, par_offsets, par_flat, scores, kpos, top_anc, 
     * ``top_anc[x] == k``: exact, x is a descendant of v;
     * ``top_anc[x] > k``: stale (its recorded ancestor has been processed since).
 
-    A stale p is resolved by a depth-first search over the parents of stale variables
-    (exact ones answer at once), which recomputes top_anc (the max over the parents) of
-    every variable it completes; when it meets v or a descendant of v, every variable on
-    its path is a descendant (top_anc = k). Each variable's chosen parents are copied to
+    A set is rejected at once if a member's label says it descends from v; otherwise
+    each stale member p is resolved by a depth-first search over the parents of stale
+    variables (exact ones answer at once), which recomputes top_anc (the max over the
+    parents) of every variable it completes; when it meets v or a descendant of v, every
+    variable on its path is a descendant (top_anc = k). Each variable's chosen parents are copied to
     ``pflat[pbeg[x]:pend[x]]`` (compact, cache-friendly).
 
     kpos, top_anc, pbeg, pend (n), stk, nxt_par, run_max (n + 1) and pflat (at least the
@@ -342,15 +343,21 @@ def asobs_pass_up(order, offsets, par_offsets, par_flat, scores, kpos, top_anc, 
         best = offsets[v + 1] - 1
         for i in range(offsets[v], offsets[v + 1]):
             ok = True
+            n_stale = 0
             for t in range(par_offsets[i], par_offsets[i + 1]):
                 p = par_flat[t]
-                if kpos[p] < k or top_anc[p] < k:
-                    continue  # unprocessed, or exactly not a descendant
-                if top_anc[p] > k and not _resolve_up(p, v, k, kpos, top_anc, pbeg, pend,
-                                                      pflat, stk, nxt_par, run_max):
-                    continue
-                ok = False  # p is a descendant of v
-                break
+                if kpos[p] > k:  # processed (unprocessed ones are never descendants)
+                    if top_anc[p] == k:
+                        ok = False  # p is a descendant of v
+                        break
+                    n_stale += top_anc[p] > k
+            if ok and n_stale > 0:  # the searches, once no member is known to descend
+                for t in range(par_offsets[i], par_offsets[i + 1]):
+                    p = par_flat[t]
+                    if kpos[p] > k and top_anc[p] > k and _resolve_up(
+                            p, v, k, kpos, top_anc, pbeg, pend, pflat, stk, nxt_par, run_max):
+                        ok = False
+                        break
             if ok:
                 best = i
                 break
