@@ -40,7 +40,7 @@ import numpy as np
 
 from bnsl_dist.cache import ParentSetCache
 from bnsl_dist.search.ordering import _kernels as K
-from workflows.benchmarks._common import write_result
+from workflows.benchmarks._common import OUT_DIR, write_result
 from workflows.benchmarks.search import _blip_cache, synthetic_cache
 
 
@@ -125,14 +125,15 @@ print(json.dumps({"orders": tr.total_iterations, "seconds": wall, "cpu_seconds":
 
 
 def part_optimizer(seconds: float, trees: list[str]) -> list[dict[str, Any]]:
-    """The optimizer on the synthetic cache with each source tree's code (PYTHONPATH),
-    one after the other per setting."""
+    """The optimizer on the synthetic cache with each source tree's code (PYTHONPATH and
+    working directory: ``python -c`` puts the working directory first), one after the
+    other per setting."""
     rows = []
     for local in ("none", "swap"):
         for tree in trees:
             env = {**os.environ, "PYTHONPATH": tree}
             out = subprocess.run([sys.executable, "-c", _OPT, local, str(seconds)], env=env,
-                                 check=True, capture_output=True, text=True).stdout
+                                 cwd=tree, check=True, capture_output=True, text=True).stdout
             r = json.loads(out.strip().splitlines()[-1])
             rows.append({"cache": "synthetic n=10000", "tree": tree, "local_search": local,
                          "closure": "dfs", **r, "orders_per_s": r["orders"] / r["seconds"],
@@ -150,10 +151,18 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--trees", nargs="*", default=[str(Path(__file__).resolve().parents[2])],
                     help="source trees whose optimizer runs (e.g. a checkout of main too)")
+    ap.add_argument("--parts", nargs="*", default=["kernels", "optimizer"])
     args = ap.parse_args()
-    result: dict[str, Any] = {"settings": vars(args), "kernels": part_kernels(args.rounds,
-                                                                              args.orders)}
-    result["optimizer"] = part_optimizer(args.seconds, args.trees)
+    result: dict[str, Any] = {}
+    path = OUT_DIR / "asobs_large.json"
+    if path.is_file():  # keep parts done earlier
+        old = json.loads(path.read_text())
+        result.update({k: v for k, v in old.items() if k in ("kernels", "optimizer")})
+    result["settings"] = vars(args)
+    if "kernels" in args.parts:
+        result["kernels"] = part_kernels(args.rounds, args.orders)
+    if "optimizer" in args.parts:
+        result["optimizer"] = part_optimizer(args.seconds, args.trees)
     print(write_result("asobs_large", result))
 
 
