@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from bnsl_dist.cache import ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.search import Budget, get_optimizer, make_optimizer
 from bnsl_dist.search.ordering import _kernels as K
@@ -61,6 +62,34 @@ def _asobs_dfs(cache, order):
     return s, chosen
 
 
+def _asobs_up(cache, order):
+    fc = cache.flat
+    n = fc.n
+    m = int(np.diff(fc.par_offsets).max()) * n + 1
+    chosen = np.empty(n, dtype=np.int64)
+    s = K.asobs_pass_up(np.asarray(order, dtype=np.int64), fc.offsets, fc.par_offsets,
+                        fc.par_flat, fc.scores, *(np.empty(n, np.int64) for _ in range(4)),
+                        np.empty(m, np.int64), *(np.empty(n + 1, np.int64) for _ in range(3)),
+                        chosen)
+    return s, chosen
+
+
+def _local_cache(n, seed, width, max_sets, max_indegree):
+    """Random sets drawn among the ``width`` variables on either side of each variable
+    (cyclically): deep chains of descendants, the shape the ancestor search is for."""
+    rng = np.random.default_rng(seed)
+    lists = []
+    for v in range(n):
+        near = sorted({(v + d) % n for d in range(-width, width + 1)} - {v})
+        items = {(): -100.0 - float(rng.uniform(0, 20))}
+        for _ in range(int(rng.integers(0, max_sets))):
+            size = int(rng.integers(1, min(max_indegree, len(near)) + 1))
+            ps = tuple(sorted(int(x) for x in rng.choice(near, size=size, replace=False)))
+            items.setdefault(ps, items[()] + float(rng.uniform(1, 50)))
+        lists.append(list(items.items()))
+    return ParentSetCache.from_lists(lists)
+
+
 def _obs(cache, order):
     fc = cache.flat
     pos = np.empty(fc.n, dtype=np.int64)
@@ -99,6 +128,27 @@ def test_asobs_closure_on_more_than_64_variables():
         want, parents = naive_asobs(cache, order)
         assert s == pytest.approx(want, abs=1e-9)
         assert [cache.parents_at(int(i)) for i in chosen] == parents
+        assert list(_asobs_dfs(cache, order)[1]) == list(chosen)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 200), st.integers(0, 10**6), st.integers(1, 12), st.integers(1, 5),
+       st.booleans(), st.integers(1, 12), st.integers(0, 10**6))
+def test_ancestor_search_pass_equals_the_naive_asobs_and_the_other_kernels(n, seed, m, d,
+                                                                            local, width,
+                                                                            oseed):
+    # random sets (members anywhere: both ways in the order) or sets of near variables
+    # (deep chains, so labels go stale and are recomputed); several orders per cache
+    cache = (_local_cache(n, seed, width, m, d) if local
+             else random_cache(n, seed, max_sets_per_var=m, max_indegree=d))
+    rng = np.random.default_rng(oseed)
+    for _ in range(3):
+        order = rng.permutation(n)
+        s, chosen = _asobs_up(cache, order)
+        want, parents = naive_asobs(cache, order)
+        assert [cache.parents_at(int(i)) for i in chosen] == parents
+        assert s == pytest.approx(want, abs=1e-9)
+        assert list(_asobs(cache, order)[1]) == list(chosen)
         assert list(_asobs_dfs(cache, order)[1]) == list(chosen)
 
 

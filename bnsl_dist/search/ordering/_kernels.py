@@ -302,6 +302,119 @@ def asobs_pass_dfs(order, offsets, par_offsets, par_flat, scores, head, nxt, kid
     return total
 
 
+@nb.njit(cache=True, nogil=True)
+def asobs_pass_up(order, offsets, par_offsets, par_flat, scores, kpos, top_anc, pbeg, pend,
+                  pflat, stk, nxt_par, run_max, chosen):
+    """ASOBS for one order, as :func:`asobs_pass` and :func:`asobs_pass_dfs` (same
+    choices), asking "is p a descendant of v?" only for the members p of the sets it
+    scans, by a search from p UP its parents, pruned by a label; for thousands of
+    variables most answers cost O(1) and no descendant set is enumerated.
+
+    When v = order[k] is processed, the unprocessed variables are order[0..k] and v has
+    the largest position among them; v has no parents yet, so p is a descendant of v iff
+    v is an ancestor of p, iff M(p) == k, where M(x) is the largest position in ``order``
+    of an unprocessed ancestor of x (-1 if none). An unprocessed p has no parents: never
+    a descendant. ``top_anc[x]`` (processed x) records M(x) as last computed, and M(x)
+    only decreases; the label obeys, at step k:
+
+    * ``top_anc[x] < k``: exact (x is not a descendant of v). A value computed from
+      exact inputs stays exact until the step equal to it, since only the variable at
+      that step can remove its maximum;
+    * ``top_anc[x] == k``: exact, x is a descendant of v;
+    * ``top_anc[x] > k``: stale (its recorded ancestor has been processed since).
+
+    A set is rejected at once if a member's label says it descends from v; otherwise
+    each stale member p is resolved by a depth-first search over the parents of stale
+    variables (exact ones answer at once), which recomputes top_anc (the max over the
+    parents) of every variable it completes; when it meets v or a descendant of v, every
+    variable on its path is a descendant (top_anc = k). Each variable's chosen parents are copied to
+    ``pflat[pbeg[x]:pend[x]]`` (compact, cache-friendly).
+
+    kpos, top_anc, pbeg, pend (n), stk, nxt_par, run_max (n + 1) and pflat (at least the
+    total size of the chosen sets) are workspaces.
+    """
+    n = order.shape[0]
+    for k in range(n):
+        kpos[order[k]] = k
+    npf = 0
+    total = 0.0
+    for k in range(n - 1, -1, -1):
+        v = order[k]
+        best = offsets[v + 1] - 1
+        for i in range(offsets[v], offsets[v + 1]):
+            ok = True
+            n_stale = 0
+            for t in range(par_offsets[i], par_offsets[i + 1]):
+                p = par_flat[t]
+                if kpos[p] > k:  # processed (unprocessed ones are never descendants)
+                    if top_anc[p] == k:
+                        ok = False  # p is a descendant of v
+                        break
+                    n_stale += top_anc[p] > k
+            if ok and n_stale > 0:  # the searches, once no member is known to descend
+                for t in range(par_offsets[i], par_offsets[i + 1]):
+                    p = par_flat[t]
+                    if kpos[p] > k and top_anc[p] > k and _resolve_up(
+                            p, v, k, kpos, top_anc, pbeg, pend, pflat, stk, nxt_par, run_max):
+                        ok = False
+                        break
+            if ok:
+                best = i
+                break
+        chosen[v] = best
+        total += scores[best]
+        m = -1
+        pbeg[v] = npf
+        for t in range(par_offsets[best], par_offsets[best + 1]):
+            q = par_flat[t]
+            pflat[npf] = q
+            npf += 1
+            m = max(m, kpos[q] if kpos[q] < k else top_anc[q])
+        pend[v] = npf
+        top_anc[v] = m
+    return total
+
+
+@nb.njit(cache=True, nogil=True)
+def _resolve_up(p, v, k, kpos, top_anc, pbeg, pend, pflat, stk, nxt_par, run_max):
+    """Is the stale p a descendant of v = order[k]? (see :func:`asobs_pass_up`)."""
+    stk[0] = p
+    nxt_par[0] = pbeg[p]
+    run_max[0] = -1
+    top = 1
+    while top > 0:
+        j = top - 1
+        x = stk[j]
+        u = nxt_par[j]
+        if u < pend[x]:
+            nxt_par[j] = u + 1
+            q = pflat[u]
+            if q == v:
+                break
+            mq = kpos[q]
+            if mq > k:  # processed
+                mq = top_anc[q]
+                if mq == k:
+                    break
+                if mq > k:  # stale: resolve q first
+                    stk[top] = q
+                    nxt_par[top] = pbeg[q]
+                    run_max[top] = -1
+                    top += 1
+                    continue
+            run_max[j] = max(run_max[j], mq)
+        else:  # all parents of x exact and < k: so is x
+            top_anc[x] = run_max[j]
+            top = j
+            if j > 0:
+                run_max[j - 1] = max(run_max[j - 1], run_max[j])
+    if top == 0:
+        return False
+    for j in range(top):  # the path found: descendants of v
+        top_anc[stk[j]] = k
+    return True
+
+
 # ---------------------------------------------------------------------------- orders
 @nb.njit(cache=True, nogil=True)
 def topological_order_near(order, chosen, par_offsets, par_flat, out):
@@ -388,10 +501,10 @@ def run_orders(orders, use_asobs, use_swaps, max_sweeps, offsets, par_offsets, p
     best one (first among equals) and fills best_chosen / best_order (OUT) with its DAG
     and the order the DAG is consistent with.
 
-    Per order: ASOBS (``use_asobs``; closed bitsets, or descendant search when
-    ``use_dfs``) or OBS; then, if ``use_swaps``, OBS on a topological order of the
-    result (>= the ASOBS DAG) followed by adjacent swaps. :func:`run_orders_masked`
-    with the masks of :func:`set_masks` computed here (drivers that call it repeatedly
+    Per order: ASOBS (``use_asobs``; closed bitsets, or the search of
+    :func:`asobs_pass_up` when ``use_dfs``) or OBS; then, if ``use_swaps``, OBS on a
+    topological order of the result (>= the ASOBS DAG) followed by adjacent swaps.
+    :func:`run_orders_masked` with the masks of :func:`set_masks` computed here (drivers that call it repeatedly
     compute them once).
     """
     return run_orders_masked(orders, use_asobs, use_swaps, max_sweeps, offsets, par_offsets,
@@ -417,18 +530,22 @@ def run_orders_masked(orders, use_asobs, use_swaps, max_sweeps, offsets, par_off
     for i in range(par_offsets.shape[0] - 1):
         max_size = max(max_size, par_offsets[i + 1] - par_offsets[i])
     m_edges = n * max_size + 1 if (use_asobs and use_dfs) else 1
-    head = np.empty(n, dtype=np.int64)
-    nxt = np.empty(m_edges, dtype=np.int64)
-    kid = np.empty(m_edges, dtype=np.int64)
-    stamp = np.empty(n, dtype=np.int64)
-    stack = np.empty(n + 1, dtype=np.int64)
+    n_up = n if (use_asobs and use_dfs) else 0
+    kpos = np.empty(n_up, dtype=np.int64)
+    top_anc = np.empty(n_up, dtype=np.int64)
+    pbeg = np.empty(n_up, dtype=np.int64)
+    pend = np.empty(n_up, dtype=np.int64)
+    pflat = np.empty(m_edges, dtype=np.int64)
+    stk = np.empty(n_up + 1, dtype=np.int64)
+    nxt_par = np.empty(n_up + 1, dtype=np.int64)
+    run_max = np.empty(n_up + 1, dtype=np.int64)
     best = -1
     best_score = -np.inf
     for r in range(n_ord):
         if use_asobs:
             if use_dfs:
-                s = asobs_pass_dfs(orders[r], offsets, par_offsets, par_flat, scores, head,
-                                   nxt, kid, stamp, stack, chosen)
+                s = asobs_pass_up(orders[r], offsets, par_offsets, par_flat, scores, kpos,
+                                  top_anc, pbeg, pend, pflat, stk, nxt_par, run_max, chosen)
             else:
                 s = asobs_pass(orders[r], offsets, par_offsets, par_flat, pmask, scores, anc,
                                desc, tmp_a, tmp_d, chosen)

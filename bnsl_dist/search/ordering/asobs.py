@@ -130,8 +130,9 @@ class ASOBS:
         Bound on adjacent-swap sweeps per order.
     closure : {"auto", "bitsets", "dfs"}
         How descendants are tracked during a pass: transitively closed ancestor and
-        descendant bitsets (O((|anc|+|desc|)·n/64) per variable), or a depth-first
-        search of the variable's descendants when it is processed (O(|desc|)). Both
+        descendant bitsets (O((|anc|+|desc|)·n/64) per variable), or ("dfs") searches
+        up from the members of the sets scanned, pruned by labels
+        (:func:`~bnsl_dist.search.ordering._kernels.asobs_pass_up`). Both
         give the same DAG; "auto" takes bitsets up to ``DFS_FROM`` variables and the
         search above (measured in workflows/benchmarks/search.py).
 

@@ -1,0 +1,170 @@
+"""Benchmark: the ASOBS pass on many variables, kernel against kernel (one core).
+
+On the 10,000-variable synthetic cache of :mod:`workflows.benchmarks.search` and on
+BLIP's caches of book (n = 500) and cwebkb (n = 839), the same uniform orders are
+passed, in interleaved rounds, to
+
+* ``dfs`` — :func:`~bnsl_dist.search.ordering._kernels.asobs_pass_dfs`, a depth-first
+  search of each variable's descendants (what ``closure="dfs"`` ran before);
+* ``up`` — :func:`~bnsl_dist.search.ordering._kernels.asobs_pass_up`, the search up
+  from the members of the scanned sets, pruned by labels (what it runs now);
+* ``bitsets`` — :func:`~bnsl_dist.search.ordering._kernels.asobs_pass`, closed bitsets
+  (``closure="bitsets"``, the default up to ``DFS_FROM`` variables; skipped on the
+  synthetic cache, where it runs at a tenth of ``dfs``),
+
+checking that every kernel chose the same sets for every order. Recorded per cache and
+kernel: orders per second (wall) of each round and their median, and the ratio to
+``dfs`` per round (timings are load-dependent: compare the ratios, measured side by
+side in one run). Then the optimizer (``asobs``, ``closure="dfs"``, bare passes and
+passes + OBS + swaps) runs for ``--seconds`` on the synthetic cache, as in the
+``orders`` part of the search benchmark.
+
+Run: ``python -m workflows.benchmarks.asobs_large [--rounds 5] [--orders 4]
+[--seconds 10]``; writes ``out/asobs_large.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bnsl_dist.cache import ParentSetCache
+from bnsl_dist.search.ordering import _kernels as K
+from workflows.benchmarks._common import OUT_DIR, write_result
+from workflows.benchmarks.search import _blip_cache, synthetic_cache
+
+
+def _kernels(cache: ParentSetCache) -> dict[str, Callable[[np.ndarray, np.ndarray], float]]:
+    fc = cache.flat
+    n = fc.n
+    m = int(np.diff(fc.par_offsets).max()) * n + 1
+    nw = max(1, (n + 63) // 64)
+    pmask = K.set_masks(fc.par_offsets, fc.par_flat)
+
+    def ws(*sizes: int) -> list[np.ndarray]:
+        return [np.empty(s, np.int64) for s in sizes]
+
+    w_dfs = ws(n, m, m, n, n + 1)
+    w_up = ws(n, n, n, n, m, n + 1, n + 1, n + 1)
+    out: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
+        "dfs": lambda o, ch: K.asobs_pass_dfs(o, fc.offsets, fc.par_offsets, fc.par_flat,
+                                              fc.scores, *w_dfs, ch),
+        "up": lambda o, ch: K.asobs_pass_up(o, fc.offsets, fc.par_offsets, fc.par_flat,
+                                            fc.scores, *w_up, ch)}
+    if n <= 2048:
+        w_bits = [np.empty((n, nw), np.uint64), np.empty((n, nw), np.uint64),
+                  np.empty(nw, np.uint64), np.empty(nw, np.uint64)]
+        out["bitsets"] = lambda o, ch: K.asobs_pass(o, fc.offsets, fc.par_offsets,
+                                                    fc.par_flat, pmask, fc.scores, *w_bits, ch)
+    return out
+
+
+def part_kernels(rounds: int, n_orders: int) -> list[dict[str, Any]]:
+    rows = []
+    cases: list[tuple[str, Callable[[], ParentSetCache], int]] = [
+        ("synthetic n=10000", lambda: synthetic_cache(10000), n_orders),
+        ("book (BLIP cache)", lambda: _blip_cache("book"), 50 * n_orders),
+        ("cwebkb (BLIP cache)", lambda: _blip_cache("cwebkb"), 25 * n_orders)]
+    for label, make, count in cases:
+        cache = make()
+        n = cache.n_vars
+        kernels = _kernels(cache)
+        rng = np.random.default_rng(0)
+        rates: dict[str, list[float]] = {k: [] for k in kernels}
+        for _ in range(rounds):
+            orders = [rng.permutation(n).astype(np.int64) for _ in range(count)]
+            chosen: dict[str, list[np.ndarray]] = {}
+            for name, run in kernels.items():
+                run(orders[0], np.empty(n, np.int64))  # compiled, caches warm
+                t0 = time.perf_counter()
+                chosen[name] = []
+                for o in orders:
+                    ch = np.empty(n, np.int64)
+                    run(o, ch)
+                    chosen[name].append(ch)
+                rates[name].append(count / (time.perf_counter() - t0))
+            for name in kernels:  # the same sets for every order
+                if not all(np.array_equal(a, b) for a, b in zip(chosen[name], chosen["dfs"], strict=True)):
+                    raise AssertionError(f"{label}: {name} chose other sets than dfs")
+        for name, r in rates.items():
+            ratios = [x / d for x, d in zip(r, rates["dfs"], strict=True)]
+            rows.append({"cache": label, "n": n, "sets": cache.n_sets, "kernel": name,
+                         "orders_per_round": count, "orders_per_s": r,
+                         "median_orders_per_s": statistics.median(r),
+                         "ratio_to_dfs": ratios, "median_ratio_to_dfs":
+                         statistics.median(ratios), "load": os.getloadavg()[0]})
+            print(rows[-1], flush=True)
+    return rows
+
+
+_OPT = """
+import json, sys, time
+import numpy as np
+from bnsl_dist.search import AnytimeTrace, Budget, make_optimizer
+from workflows.benchmarks.search import synthetic_cache
+cache = synthetic_cache(10000)
+local, seconds = sys.argv[1], float(sys.argv[2])
+opt = make_optimizer("asobs", closure="dfs", local_search=local)
+list(opt.run(cache, Budget(max_iterations=1), np.random.default_rng(1)))  # compiled
+t0, cpu0 = time.perf_counter(), time.process_time()
+tr = AnytimeTrace.collect(opt.run(cache, Budget(seconds=seconds), np.random.default_rng(0)))
+wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+print(json.dumps({"orders": tr.total_iterations, "seconds": wall, "cpu_seconds": cpu,
+                  "best": tr.best.score if tr.best else None}))
+"""
+
+
+def part_optimizer(seconds: float, trees: list[str]) -> list[dict[str, Any]]:
+    """The optimizer on the synthetic cache with each source tree's code (PYTHONPATH and
+    working directory: ``python -c`` puts the working directory first), one after the
+    other per setting."""
+    rows = []
+    for local in ("none", "swap"):
+        for tree in trees:
+            env = {**os.environ, "PYTHONPATH": tree}
+            out = subprocess.run([sys.executable, "-c", _OPT, local, str(seconds)], env=env,
+                                 cwd=tree, check=True, capture_output=True, text=True).stdout
+            r = json.loads(out.strip().splitlines()[-1])
+            rows.append({"cache": "synthetic n=10000", "tree": tree, "local_search": local,
+                         "closure": "dfs", **r, "orders_per_s": r["orders"] / r["seconds"],
+                         "orders_per_cpu_s": r["orders"] / max(r["cpu_seconds"], 1e-9),
+                         "load": os.getloadavg()[0]})
+            print(rows[-1], flush=True)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--orders", type=int, default=4,
+                    help="orders per round on the synthetic cache (x50 book, x25 cwebkb)")
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--trees", nargs="*", default=[str(Path(__file__).resolve().parents[2])],
+                    help="source trees whose optimizer runs (e.g. a checkout of main too)")
+    ap.add_argument("--parts", nargs="*", default=["kernels", "optimizer"])
+    args = ap.parse_args()
+    result: dict[str, Any] = {}
+    path = OUT_DIR / "asobs_large.json"
+    if path.is_file():  # keep parts done earlier
+        old = json.loads(path.read_text())
+        result.update({k: v for k, v in old.items() if k in ("kernels", "optimizer")})
+    result["settings"] = vars(args)
+    if "kernels" in args.parts:
+        result["kernels"] = part_kernels(args.rounds, args.orders)
+    if "optimizer" in args.parts:
+        result["optimizer"] = part_optimizer(args.seconds, args.trees)
+    print(write_result("asobs_large", result))
+
+
+if __name__ == "__main__":
+    main()
