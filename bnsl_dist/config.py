@@ -180,12 +180,21 @@ class ComparisonConfig(_Model):
 
 class SemConfig(_Model):
     """Structural EM imputation study (ALGORITHMS.md §9): MCAR missing rates. Each rate
-    × seed is one repetition; the grid's ``cache`` rebuilds the cache at every M-step and
-    k-MAX gets ``search_seconds_per_variable`` × n seconds per M-step (the paper: 1)."""
+    × seed is one repetition; the grid's ``cache`` rebuilds the cache at every M-step.
+
+    The M-step budgets are those of ``bnsl-dist impute``
+    (:func:`bnsl_dist.sem.structural_em.sem_budgets`: work counts scaled to the data, so
+    a cell reproduces on any machine) unless given in seconds, the paper's protocol:
+    ``search_seconds_per_variable`` gives k-MAX that many seconds × n per M-step (the
+    paper: 1), and ``cache_budget: grid`` builds the cache with the grid's ``cache``
+    budget (``seconds_per_variable``; the paper: 1) instead of the data-scaled exact
+    scores (``data``). In YAML, ``cache_budget`` defaults to ``grid`` when the ``cache``
+    section gives a budget, else ``data``. The grid's ``budget`` caps k-MAX either way."""
 
     missing_rates: tuple[float, ...]
     max_em_iterations: PositiveInt = 10
-    search_seconds_per_variable: PositiveFloat = 1.0
+    search_seconds_per_variable: PositiveFloat | None = None
+    cache_budget: Literal["data", "grid"] = "data"
 
     @field_validator("missing_rates")
     @classmethod
@@ -314,6 +323,20 @@ class GridConfig(_Model):
     sem: SemConfig | None = None
     inference: InferenceConfig | None = None
     cluster: ClusterConfig | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sem_cache_budget(cls, data: Any) -> Any:
+        """A SEM grid whose ``cache`` section gives a budget builds its M-step caches
+        with it unless ``sem.cache_budget`` says otherwise (:class:`SemConfig`)."""
+        if isinstance(data, dict) and isinstance(data.get("sem"), dict) \
+                and "cache_budget" not in data["sem"]:
+            cache = data.get("cache")
+            given = not isinstance(cache, dict) or any(
+                cache.get(f) is not None
+                for f in ("seconds_per_variable", "scores_per_variable", "path"))
+            data = {**data, "sem": {**data["sem"], "cache_budget": "grid" if given else "data"}}
+        return data
 
     @field_validator("name")
     @classmethod

@@ -42,16 +42,17 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
     """Learn a bounded-treewidth network from DATA with missing values (?, empty, NA)
     by SEM-kMAX and write the completed data to OUTPUT.
 
-    The M-step budgets scale with the data (exact scores per variable 6e6/rows within
-    500-5,000; k-MAX iterations 1.2e6/variables within 200-20,000). Without --workers,
+    The M-step budgets scale with the data (exact scores per variable 2.4e7/rows within
+    2,000-20,000; k-MAX iterations 1.2e6/variables within 200-20,000). Without --workers,
     --scheduler or --scheduler-file, data whose cache build is small (variables x scores
-    per variable x rows <= 1e9, e.g. 3,000 x 60) run serially: a local cluster's start
+    per variable x rows <= 4e9, e.g. 3,000 x 60) run serially: a local cluster's start
     costs more than it saves there. The result is the same either way for one seed."""
     from bnsl_dist.cli.data import load_data
     from bnsl_dist.data import write_csv
     from bnsl_dist.exceptions import InvalidConfigError
     from bnsl_dist.search import Budget
     from bnsl_dist.sem import structural_em
+    from bnsl_dist.sem.structural_em import sem_cache_spec
 
     conn = pop_cluster_kwargs(options, serial)
     for name, val in (("-k", k), ("--max-iterations", max_iterations),
@@ -66,12 +67,7 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
                        for f in ("seconds_per_variable", "scores_per_variable"))
     cache = cache_spec(options)  # checked before the data are read
     d = load_data(data, missing="mask")
-    if not budget_given:
-        from bnsl_dist.cache.spec import CacheSpec
-        from bnsl_dist.sem.structural_em import sem_budgets
-
-        cache = CacheSpec(**{**cache.model_dump(), "seconds_per_variable": None,
-                             "scores_per_variable": sem_budgets(d.n_vars, d.n_samples)[0]})
+    cache = sem_cache_spec(cache, cache.score, d, scaled=not budget_given)
     budget = None
     if search_seconds is not None or search_iterations is not None:
         budget = Budget(seconds=search_seconds, max_iterations=search_iterations)

@@ -71,11 +71,14 @@ class CacheJob(Spec):
 
 class SemSpec(Spec):
     """SEM-kMAX imputation of one cell (ALGORITHMS.md §9): the MCAR missing rate, the EM
-    iteration cap and k-MAX's seconds per variable per M-step."""
+    iteration cap and the M-step budgets (:class:`bnsl_dist.config.SemConfig`): k-MAX's
+    seconds per variable per M-step (None: the data-scaled iterations) and whether the
+    cache's budget is the data-scaled one or the cell's ``cache`` budget."""
 
     missing_rate: float
     max_em_iterations: PositiveInt = 10
-    search_seconds_per_variable: PositiveFloat = 1.0
+    search_seconds_per_variable: PositiveFloat | None = None
+    cache_budget: Literal["data", "grid"] = "data"
 
 
 class InferenceSpec(InferenceSettings):
@@ -100,13 +103,17 @@ class Cell(Spec):
     grid_seed: NonNegativeInt = 0
     sem: SemSpec | None = None
     inference: InferenceSpec | None = None
+    #: A split the learned DAG is scored on (held-out log-likelihood, CPTs fitted on
+    #: the cell's data with the cache's equivalent sample size); screening grids.
+    holdout: DataRef | None = None
 
     def json_dict(self) -> dict[str, Any]:
         """The canonical JSON data of the cell; settings of other grid kinds are left
         out when unset, so cells (and their keys) of earlier versions stay valid."""
         out = super().json_dict()
-        if out.get("inference") is None:
-            out.pop("inference", None)
+        for name in ("inference", "holdout"):
+            if out.get(name) is None:
+                out.pop(name, None)
         return out
 
     @model_validator(mode="after")

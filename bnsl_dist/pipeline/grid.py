@@ -15,6 +15,10 @@ def expand_grid(grid: GridConfig) -> list[Cell]:
     """Every cell of ``grid``, in the nesting order data sets, splits, algorithms,
     treewidths, missing rates, seeds.
 
+    In a grid with a screening stage (qds), the cells of a data set that lists a
+    ``test`` split score their DAG on it (``holdout``: the held-out log-likelihood the
+    screening table reports), the test split's own cells excepted.
+
     Examples
     --------
     >>> g = GridConfig.model_validate({
@@ -27,13 +31,16 @@ def expand_grid(grid: GridConfig) -> list[Cell]:
     """
     sems: tuple[SemSpec | None, ...] = (None,)
     if grid.kind == "sem" and grid.sem is not None:
-        sems = tuple(SemSpec(missing_rate=r, max_em_iterations=grid.sem.max_em_iterations,
-                             search_seconds_per_variable=grid.sem.search_seconds_per_variable)
+        sems = tuple(SemSpec(missing_rate=r,
+                             **grid.sem.model_dump(exclude={"missing_rates"}))
                      for r in grid.sem.missing_rates)
     inf = grid.inference if grid.kind == "inference" else None
+    screens = any(a.screening is not None for a in grid.algorithms)
     cells: list[Cell] = []
     for ds in grid.datasets:
+        test = next((r for r in ds.refs() if r.split == "test"), None)
         for ref in ds.refs():
+            holdout = test if screens and ref.split != "test" else None
             for alg in grid.algorithms:
                 study = None if inf is None else InferenceSpec(
                     reference=alg.display == inf.reference,
@@ -47,5 +54,5 @@ def expand_grid(grid: GridConfig) -> list[Cell]:
                                               label=alg.display, data=ref, cache=grid.cache,
                                               screening=alg.screening, search=search,
                                               seed=int(seed), grid_seed=grid.seed, sem=sem,
-                                              inference=study))
+                                              inference=study, holdout=holdout))
     return cells

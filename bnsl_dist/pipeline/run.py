@@ -30,6 +30,7 @@ import numpy as np
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import DataError, InvalidConfigError
+from bnsl_dist.graph.dag import DAG
 from bnsl_dist.model.network import BayesianNetwork
 from bnsl_dist.pipeline.cell import CacheJob, Cell, canonical_json
 from bnsl_dist.pipeline.provenance import provenance
@@ -276,6 +277,8 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
         extra["solver"] = solver
     if cell.kind == "inference" and data is not None:
         extra["inference"] = _inference_study(cell, data, best, order or None)
+    if cell.holdout is not None and data is not None:
+        extra["holdout"] = holdout_loglik(best.dag, data, cell.holdout, job.cache.ess)
     return CellResult(
         key=cell.key, grid=cell.grid, dataset=cell.dataset, split=cell.split,
         algorithm=cell.algorithm, label=cell.label, params=cell.params_json, k=cell.k,
@@ -299,6 +302,19 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
         incumbent_dags=canonical_json({str(i): [list(p) for p in trace.incumbents[i].dag.parents]
                                        for i in sorted(kept)}),
         extra=canonical_json(extra), **_provenance_fields(cell))
+
+
+def holdout_loglik(dag: DAG, data: CategoricalData, holdout: DataRef,
+                   alpha: float) -> dict[str, Any]:
+    """The held-out log-likelihood of ``dag`` (Rahier et al. 2018 §4; Scanagatta et al.
+    2018 §6): CPTs fitted on ``data`` with a BDeu-spread Dirichlet prior of equivalent
+    sample size ``alpha``, then ``sum_rows ln P(row)`` of the ``holdout`` split (its
+    total, per-row mean and rows, natural log)."""
+    from bnsl_dist.inference import log_likelihood
+    from bnsl_dist.model.fit import fit_cpts
+
+    net = fit_cpts(dag, data, alpha=alpha)
+    return {"split": holdout.split, **log_likelihood(net, load_data(holdout)).to_json_dict()}
 
 
 def solver_stats(info: Mapping[str, Any]) -> dict[str, Any]:
@@ -400,10 +416,14 @@ def _inference_study(cell: Cell, data: CategoricalData, best: Incumbent,
 
 def _run_sem_cell(cell: Cell, t_start: float) -> CellResult:
     """SEM-kMAX imputation (ALGORITHMS.md §9): mask the data MCAR, run structural EM,
-    report the imputation accuracy in ``extra`` and the final DAG's completed-data BIC."""
+    report the imputation accuracy in ``extra`` and the final DAG's completed-data BIC.
+
+    The M-step budgets are those of ``bnsl-dist impute`` (data-scaled work counts,
+    reproducible) unless the cell's SEM settings give seconds (the paper's protocol);
+    the cell's budget caps k-MAX."""
     from bnsl_dist.data.masking import mask_mcar
-    from bnsl_dist.search.base import Budget
     from bnsl_dist.sem import imputation_accuracy, structural_em
+    from bnsl_dist.sem.structural_em import sem_cache_spec, sem_search_budget
 
     sem = cell.sem
     if sem is None or cell.data is None:  # pragma: no cover - Cell's validator
@@ -411,16 +431,17 @@ def _run_sem_cell(cell: Cell, t_start: float) -> CellResult:
     truth = load_data(cell.data)
     mask_ss, sem_ss = cell.seed_sequence().spawn(2)
     masked = mask_mcar(truth, sem.missing_rate, np.random.default_rng(mask_ss))
-    seconds = sem.search_seconds_per_variable * truth.n_vars
-    if cell.budget_seconds is not None:
-        seconds = min(seconds, cell.budget_seconds)
-    search = Budget(seconds=seconds, max_iterations=cell.budget_iterations)
+    cache = sem_cache_spec(cell.cache, cell.cache.score, truth,
+                           scaled=sem.cache_budget == "data")
+    search = sem_search_budget(truth, sem.search_seconds_per_variable, cell.budget)
     res = structural_em(masked, k=cell.k or 4, rng=np.random.default_rng(sem_ss),
-                        max_iterations=sem.max_em_iterations, cache=cell.cache,
+                        max_iterations=sem.max_em_iterations, cache=cache,
                         search_budget=search)
     acc = imputation_accuracy(truth, masked, res.completed)
     last = res.history[-1] if res.history else None
     out_extra = {**sem.json_dict(), "imputation_accuracy": acc,
+                 "cache_scores_per_variable": cache.scores_per_variable,
+                 "search_iterations": search.max_iterations,
                  "converged": bool(res.converged), "em_iterations": len(res.history),
                  "missing_cells": int(masked.missing.sum()) if masked.missing is not None
                  else 0}

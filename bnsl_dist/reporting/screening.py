@@ -2,7 +2,9 @@
 from stored records: per data set and label, the screening threshold epsilon and the
 roots kept (from ``extra["screening"]``), then over the seeds the mean, standard
 deviation and best of the score, the mean seconds (search, cache, screening, and their
-sum) and the mean number of arcs of the learned DAG. Runs of the screened algorithms
+sum), the mean number of arcs of the learned DAG and, when the cells scored their DAG on
+a held-out split (``extra["holdout"]``: a grid that lists a test split), the mean
+held-out log-likelihood per row (the paper's comparison on the test set). Runs of the screened algorithms
 without screening (the inner learner alone, "sota") are the baseline rows; other
 algorithms are left out.
 
@@ -27,6 +29,8 @@ __all__ = ["screening_frame", "screening_table", "write_screening_tables"]
 
 _NUMERIC = ["epsilon", "n_roots", "seeds", "score mean", "score sd", "score best",
             "search s", "cache s", "screening s", "total s", "arcs"]
+#: The held-out column, present when some record scored its DAG on a held-out split.
+_HOLDOUT = "test LL/row"
 
 
 def _arcs(dag_json: str) -> int:
@@ -45,7 +49,9 @@ def screening_frame(frame: pd.DataFrame) -> pd.DataFrame:
     screened = {a for a, x in zip(frame["algorithm"], scr, strict=True) if x is not None}
     keep = frame["algorithm"].isin(screened).to_numpy()
     frame, scr = frame[keep], [x for x, k in zip(scr, keep, strict=True) if k]
+    held = [json.loads(e or "{}").get("holdout") for e in frame["extra"]]
     f = frame.assign(
+        holdout=[np.nan if h is None else float(h["mean"]) for h in held],
         epsilon=[np.nan if s is None else float(s["epsilon"]) for s in scr],
         n_roots=[np.nan if s is None else float(s["n_roots"]) for s in scr],
         screening_s=[0.0 if s is None else float(s["seconds"]) for s in scr],
@@ -63,8 +69,11 @@ def screening_frame(frame: pd.DataFrame) -> pd.DataFrame:
                      "search s": float(g["elapsed"].mean()),
                      "cache s": float(g["cache_seconds"].mean()),
                      "screening s": float(g["screening_s"].mean()),
-                     "total s": float(total.mean()), "arcs": float(g["arcs"].mean())})
+                     "total s": float(total.mean()), "arcs": float(g["arcs"].mean()),
+                     _HOLDOUT: float(g["holdout"].mean())})
     out = pd.DataFrame(rows)
+    if out[_HOLDOUT].isna().all():
+        out = out.drop(columns=_HOLDOUT)
     out["_base"] = out["epsilon"].notna()
     out = out.sort_values(["dataset", "split", "_base", "epsilon", "label"], kind="stable")
     return out.drop(columns="_base").reset_index(drop=True)
@@ -77,8 +86,8 @@ def screening_table(frame: pd.DataFrame) -> pd.DataFrame:
     out = s[["dataset", "split", "label"]].copy()
     formats = {"epsilon": ".4f", "n_roots": ".1f", "score mean": ".2f", "score sd": ".2f",
                "score best": ".2f", "search s": ".3f", "cache s": ".3f",
-               "screening s": ".3f", "total s": ".3f", "arcs": ".1f"}
-    for col in _NUMERIC:
+               "screening s": ".3f", "total s": ".3f", "arcs": ".1f", _HOLDOUT: ".4f"}
+    for col in [*_NUMERIC, *([_HOLDOUT] if _HOLDOUT in s else [])]:
         if col == "seeds":
             out[col] = s[col].astype(int).astype(str)
         else:
@@ -96,8 +105,11 @@ def write_screening_tables(frame: pd.DataFrame, out_dir: str | Path, name: str, 
     written = write_text_table(
         table, out_dir, f"{name}__screening", f"{title or name}: screening sweep",
         ["Over the seeds: score mean, sd and best; mean seconds of the search, the cache "
-         "(of the roots when screening), the screening, and their total; mean arcs. "
-         "Rows without epsilon run without screening."])
+         "(of the roots when screening), the screening, and their total; mean arcs"
+         + ("; mean held-out log-likelihood per row of the test split (natural log; CPTs "
+            "fitted on the learning split with the cache's equivalent sample size)"
+            if _HOLDOUT in table else "")
+         + ". Rows without epsilon run without screening."])
     if plots:
         from bnsl_dist.reporting.plots import plot_sweep
 

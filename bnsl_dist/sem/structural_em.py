@@ -58,7 +58,8 @@ from bnsl_dist.search.base import Budget, Incumbent, make_optimizer
 from bnsl_dist.sem.imputation import EStep, complete_rows
 
 __all__ = ["SEMIteration", "SEMResult", "structural_em", "random_chain", "initial_network",
-           "sem_budgets", "sem_cache_spec", "equivalence_key", "carry_families",
+           "sem_budgets", "sem_cache_spec", "sem_search_budget", "equivalence_key",
+           "carry_families",
            "prefer_serial"]
 
 #: Completes rows: (network, elimination order, codes, missing mask, method) -> codes.
@@ -140,8 +141,8 @@ def initial_network(data: CategoricalData, rng: np.random.Generator,
 #: Default M-step budgets (:func:`sem_budgets`): exact scores per variable are
 #: ``CACHE_ROW_SCORES / N`` clipped to ``CACHE_SCORES_RANGE``; k-MAX iterations are
 #: ``SEARCH_WORK / n`` clipped to ``SEARCH_ITERATIONS_RANGE``.
-CACHE_ROW_SCORES = 6_000_000
-CACHE_SCORES_RANGE = (500, 5_000)
+CACHE_ROW_SCORES = 24_000_000
+CACHE_SCORES_RANGE = (2_000, 20_000)
 SEARCH_WORK = 1_200_000
 SEARCH_ITERATIONS_RANGE = (200, 20_000)
 
@@ -152,8 +153,11 @@ def sem_budgets(n_vars: int, n_samples: int) -> tuple[int, int]:
 
     An exact score costs O(N), so ``CACHE_ROW_SCORES / N`` scores per variable keep the
     cache build at a fixed number of row visits per variable (the role of the paper's
-    1 s per variable), within 500–5,000: 2,000 at N = 3,000, where 1 s gives about
-    3·10^4 and 5,000 imputed no better. A k-MAX iteration costs O(n²) (the argmax over
+    1 s per variable), within 2,000–20,000: 8,000 at N = 3,000 (1 s gives about 3·10^4
+    there), where 2,000 imputed 0.3–0.4 points worse over 5 seeds and 4x both budgets
+    gained 0.1 points more on 16 variables but 0.6 on 60
+    (``workflows/results/benchmarks/impute_accuracy.md``); the cost is about twice
+    2,000's. A k-MAX iteration costs O(n²) (the argmax over
     the outside variables at each insertion), so ``SEARCH_WORK / n`` iterations keep
     the search at O(n) per SEM iteration (the paper's n seconds), within 200–20,000:
     20,000 at n = 60, where 2,000 imputed about 0.2 points worse (see
@@ -168,28 +172,69 @@ def sem_budgets(n_vars: int, n_samples: int) -> tuple[int, int]:
 
 #: :func:`prefer_serial`: row visits of one M-step's cache build (variables x exact
 #: scores per variable x rows) up to which a local Dask cluster costs more than it saves.
-SERIAL_ROW_VISITS = 1_000_000_000
+SERIAL_ROW_VISITS = 4_000_000_000
 
 
 def prefer_serial(n_vars: int, n_samples: int) -> bool:
     """Whether a run with the default budgets is faster serial than on a local cluster.
 
-    At 3,000 x 60 (3.6·10^8 row visits per cache build) the serial run takes ~10 CPU
-    seconds while a 2-worker local cluster's start and warm-up took longer than that
-    (``workflows/results/benchmarks/impute.md``); the fan-out saves at most the cache
-    build's share (~60%) times (1 - 1/workers), so below ~3x that work serial wins.
+    At 3,000 x 60 (1.44·10^9 row visits per cache build) a 2-worker local cluster's
+    start and warm-up cost more than the fan-out of the cache build saves
+    (``workflows/results/benchmarks/impute.md``): serial wins up to ~3x that work.
     """
     scores = sem_budgets(n_vars, n_samples)[0]
     return n_vars * scores * n_samples <= SERIAL_ROW_VISITS
 
 
-def sem_cache_spec(cache: CacheSpec | None, score: str, data: CategoricalData) -> CacheSpec:
+def sem_cache_spec(cache: CacheSpec | None, score: str, data: CategoricalData, *,
+                   scaled: bool = False) -> CacheSpec:
     """The M-step's cache build: ``cache`` when given, else independence selection with
-    ``score`` and the exact-score budget of :func:`sem_budgets` (reproducible)."""
-    if cache is not None:
+    ``score``; its budget is the exact-score count of :func:`sem_budgets` (reproducible)
+    when ``cache`` is None or ``scaled`` (``cache``'s own budget is then replaced), else
+    ``cache``'s (``seconds_per_variable``: the paper's wall-clock protocol).
+
+    Examples
+    --------
+    >>> from bnsl_dist.data.dataset import CategoricalData
+    >>> d = CategoricalData.from_array(np.zeros((3000, 60), int))
+    >>> spec = sem_cache_spec(CacheSpec(score="bdeu"), "bic", d, scaled=True)
+    >>> spec.score, spec.seconds_per_variable, spec.scores_per_variable == sem_budgets(60, 3000)[0]
+    ('bdeu', None, True)
+    """
+    if cache is not None and not scaled:
         return cache
-    return CacheSpec(score=score,  # type: ignore[arg-type]
-                     scores_per_variable=sem_budgets(data.n_vars, data.n_samples)[0])
+    scores = sem_budgets(data.n_vars, data.n_samples)[0]
+    base = cache.model_dump() if cache is not None else {"score": score}
+    return CacheSpec(**{**base, "seconds_per_variable": None, "scores_per_variable": scores})
+
+
+def sem_search_budget(data: CategoricalData, seconds_per_variable: float | None = None,
+                      cap: Budget | None = None) -> Budget:
+    """k-MAX's budget per M-step: ``seconds_per_variable`` x variables wall seconds when
+    given (the paper's protocol: 1; not reproducible), else the iterations of
+    :func:`sem_budgets` (reproducible); within ``cap``'s seconds and iterations, when set
+    (a seconds cap keeps the run reproducible only while it does not bind).
+
+    Examples
+    --------
+    >>> from bnsl_dist.data.dataset import CategoricalData
+    >>> d = CategoricalData.from_array(np.zeros((3000, 60), int))
+    >>> sem_search_budget(d) == Budget(max_iterations=sem_budgets(60, 3000)[1])
+    True
+    >>> sem_search_budget(d, 0.5, Budget(seconds=20.0, max_iterations=100))
+    Budget(seconds=20.0, max_iterations=100)
+    """
+    seconds = None if seconds_per_variable is None else seconds_per_variable * data.n_vars
+    iterations = None if seconds is not None else sem_budgets(data.n_vars, data.n_samples)[1]
+    if cap is not None:
+        seconds = _least(seconds, cap.seconds)
+        iterations = _least(iterations, cap.max_iterations)
+    return Budget(seconds=seconds, max_iterations=iterations)
+
+
+def _least(a: Any, b: Any) -> Any:
+    """The smaller of two optional limits (None: no limit)."""
+    return b if a is None else a if b is None else min(a, b)
 
 
 def equivalence_key(dag: DAG) -> tuple[frozenset[tuple[int, int]], frozenset[tuple[int, int, int]]]:
@@ -296,8 +341,7 @@ def structural_em(data: CategoricalData, *, k: int = 4, rng: np.random.Generator
         def cache_builder(d: CategoricalData) -> ParentSetCache:
             return build_cache(d, spec)
 
-    budget = search_budget or Budget(max_iterations=sem_budgets(data.n_vars,
-                                                                data.n_samples)[1])
+    budget = search_budget or sem_search_budget(data)
     kk = min(k, data.n_vars - 1)
     if searcher is None:
         def searcher(cache: ParentSetCache, b: Budget, g: np.random.Generator) -> Incumbent:

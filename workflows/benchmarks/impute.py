@@ -8,6 +8,10 @@ in this process's run (so their ratios are comparable; absolute times depend on 
 * ``cli`` — ``bnsl-dist impute DATA -o OUT`` with its defaults (at 3,000 x 60 it runs
   serially: :func:`bnsl_dist.sem.structural_em.prefer_serial`; process start, import and
   file I/O included in the time);
+* ``cli_base`` — ``bnsl-dist impute`` given, as options, the default budgets
+  (``sem_budgets``) of ``--base-rev`` (only with that option): the defaults of another
+  revision, side by side with this one's; ``cli_base_xS_I`` (``--scales S,I ...``) the
+  same with S times its exact scores and I times its k-MAX iterations;
 * ``cli_dask`` — ``bnsl-dist impute DATA -o OUT --workers W`` (a local Dask cluster,
   its start included; same completion as ``cli`` for the same seed);
 * ``new`` — :func:`bnsl_dist.sem.structural_em` with its defaults, serial, in process;
@@ -23,7 +27,8 @@ what it got), imputation accuracy (fraction of hidden cells restored),
 EM iterations and stopping reason; the JSON also holds the mode-imputation and the
 true network's MPE accuracy, and the load average before and after.
 
-Run: ``python -m workflows.benchmarks.impute [--old-rev REV] [--workers 2]``
+Run: ``python -m workflows.benchmarks.impute [--base-rev REV] [--old-rev REV]
+[--workers 2] [--skip cli_dask,new]``
 (writes out/impute.json; the old variant runs only when ``--old-rev`` is given). The figures quoted in reports were taken under load.
 """
 
@@ -70,14 +75,14 @@ def _cli(args: list[str]) -> tuple[float, float, dict[str, Any]]:
     return wall, cpu, json.loads(proc.stdout[proc.stdout.index("{"):])
 
 
-def _old_structural_em(rev: str) -> Callable[..., Any]:
-    """``structural_em`` from ``bnsl_dist/sem/structural_em.py`` at git revision ``rev``."""
+def _old_module(rev: str) -> types.ModuleType:
+    """``bnsl_dist/sem/structural_em.py`` at git revision ``rev``, as a module."""
     src = subprocess.run(["git", "show", f"{rev}:bnsl_dist/sem/structural_em.py"], cwd=REPO,
                          capture_output=True, text=True, check=True).stdout
     mod = types.ModuleType(f"_structural_em_{rev}")
     sys.modules[mod.__name__] = mod  # dataclasses look their module up
     exec(compile(src, f"{rev}:bnsl_dist/sem/structural_em.py", "exec"), mod.__dict__)
-    return mod.structural_em
+    return mod
 
 
 def main() -> None:
@@ -90,6 +95,12 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="SEM seed (both variants)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--old-rev", default="none", help="e.g. 2308c65 (~11 minutes)")
+    ap.add_argument("--base-rev", default="none",
+                    help="also run the CLI with the default budgets (sem_budgets) of this "
+                         "revision, e.g. a59cec3")
+    ap.add_argument("--scales", nargs="*", default=[],
+                    help="with --base-rev: also the CLI given S,I times those budgets")
+    ap.add_argument("--skip", default="", help="variants not to run, e.g. cli_dask,new")
     args = ap.parse_args()
     net = random_network(args.vars, 3, rng=args.net_seed)
     truth = sample(net, args.rows, np.random.default_rng(args.net_seed + 1))
@@ -104,7 +115,18 @@ def main() -> None:
         write_csv(masked, src)
 
         completions = {}
-        for name, extra in (("cli", []), ("cli_dask", ["--workers", str(args.workers)])):
+        runs: list[tuple[str, list[str]]] = [("cli", [])]
+        if args.base_rev != "none":
+            scores, its = _old_module(args.base_rev).sem_budgets(truth.n_vars, truth.n_samples)
+            for scale in ["1,1", *args.scales]:
+                a, b = (float(x) for x in scale.split(","))
+                runs.append(("cli_base" if scale == "1,1" else f"cli_base_x{a:g}_{b:g}",
+                             ["--scores-per-variable", str(round(a * scores)),
+                              "--search-iterations", str(round(b * its))]))
+        runs.append(("cli_dask", ["--workers", str(args.workers)]))
+        for name, extra in runs:
+            if name in args.skip.split(","):
+                continue
             dst = Path(tmp) / f"{name}.csv"
             wall, cpu, summary = _cli([str(src), "-o", str(dst), "--seed", str(args.seed),
                                        *extra])
@@ -123,14 +145,17 @@ def main() -> None:
                 "iterations": summary["iterations"], "converged": summary["converged"],
                 "stop_reason": summary["stop_reason"]}
             print(json.dumps({name: out["variants"][name]}), flush=True)
-    out["cli_equals_cli_dask"] = bool(np.array_equal(completions["cli"],
-                                                     completions["cli_dask"]))
+    if "cli_dask" in completions:
+        out["cli_equals_cli_dask"] = bool(np.array_equal(completions["cli"],
+                                                         completions["cli_dask"]))
     variants: list[tuple[str, str, Callable[..., Any]]] = [
         ("new", "structural_em, defaults, serial", structural_em)]
     if args.old_rev != "none":
         variants.append(("old", f"structural_em at {args.old_rev}, defaults, serial",
-                         _old_structural_em(args.old_rev)))
+                         _old_module(args.old_rev).structural_em))
     for name, how, fn in variants:
+        if name in args.skip.split(","):
+            continue
         t0, c0 = time.perf_counter(), time.process_time()
         res = fn(masked, k=4, rng=args.seed)
         out["variants"][name] = {

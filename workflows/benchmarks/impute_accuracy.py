@@ -8,20 +8,28 @@ SEM runs with seed ``r`` in each variant, on the same masked data (paired):
   families, budgets of :func:`bnsl_dist.sem.structural_em.sem_budgets`);
 * ``long`` — the same with 4x both M-step budgets (exact scores per variable, k-MAX
   iterations) and 2x ``max_iterations``;
+* ``scaled`` / ``scaled_long`` — ``--scale S,I`` times the default exact scores and
+  k-MAX iterations (``--cache-options`` added to their cache spec), and 4x that with
+  2x ``max_iterations``: a candidate default and its reference;
 * ``no_carry`` — the defaults with ``carry=False`` (k-MAX's DAG taken as it is, the
   M-step of the previous version).
+
+``--merge FILE::old=new ...`` renames variants while combining files, so runs of an
+earlier revision's defaults can stand beside this one's as ``main`` / ``main_long``.
 
 Data sets: ``random60`` (the data of ``workflows/benchmarks/impute.py``: 3,000 rows of
 ``random_network(60, 3, rng=1)``), ``plants`` (3,000 random rows of the first 60
 variables of twenty/plants train), ``nltcs`` (3,000 random rows, 16 variables).
 Accuracy is the fraction of hidden cells restored; the JSON holds every run (accuracy,
 completed-data BIC of the returned network, iterations, stop reason, CPU seconds) and
-per variant mean and sd; the paired difference ``default - long`` has its mean and sd.
+per variant mean and sd; the paired differences default - long, main - main_long and
+default - main have their mean and sd.
 Accuracies are machine-independent (work-count budgets); CPU seconds are under load.
 
 Run: ``python -m workflows.benchmarks.impute_accuracy [--datasets random60,plants,nltcs]
-[--reps 5]`` (writes out/impute_accuracy[_<datasets>].json; ``--merge A.json B.json``
-writes the combined file and its table).
+[--reps 5] [--first-rep 0] [--variants ...] [--scale S,I] [--tag T]`` (writes
+out/impute_accuracy_<datasets>[_<tag>].json; ``--merge A.json B.json::x=y`` writes the
+combined file and its table).
 """
 
 from __future__ import annotations
@@ -58,17 +66,32 @@ def load(name: str) -> CategoricalData:
     return d.select(list(range(min(60, d.n_vars))))
 
 
-def variants(data: CategoricalData) -> dict[str, dict[str, Any]]:
+def variants(data: CategoricalData, scale: str = "1,1",
+             cache_options: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """The SEM keyword arguments of each variant; ``scale`` ("S,I") multiplies the
+    default exact scores (S) and k-MAX iterations (I) in the ``scaled`` variants, whose
+    cache specs also get ``cache_options``."""
     scores, iterations = sem_budgets(data.n_vars, data.n_samples)
+    s, i = (float(x) for x in scale.split(","))
+
+    def budgets(sc: float, it: float, opts: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {"cache": CacheSpec(scores_per_variable=round(sc * scores), **(opts or {})),
+                "search_budget": Budget(max_iterations=round(it * iterations))}
+
     return {"default": {},
-            "long": {"cache": CacheSpec(scores_per_variable=4 * scores),
-                     "search_budget": Budget(max_iterations=4 * iterations),
-                     "max_iterations": 20},
+            "long": {**budgets(4, 4), "max_iterations": 20},
+            "scaled": budgets(s, i, cache_options),
+            "scaled_long": {**budgets(4 * s, 4 * i, cache_options), "max_iterations": 20},
             "no_carry": {"carry": False}}
 
 
+#: Paired differences reported: (a, b) -> a - b per repetition.
+PAIRS = (("default", "long"), ("main", "main_long"), ("default", "main"))
+
+
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per data set and variant: mean and sd of accuracy; paired default - long."""
+    """Per data set and variant: mean and sd of accuracy; the paired differences of
+    :data:`PAIRS` (mean, sd, n) where both variants ran."""
     out: dict[str, Any] = {}
     for ds in sorted({r["dataset"] for r in runs}):
         sub = [r for r in runs if r["dataset"] == ds]
@@ -80,32 +103,45 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
                         "accuracy_sd": float(acc.std(ddof=1)) if acc.size > 1 else 0.0,
                         "cpu_seconds_mean": float(cpu.mean())}
         by = {(r["variant"], r["rep"]): r["accuracy"] for r in sub}
-        diff = np.array([by[("default", k)] - by[("long", k)] for v, k in by
-                         if v == "default" and ("long", k) in by])
-        if diff.size:
-            row["default_minus_long"] = {
-                "n": int(diff.size), "mean": float(diff.mean()),
-                "sd": float(diff.std(ddof=1)) if diff.size > 1 else 0.0}
+        for a, b in PAIRS:
+            diff = np.array([by[(a, k)] - by[(b, k)] for v, k in by
+                             if v == a and (b, k) in by])
+            if diff.size:
+                row[f"{a}_minus_{b}"] = {
+                    "n": int(diff.size), "mean": float(diff.mean()),
+                    "sd": float(diff.std(ddof=1)) if diff.size > 1 else 0.0}
         out[ds] = row
     return out
 
 
 def table(summary: dict[str, Any]) -> str:
-    lines = ["| data set | default | long (4x budgets, 2x iterations) | no carry |"
-             " default - long (paired) | CPU s default / long |",
-             "|---|---:|---:|---:|---:|---:|"]
+    cols = ["main", "main_long", "default", "long"]
+    diffs = [f"{a}_minus_{b}" for a, b in PAIRS]
+    lines = ["| data set | " + " | ".join(cols) + " | "
+             + " | ".join(d.replace("_minus_", " − ") + " (paired)" for d in diffs)
+             + " | CPU s " + " / ".join(cols) + " |",
+             "|---|" + "---:|" * (len(cols) + len(diffs) + 1)]
 
     def ms(d: dict[str, Any] | None) -> str:
         return "—" if d is None else f"{d['accuracy_mean']:.4f} ± {d['accuracy_sd']:.4f}"
 
+    def md(d: dict[str, Any] | None) -> str:
+        return "—" if d is None else f"{d['mean']:+.4f} ± {d['sd']:.4f} (n={d['n']})"
+
     for ds, row in summary.items():
-        dl = row.get("default_minus_long")
-        diff = "—" if dl is None else f"{dl['mean']:+.4f} ± {dl['sd']:.4f} (n={dl['n']})"
-        cpu = "/".join(f"{row[v]['cpu_seconds_mean']:.0f}" for v in ("default", "long")
-                       if v in row)
-        lines.append(f"| {ds} | {ms(row.get('default'))} | {ms(row.get('long'))} | "
-                     f"{ms(row.get('no_carry'))} | {diff} | {cpu} |")
+        cpu = " / ".join(f"{row[v]['cpu_seconds_mean']:.0f}" if v in row else "—"
+                         for v in cols)
+        lines.append(f"| {ds} | " + " | ".join(ms(row.get(v)) for v in cols) + " | "
+                     + " | ".join(md(row.get(d)) for d in diffs) + f" | {cpu} |")
     return "\n".join(lines)
+
+
+def relabelled(spec: str) -> list[dict[str, Any]]:
+    """The runs of ``PATH`` or ``PATH::old=new,...`` (variants renamed; others kept)."""
+    path, _, ren = spec.partition("::")
+    names = dict(pair.split("=") for pair in ren.split(",")) if ren else {}
+    runs: list[dict[str, Any]] = json.loads(Path(path).read_text())["runs"]
+    return [{**r, "variant": names.get(r["variant"], r["variant"])} for r in runs]
 
 
 def main() -> None:
@@ -115,11 +151,19 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--missing", type=float, default=0.1)
     ap.add_argument("--variants", default="default,long,no_carry")
+    ap.add_argument("--scale", default="1,1",
+                    help="'S,I': the scaled variants' multiples of the default exact "
+                         "scores and k-MAX iterations")
+    ap.add_argument("--cache-options", type=json.loads, default=None,
+                    help='the scaled variants\' cache settings, e.g. \'{"expand_dominated": false}\'')
+    ap.add_argument("--first-rep", type=int, default=0)
+    ap.add_argument("--tag", default="", help="suffix of the output file name")
     ap.add_argument("--merge", nargs="*", default=None,
-                    help="combine these result files instead of running")
+                    help="combine these result files instead of running; "
+                         "FILE::old=new,... renames variants")
     args = ap.parse_args()
     if args.merge:
-        merged = [r for p in args.merge for r in json.loads(Path(p).read_text())["runs"]]
+        merged = [r for spec in args.merge for r in relabelled(spec)]
         summary = summarise(merged)
         path = write_result("impute_accuracy", {"runs": merged, "summary": summary,
                                                 "merged": args.merge})
@@ -128,17 +172,20 @@ def main() -> None:
         return
     names = args.datasets.split(",")
     runs: list[dict[str, Any]] = []
-    tag = "impute_accuracy_" + "_".join(names)
+    tag = "_".join(["impute_accuracy", *names, *([args.tag] if args.tag else [])])
     for name in names:
         truth = load(name)
-        for rep in range(args.reps):
+        for rep in range(args.first_rep, args.first_rep + args.reps):
             masked = mask_mcar(truth, args.missing, np.random.default_rng(rep))
-            for var, kw in variants(truth).items():
+            for var, kw in variants(truth, args.scale, args.cache_options).items():
                 if var not in args.variants.split(","):
                     continue
                 c0 = time.process_time()
                 res = structural_em(masked, k=4, rng=rep, **kw)
                 runs.append({"dataset": name, "rep": rep, "variant": var,
+                             "scale": args.scale if var.startswith("scaled") else "1,1",
+                             "cache_options": args.cache_options
+                             if var.startswith("scaled") else None,
                              "accuracy": imputation_accuracy(truth, masked, res.completed),
                              "score": res.history[res.best_iteration - 1].score,
                              "iterations": len(res.history), "stop": res.stop_reason,
