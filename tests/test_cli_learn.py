@@ -131,13 +131,13 @@ def test_small_learn_on_local_threads_equals_serial(runner, tmp_path):
     assert res.exit_code == 0, res.output
     res = runner.invoke(main, ["learn", *common, "--workers", "2", "-o", str(b)])
     assert res.exit_code == 0, res.output
-    assert "Dask cluster: 2 workers (threads)" in res.output
+    assert "Dask cluster: 2 workers (threads); no dashboard" in res.output
     ra, rb = json.loads(a.read_text()), json.loads(b.read_text())
     assert ra["dag"] == rb["dag"] and ra["score"] == rb["score"]
     res = runner.invoke(main, ["learn", WINE, "--iterations", "5", "--workers", "1",
                                "-o", str(b)])
     assert res.exit_code == 0, res.output
-    assert "Dask cluster: 1 workers;" in res.output
+    assert "Dask cluster: 1 workers; dashboard: http://127.0.0.1:" in res.output
 
 
 def test_learn_accepts_registered_names_and_rejects_unknown_ones(runner, tmp_path):

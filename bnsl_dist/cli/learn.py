@@ -2,7 +2,9 @@
 
 A one-data-set grid: the command line becomes the spec models (data, cache, optional
 screening, search) and one cell per seed — all validated before any data are read or
-a cluster starts. The cache is built once (one Dask task per variable unless
+a cluster starts. A small job (exact budgets, well under a second of serial work:
+:func:`bnsl_dist.orchestrate.anytime.fits_threads`) gets a local cluster of threads,
+without a dashboard; others worker processes, with a dashboard unless ``-q``. The cache is built once (one Dask task per variable unless
 --serial, or read from a ``.jkl``), then every seed's cell runs for the whole budget
 (``run_cell``: serially, or ``client.map`` on Dask) and the best DAG over the seeds is
 reported at each checkpoint. The result JSON (README "Result JSON") is written
@@ -154,8 +156,8 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
         from bnsl_dist.orchestrate.cluster import connect
 
         threads = _local_threads(conn, data, cache, search, n_seeds, base_seed, screening)
-        # the dashboard only where its link is shown (starting it imports Bokeh)
-        with connect(**conn, announce=not quiet, dashboard=not quiet,
+        # a dashboard only where its link is shown and the job lasts (it imports Bokeh)
+        with connect(**conn, announce=not quiet, dashboard=not (quiet or threads),
                      processes=not threads) as client:
             n = n_seeds or max(1, len(client.scheduler_info().get("workers", {})))
             cells = learn_cells(data, cache, search, n, base_seed=base_seed,

@@ -45,7 +45,8 @@ DEFAULT_TIMEOUT = 10.0
 
 
 def default_n_workers() -> int:
-    """One single-threaded worker process per core (numba kernels hold the GIL)."""
+    """One single-threaded worker per core (the Python between numba kernels holds the
+    GIL: processes for all but small jobs)."""
     return max(1, os.cpu_count() or 1)
 
 
@@ -187,7 +188,7 @@ def connect(*, workers: int | None = None, scheduler: str | None = None,
         cluster = LocalCluster(processes=False, memory_limit=None, **kwargs)
     client = Client(cluster)
     try:
-        _announce(client, announce, cluster)
+        _announce(client, announce, cluster, dashboard)
         yield client
     finally:
         client.close()
@@ -232,7 +233,8 @@ def _start_method() -> Iterator[None]:
         yield
 
 
-def _announce(client: Client, announce: bool, cluster: Any = None) -> None:
+def _announce(client: Client, announce: bool, cluster: Any = None,
+              dashboard: bool = True) -> None:
     if not announce:
         return
     n = len(client.scheduler_info().get("workers", {}))
@@ -240,7 +242,8 @@ def _announce(client: Client, announce: bool, cluster: Any = None) -> None:
     if cluster is not None:  # ours binds 127.0.0.1 (an in-process cluster's link says
         link = f"http://127.0.0.1:{cluster.scheduler.http_server.port}/status"  # not)
     kind = "" if cluster is None or cluster.processes else " (threads)"
-    print(f"Dask cluster: {n} workers{kind}; dashboard: {link}", file=sys.stderr)
+    where = f"dashboard: {link}" if dashboard else "no dashboard"
+    print(f"Dask cluster: {n} workers{kind}; {where}", file=sys.stderr)
 
 
 # ------------------------------------------------------------- a long-lived local cluster
