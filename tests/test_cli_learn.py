@@ -119,6 +119,27 @@ def test_learn_on_dask_equals_serial(runner, tmp_path):
     assert [c["score"] for c in ra["checkpoints"]] == [c["score"] for c in rb["checkpoints"]]
 
 
+@pytest.mark.dask
+@pytest.mark.timeout(300)
+def test_small_learn_on_local_threads_equals_serial(runner, tmp_path):
+    """A tiny job (exact budgets) runs on a local cluster of threads, with the result of
+    the serial run; a cache file's job still gets worker processes."""
+    common = ["nltcs/test", "--iterations", "20", "--scores-per-variable", "40",
+              "--seeds", "2"]
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    res = runner.invoke(main, ["learn", *common, "-q", "--serial", "-o", str(a)])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(main, ["learn", *common, "--workers", "2", "-o", str(b)])
+    assert res.exit_code == 0, res.output
+    assert "Dask cluster: 2 workers (threads); no dashboard" in res.output
+    ra, rb = json.loads(a.read_text()), json.loads(b.read_text())
+    assert ra["dag"] == rb["dag"] and ra["score"] == rb["score"]
+    res = runner.invoke(main, ["learn", WINE, "--iterations", "5", "--workers", "1",
+                               "-o", str(b)])
+    assert res.exit_code == 0, res.output
+    assert "Dask cluster: 1 workers; dashboard: http://127.0.0.1:" in res.output
+
+
 def test_learn_accepts_registered_names_and_rejects_unknown_ones(runner, tmp_path):
     res = runner.invoke(main, ["learn", "nltcs-nope", "--serial", "-o",
                                str(tmp_path / "r.json")])

@@ -2,7 +2,9 @@
 
 A one-data-set grid: the command line becomes the spec models (data, cache, optional
 screening, search) and one cell per seed — all validated before any data are read or
-a cluster starts. The cache is built once (one Dask task per variable unless
+a cluster starts. A small job (exact budgets, well under a second of serial work:
+:func:`bnsl_dist.orchestrate.anytime.fits_threads`) gets a local cluster of threads,
+without a dashboard; others worker processes, with a dashboard unless ``-q``. The cache is built once (one Dask task per variable unless
 --serial, or read from a ``.jkl``), then every seed's cell runs for the whole budget
 (``run_cell``: serially, or ``client.map`` on Dask) and the best DAG over the seeds is
 reported at each checkpoint. The result JSON (README "Result JSON") is written
@@ -153,7 +155,10 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
         from bnsl_dist.orchestrate.anytime import learn_distributed, prepare_cache_distributed
         from bnsl_dist.orchestrate.cluster import connect
 
-        with connect(**conn, announce=not quiet) as client:
+        threads = _local_threads(conn, data, cache, search, n_seeds, base_seed, screening)
+        # a dashboard only where its link is shown and the job lasts (it imports Bokeh)
+        with connect(**conn, announce=not quiet, dashboard=not (quiet or threads),
+                     processes=not threads) as client:
             n = n_seeds or max(1, len(client.scheduler_info().get("workers", {})))
             cells = learn_cells(data, cache, search, n, base_seed=base_seed,
                                 screening=screening)
@@ -186,6 +191,24 @@ _STAGE_BUDGETS = {"seconds": "--seconds", "iterations": "--iterations",
                   "cache_seconds_per_variable": "--seconds-per-variable",
                   "cache_scores_per_variable": "--scores-per-variable",
                   "cache_method": "--cache-method", "cache_max_open": "--max-open"}
+
+
+def _local_threads(conn: dict[str, Any], data: Any, cache: Any, search: Any,
+                   n_seeds: int | None, base_seed: int, screening: Any) -> bool:
+    """Whether the local cluster is made of threads: a small job
+    (:func:`bnsl_dist.orchestrate.anytime.fits_threads`, from the data's size: the
+    client reads them anyway) with no running cluster named."""
+    if data is None or conn["scheduler"] is not None or conn["scheduler_file"] is not None:
+        return False
+    from bnsl_dist.orchestrate.anytime import fits_threads
+    from bnsl_dist.orchestrate.cluster import default_n_workers
+    from bnsl_dist.pipeline.learn import learn_cells
+    from bnsl_dist.pipeline.run import load_data
+
+    d = load_data(data)  # cached: the cache build reads the same object
+    cells = learn_cells(data, cache, search, n_seeds or conn["workers"] or default_n_workers(),
+                        base_seed=base_seed, screening=screening)
+    return fits_threads(cells, d.n_vars, d.n_samples)
 
 
 def _search_phase(cells: Any) -> str:

@@ -15,7 +15,11 @@ writes) or, without one, dask's configuration (``distributed.comm.tls.*``).
 Dashboards bind to 127.0.0.1 unless asked otherwise.
 
 A local cluster forks its workers from a forkserver that has loaded the package and
-numba's compiled kernels once (``_preload``), so workers start warm, in parallel.
+numba's compiled kernels once (``_preload``), so workers start warm, in parallel. With
+``processes=False`` its workers are threads of this process instead: nothing to start or
+import, the kernels this process loaded are shared, and the numba kernels release the
+GIL (``nogil=True``) but the Python between them does not — for small jobs
+(:func:`bnsl_dist.orchestrate.anytime.fits_threads`).
 """
 
 from __future__ import annotations
@@ -41,7 +45,8 @@ DEFAULT_TIMEOUT = 10.0
 
 
 def default_n_workers() -> int:
-    """One single-threaded worker process per core (numba kernels hold the GIL)."""
+    """One single-threaded worker per core (the Python between numba kernels holds the
+    GIL: processes for all but small jobs)."""
     return max(1, os.cpu_count() or 1)
 
 
@@ -113,7 +118,8 @@ def connect(*, workers: int | None = None, scheduler: str | None = None,
             scheduler_file: str | os.PathLike[str] | None = None, threads_per_worker: int = 1,
             dashboard: bool = True, announce: bool = True,
             memory_limit: str | None = "auto", timeout: float | None = None,
-            tls_dir: str | os.PathLike[str] | None = None) -> Iterator[Client]:
+            tls_dir: str | os.PathLike[str] | None = None, processes: bool = True
+            ) -> Iterator[Client]:
     """A Dask client: an existing cluster (address or scheduler file) or a LocalCluster.
 
     Parameters
@@ -128,8 +134,14 @@ def connect(*, workers: int | None = None, scheduler: str | None = None,
         :func:`connect_timeout`).
     tls_dir : path, optional
         TLS certificates for a ``tls://`` scheduler (see :func:`tls_security`).
+    dashboard : bool
+        Serve the scheduler's Bokeh dashboard (on 127.0.0.1; importing Bokeh costs about
+        a second).
     announce : bool
         Print the number of workers and the dashboard link on stderr.
+    processes : bool
+        Local cluster only: worker processes (default), or worker threads in this
+        process (no memory limit: they share it).
 
     Raises
     ------
@@ -164,14 +176,19 @@ def connect(*, workers: int | None = None, scheduler: str | None = None,
                 client.close()
         return
     n = workers or default_n_workers()
-    with _start_method():
-        cluster = LocalCluster(n_workers=n, threads_per_worker=threads_per_worker,
-                               processes=True, host="127.0.0.1", memory_limit=memory_limit,
-                               dashboard_address="127.0.0.1:0",  # the HTTP server too
-                               scheduler_kwargs={"dashboard": dashboard}, silence_logs=40)
+    kwargs: dict[str, Any] = {
+        "n_workers": n, "threads_per_worker": threads_per_worker,
+        "dashboard_address": "127.0.0.1:0",  # the HTTP server too
+        "scheduler_kwargs": {"dashboard": dashboard}, "silence_logs": 40}
+    if processes:
+        with _start_method():
+            cluster = LocalCluster(processes=True, host="127.0.0.1",
+                                   memory_limit=memory_limit, **kwargs)
+    else:  # in-process transport; the HTTP server still binds 127.0.0.1
+        cluster = LocalCluster(processes=False, memory_limit=None, **kwargs)
     client = Client(cluster)
     try:
-        _announce(client, announce)
+        _announce(client, announce, cluster, dashboard)
         yield client
     finally:
         client.close()
@@ -216,11 +233,17 @@ def _start_method() -> Iterator[None]:
         yield
 
 
-def _announce(client: Client, announce: bool) -> None:
+def _announce(client: Client, announce: bool, cluster: Any = None,
+              dashboard: bool = True) -> None:
     if not announce:
         return
     n = len(client.scheduler_info().get("workers", {}))
-    print(f"Dask cluster: {n} workers; dashboard: {client.dashboard_link}", file=sys.stderr)
+    link = client.dashboard_link
+    if cluster is not None:  # ours binds 127.0.0.1 (an in-process cluster's link says
+        link = f"http://127.0.0.1:{cluster.scheduler.http_server.port}/status"  # not)
+    kind = "" if cluster is None or cluster.processes else " (threads)"
+    where = f"dashboard: {link}" if dashboard else "no dashboard"
+    print(f"Dask cluster: {n} workers{kind}; {where}", file=sys.stderr)
 
 
 # ------------------------------------------------------------- a long-lived local cluster

@@ -21,13 +21,20 @@ each with speed-up (serial wall / Dask wall) and utilisation (task compute secon
 --scores-per-variable 50`` on bundled nltcs), as separate processes: ``--serial``, then
 ``--workers W`` (a fresh cluster), then ``--scheduler`` of a cluster started once with
 ``bnsl-dist cluster start`` and used once before (warm workers). Each is run
-``--repeats`` times; the medians and the differences to ``--serial`` are reported.
+``--repeats`` times; the medians and the differences to ``--serial`` are reported. With
+``--baseline TREE`` the same runs are made with the package of another checkout (its
+folder put first on ``PYTHONPATH``), interleaved with this one's, and reported beside
+them; ``--overhead-only`` skips the scaling part. The CPU seconds of each run (its
+whole process tree: the forkserver and the workers included) are reported too, as they
+tell what a loaded machine pays.
 
 Run: ``python -m workflows.benchmarks.scaling [--data nltcs] [--workers 1 2]
 [--scores-per-variable 400] [--iterations 3000] [--seeds 8]`` (writes out/scaling.json).
 The run kept in workflows/results/benchmarks/scaling-2core.json: ``--data plants
 --workers 1 2 --scores-per-variable 1500 --iterations 2000 --seeds 4 --grid-seeds 2
---grid-iterations 600 --repeats 3``.
+--grid-iterations 600 --repeats 3``. The fixed overhead kept in
+scaling-2core-overhead.json: ``--overhead-only --workers 2 --repeats 5 --baseline
+/work/main`` (this branch against main).
 """
 
 from __future__ import annotations
@@ -77,37 +84,107 @@ def _grid(cache: dict[str, Any], dataset: str, path: str | None, splits: list[st
         "seeds": list(range(seeds)), "budget": {"iterations": iterations, "seconds": 600}})
 
 
-def _cli(args: list[str], env: dict[str, str]) -> float:
+def _cli(args: list[str], env: dict[str, str], keep: frozenset[int] = frozenset(),
+         cwd: Path | None = None) -> tuple[float, float]:
+    """Wall and CPU seconds of one CLI run. On Linux the CPU is that of its whole
+    process tree: this process is the subreaper of the run's orphans (the forkserver,
+    its workers) and waits for them too (up to 10 s; ``keep``: children to leave alone,
+    the reused cluster's); elsewhere only the direct child's."""
+    import resource
+
+    linux = sys.platform.startswith("linux")
+    if linux:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-c", "from bnsl_dist.cli import main; main()", *args],
-                   check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t0
+                   check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   cwd=cwd)
+    wall = time.perf_counter() - t0
+    deadline = time.monotonic() + 10.0
+    while linux and time.monotonic() < deadline:
+        orphans = _children() - keep
+        if not orphans:
+            break
+        for pid in orphans:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+        time.sleep(0.02)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
-def fixed_overhead(workers: int, repeats: int, tmp: Path) -> dict[str, Any]:
-    """Median wall seconds of the tiny learn job: serial, fresh cluster, reused cluster."""
+def _children() -> set[int]:
+    """Process ids whose parent is this process (from /proc)."""
+    me, out = os.getpid(), set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == me:
+                out.add(int(d.name))
+    return out
+
+
+def _tree_env(tree: str | Path) -> dict[str, str]:
+    """The environment that imports ``bnsl_dist`` from the checkout ``tree`` (the runs
+    start in a neutral folder: ``python -c`` puts the working folder first)."""
+    env = {**os.environ}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(tree).resolve()),
+                                         *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def fixed_overhead(workers: int, repeats: int, tmp: Path,
+                   baseline: str | None = None) -> dict[str, Any]:
+    """Median wall (and CPU) seconds of the tiny learn job: serial, fresh cluster,
+    reused cluster; with ``baseline``, the same runs of that checkout interleaved."""
+    import bnsl_dist
     from bnsl_dist.orchestrate.cluster import start_cluster, stop_cluster
 
-    env = {**os.environ}
+    trees = {"this": _tree_env(Path(bnsl_dist.__file__).resolve().parents[1])}
+    if baseline is not None:
+        trees["baseline"] = _tree_env(baseline)
     out = str(tmp / "learn.json")
-    runs: dict[str, list[float]] = {"serial": [], "fresh_cluster": [], "reused_cluster": []}
-    _cli(["learn", *TINY, "--serial", "-o", out], env)  # numba's disk cache is warm
+    kinds = ("serial", "fresh_cluster", "reused_cluster")
+    runs: dict[str, dict[str, list[tuple[float, float]]]] = {
+        t: {k: [] for k in kinds} for t in trees}
     info = start_cluster(tmp / "cluster", workers=workers)
+    keep = frozenset(_children())  # the reused cluster's processes
     try:
-        _cli(["learn", *TINY, "--scheduler", info["address"], "-o", out], env)  # warms
-        for _ in range(repeats):  # interleaved, so that load drifts hit all three alike
-            runs["serial"].append(_cli(["learn", *TINY, "--serial", "-o", out], env))
-            runs["fresh_cluster"].append(
-                _cli(["learn", *TINY, "--workers", str(workers), "-o", out], env))
-            runs["reused_cluster"].append(
-                _cli(["learn", *TINY, "--scheduler", info["address"], "-o", out], env))
+        args = {"serial": ["--serial"], "fresh_cluster": ["--workers", str(workers)],
+                "reused_cluster": ["--scheduler", info["address"]]}
+        for env in trees.values():  # numba's disk cache warm; the reused workers warm
+            _cli(["learn", *TINY, "--serial", "-o", out], env, keep, tmp)
+            _cli(["learn", *TINY, *args["reused_cluster"], "-o", out], env, keep, tmp)
+        for _ in range(repeats):  # interleaved, so that load drifts hit all alike
+            for kind in kinds:
+                for t, env in trees.items():
+                    runs[t][kind].append(
+                        _cli(["learn", *TINY, *args[kind], "-o", out], env, keep, tmp))
     finally:
         stop_cluster(tmp / "cluster")
-    med = {k: round(statistics.median(v), 3) for k, v in runs.items()}
-    return {"workers": workers, "repeats": repeats, "median_seconds": med,
-            "all_seconds": {k: [round(x, 3) for x in v] for k, v in runs.items()},
-            "overhead_vs_serial": {k: round(med[k] - med["serial"], 3)
-                                   for k in ("fresh_cluster", "reused_cluster")}}
+    result: dict[str, Any] = {"workers": workers, "repeats": repeats}
+    for t, by_kind in runs.items():
+        med = {k: round(statistics.median(w for w, _ in v), 3) for k, v in by_kind.items()}
+        cpu = {k: round(statistics.median(c for _, c in v), 3) for k, v in by_kind.items()}
+        row = {"median_seconds": med, "median_cpu_seconds": cpu,
+               "all_seconds": {k: [round(w, 3) for w, _ in v] for k, v in by_kind.items()},
+               "overhead_vs_serial": {k: round(med[k] - med["serial"], 3)
+                                      for k in ("fresh_cluster", "reused_cluster")},
+               "cpu_overhead_vs_serial": {k: round(cpu[k] - cpu["serial"], 3)
+                                          for k in ("fresh_cluster", "reused_cluster")}}
+        if t == "this":
+            result.update(row)
+        else:
+            result["baseline"] = {"tree": baseline, **row}
+    return result
 
 
 def main() -> None:
@@ -131,10 +208,24 @@ def main() -> None:
                     "seconds fan out per variable [run_grid's default]")
     ap.add_argument("--repeats", type=int, default=3, help="fixed-overhead repeats")
     ap.add_argument("--skip-overhead", action="store_true")
+    ap.add_argument("--overhead-only", action="store_true",
+                    help="only the fixed overhead (no scaling part)")
+    ap.add_argument("--baseline", default=None, metavar="TREE",
+                    help="fixed overhead of another checkout too (e.g. main's), interleaved")
     ap.add_argument("--note", default="", help="free text stored with the figures "
                     "(e.g. the machine's load)")
     ap.add_argument("--name", default="scaling", help="output file out/<name>.json")
     args = ap.parse_args()
+    settings = {k: v for k, v in vars(args).items() if k not in ("name", "note")}
+    if args.overhead_only:
+        tmp = Path(tempfile.mkdtemp(prefix="bnsl-scaling-"))
+        only: dict[str, Any] = {"settings": settings, "note": args.note,
+                                "load_average_at_start": os.getloadavg()}
+        only["fixed_overhead"] = fixed_overhead(max(_worker_counts(args.workers)),
+                                                args.repeats, tmp, args.baseline)
+        only["load_average_at_end"] = os.getloadavg()
+        print(write_result(args.name, only))
+        return
 
     from bnsl_dist.cache import build_cache, write_jkl
     from bnsl_dist.orchestrate.anytime import learn_distributed
@@ -222,12 +313,13 @@ def main() -> None:
         rows.append(row)
         print(row, file=sys.stderr, flush=True)
     payload: dict[str, Any] = {
-        "settings": {k: v for k, v in vars(args).items() if k not in ("name", "note")},
+        "settings": settings,
         "note": args.note, "n_vars": data.n_vars, "n_samples": data.n_samples,
         "load_average_at_start": os.getloadavg(),
         "serial_seconds": {k: round(v, 3) for k, v in serial.items()}, "by_workers": rows}
     if not args.skip_overhead:
-        payload["fixed_overhead"] = fixed_overhead(max(counts), args.repeats, tmp)
+        payload["fixed_overhead"] = fixed_overhead(max(counts), args.repeats, tmp,
+                                                   args.baseline)
     payload["load_average_at_end"] = os.getloadavg()
     print(write_result(args.name, payload))
 
