@@ -145,6 +145,10 @@ def _masked_batch_equals_naive(n, seed, m, d, oseed, words):
     K.run_orders_masked(orders, True, True, 10**6, fc.offsets, fc.par_offsets, fc.par_flat,
                         masks, fc.scores, out, chosen, best_order, False)
     assert want[0] == (3, [cache.parents_at(int(i)) for i in chosen])
+    again = np.empty(n, np.int64)  # run_orders: its own masks, mask_words(n) words
+    K.run_orders(orders, True, True, 10**6, fc.offsets, fc.par_offsets, fc.par_flat,
+                 fc.scores, np.empty(3), again, best_order, False)
+    assert list(again) == list(chosen)
     # OBS + swaps alone too (the masked first-fit from a sampled order)
     want_obs = []
     for o in orders:
