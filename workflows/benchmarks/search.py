@@ -28,8 +28,8 @@ Four parts, each written to ``out/search.json`` (and a markdown table,
 * ``masks`` — the kernels' set masks folded into 1 or 2 words (``pmask``, see
   ``bnsl_dist/search/ordering/_kernels.py``): orders per second (pass + OBS + swaps) with
   each, interleaved repeats, on BLIP's caches of plants (69 variables: 1 word is a
-  filter, 2 exact), dna, book and cwebkb (both filters); the rule ``mask_words`` was
-  picked from it. Same DAGs either way (checked).
+  filter, 2 exact), dna, book and cwebkb (both filters); the rule ``mask_words`` (the
+  ``rule`` column) was picked from it. Same DAGs either way (checked).
 * ``rate`` — orders per second (wall and CPU) side by side with BLIP's ASOBS (an
   iteration: pass, OBS, swaps, as ours) on each cache BLIP built, one thread each,
   one after the other (BLIP's rate differential, see :func:`part_rate`). Needs

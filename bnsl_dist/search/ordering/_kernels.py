@@ -50,14 +50,16 @@ def first_fit(par_offsets, par_flat, start, stop, pos, limit):
     return -1
 
 
-#: Mask words above 128 variables (folded filter); see :func:`mask_words`.
-FOLD_WORDS = 2
+#: Mask words above 128 variables, where the fold is only a filter: 2 words (p mod 128)
+#: measured no faster than 1 on dna, book and cwebkb (180-839 variables, ratios
+#: 0.9-1.04, part ``masks`` of workflows/benchmarks/search.py), so 1.
+FOLD_WORDS = 1
 
 
 @nb.njit(cache=True, nogil=True)
 def mask_words(n):
-    """M, the words of ``pmask`` for n variables: exact up to 128 (1 word up to 64, 2 up to 128),
-    FOLD_WORDS above (measured in workflows/benchmarks/search.py)."""
+    """M, the words of ``pmask`` for n variables: exact up to 128 (1 word up to 64, 2 up
+    to 128), FOLD_WORDS above."""
     if n <= 64:
         return 1
     if n <= 128:
