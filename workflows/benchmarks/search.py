@@ -300,7 +300,7 @@ def part_masks(seconds: float, repeats: int = 3,
     sampled orders for both, ``seconds`` each, ``repeats`` times interleaved; the row
     keeps the median rate of each and the median per-repeat ratio (2 words / 1)."""
     from bnsl_dist.search.ordering import _kernels as K
-    from bnsl_dist.search.ordering.obs import batch_size
+    from bnsl_dist.search.ordering.obs import batch_size, cache_masks
     from bnsl_dist.search.ordering.samplers import uniform_orders
 
     rows = []
@@ -308,7 +308,7 @@ def part_masks(seconds: float, repeats: int = 3,
         fc = _blip_cache(cname).flat
         n = fc.n
         b = batch_size(n)
-        masks = {w: K.set_masks(fc.par_offsets, fc.par_flat, w) for w in (1, 2)}
+        masks = {w: cache_masks(fc, w) for w in (1, 2)}
         reps: list[dict[str, Any]] = []
         for _ in range(repeats):
             rate: dict[int, float] = {}

@@ -31,10 +31,13 @@ def batch_size(n_vars: int) -> int:
     return max(1, min(_MAX_BATCH, _BATCH_WORK // max(1, n_vars)))
 
 
-def cache_masks(fc: FlatCache) -> NDArray[np.uint64]:
+def cache_masks(fc: FlatCache, words: int | None = None) -> NDArray[np.uint64]:
     """The set masks of the kernels (``pmask``, :func:`~._kernels.set_masks`), with
-    :func:`~._kernels.mask_words` words for the cache's number of variables."""
-    return K.set_masks(fc.par_offsets, fc.par_flat, K.mask_words(fc.n))
+    ``words`` words (default :func:`~._kernels.mask_words` of the number of variables);
+    a 1-D array for one word."""
+    words = int(K.mask_words(fc.n)) if words is None else words
+    masks: NDArray[np.uint64] = K.set_masks(fc.par_offsets, fc.par_flat, words)
+    return masks[:, 0].copy() if words == 1 else masks
 
 
 def exact_total(fc: FlatCache, chosen: NDArray[np.int64]) -> float:
