@@ -7,14 +7,15 @@ are ``par_flat[par_offsets[i]:par_offsets[i+1]]``. ``chosen[v]`` is the global r
 v's current set. ``pos[v]`` is v's position in the current order. Variable sets are
 bitsets of uint64 words, one row of an (n, W) array per variable.
 
-``pmask[i]`` (:func:`set_masks`; M = :func:`mask_words` (n) words, 1 or 2: shape (rows,)
-or (rows, 2)) folds row i's members into M words: member p sets bit p mod 64 of word (p // 64) mod M.
-A set of forbidden variables folded the same way (``f0``, ``f1``: words 0 and 1; ``f1``
-stays 0 when M = 1) that misses ``pmask[i]`` contains no member of row i. With
-n <= 64·M the fold is exact (``exact``), so the word test alone decides and the members
-are never read; above, a hit is confirmed by reading the members. Exact up to 128
-variables instead of 64: on plants (69 variables) the 1-word fold made OBS and the
-swaps read members on most rows, and ASOBS + OBS + swaps ran half as fast.
+``pmask[i]`` (:func:`set_masks`) folds row i's members into M = :func:`mask_words` (n)
+words, 1 or 2 (``pmask`` of shape (rows,) or (rows, 2)): member p sets bit p mod 64 of
+word (p // 64) mod M. A set of forbidden variables folded the same way (``f0``, ``f1``:
+words 0 and 1; ``f1`` stays 0 when M = 1) that misses ``pmask[i]`` contains no member
+of row i. With n <= 64·M the fold is exact (``exact``), so the word test alone decides
+and the members are never read; above, a hit is confirmed by reading the members.
+Exact up to 128 variables instead of 64: on plants (69 variables) the 1-word fold made
+the ASOBS pass, OBS and the swaps read members on most rows, and ASOBS + OBS + swaps
+ran 2.2-2.5 times slower (part ``masks`` of workflows/benchmarks/search.py).
 """
 
 from __future__ import annotations
