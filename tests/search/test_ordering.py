@@ -16,7 +16,7 @@ from bnsl_dist.search import Budget, get_optimizer, make_optimizer
 from bnsl_dist.search.ordering import _kernels as K
 from bnsl_dist.search.ordering import _window_kernels as WK
 from bnsl_dist.search.ordering.asobs import candidate_bitsets
-from bnsl_dist.search.ordering.obs import batch_size
+from bnsl_dist.search.ordering.obs import batch_size, cache_masks
 from bnsl_dist.search.ordering.samplers import (
     entropy_orders,
     entropy_weights,
@@ -44,7 +44,7 @@ def _asobs(cache, order):
     nw = max(1, (n + 63) // 64)
     chosen = np.empty(n, dtype=np.int64)
     s = K.asobs_pass(np.asarray(order, dtype=np.int64), fc.offsets, fc.par_offsets,
-                     fc.par_flat, K.set_masks(fc.par_offsets, fc.par_flat), fc.scores, np.empty((n, nw), np.uint64),
+                     fc.par_flat, cache_masks(fc), fc.scores, np.empty((n, nw), np.uint64),
                      np.empty((n, nw), np.uint64), np.empty(nw, np.uint64),
                      np.empty(nw, np.uint64), chosen)
     return s, chosen
@@ -96,7 +96,7 @@ def _obs(cache, order):
     chosen = np.empty(fc.n, dtype=np.int64)
     order = np.array(order, dtype=np.int64)
     s = K.obs_assign(order, fc.offsets, fc.par_offsets, fc.par_flat,
-                     K.set_masks(fc.par_offsets, fc.par_flat), fc.scores, pos, chosen)
+                     cache_masks(fc), fc.scores, pos, chosen)
     return s, order, pos, chosen
 
 
@@ -183,28 +183,62 @@ def test_asobs_with_swaps_equals_the_naive_search_seed_for_seed(cache, iters, cl
     assert want == got
 
 
-@settings(max_examples=25, deadline=None)
-@given(st.integers(2, 100), st.integers(0, 10**6), st.integers(1, 8), st.integers(1, 4),
-       st.integers(0, 10**6))
-def test_batch_kernel_with_set_masks_equals_the_naive_search(n, seed, m, d, oseed):
-    # the word tests on folded members (exact up to 64 variables, a filter above) in
-    # the ASOBS pass, OBS and the swaps: same DAGs as the naive ASOBS loop
+def _masked_batch_equals_naive(n, seed, m, d, oseed, words):
     cache = random_cache(n, seed, max_sets_per_var=m, max_indegree=d)
     fc = cache.flat
     orders = uniform_orders(np.random.default_rng(oseed), 3, n)
     want = naive_asobs_search(cache, [orders])
     chosen = np.empty(n, np.int64)
     best_order = np.empty(n, np.int64)
+    masks = cache_masks(fc, words)
+    out = np.empty(3)
     K.run_orders_masked(orders, True, True, 10**6, fc.offsets, fc.par_offsets, fc.par_flat,
-                        K.set_masks(fc.par_offsets, fc.par_flat), fc.scores, np.empty(3),
-                        chosen, best_order, False)
+                        masks, fc.scores, out, chosen, best_order, False)
     assert want[0] == (3, [cache.parents_at(int(i)) for i in chosen])
-    masks = K.set_masks(fc.par_offsets, fc.par_flat)
-    for i in range(fc.par_offsets.size - 1):  # the folded word of each set
-        want_mask = 0
+    again = np.empty(n, np.int64)  # run_orders: its own masks, mask_words(n) words
+    K.run_orders(orders, True, True, 10**6, fc.offsets, fc.par_offsets, fc.par_flat,
+                 fc.scores, np.empty(3), again, best_order, False)
+    assert list(again) == list(chosen)
+    # OBS + swaps alone too (the masked first-fit from a sampled order)
+    want_obs = []
+    for o in orders:
+        order = o.copy()
+        pos = np.empty(n, np.int64)
+        ch = np.empty(n, np.int64)
+        K.obs_assign(order, fc.offsets, fc.par_offsets, fc.par_flat, masks, fc.scores, pos, ch)
+        assert [cache.parents_at(int(i)) for i in ch] == naive_best_for_order(cache, order)[1]
+        K.swap_search(order, pos, ch, fc.offsets, fc.par_offsets, fc.par_flat, masks,
+                      fc.scores, 10**6)
+        assert [cache.parents_at(int(i)) for i in ch] == naive_best_for_order(cache, order)[1]
+        want_obs.append(sum(float(fc.scores[i]) for i in ch))  # the kernel sums in this order
+    K.run_orders_masked(orders, False, True, 10**6, fc.offsets, fc.par_offsets, fc.par_flat,
+                        masks, fc.scores, out, chosen, best_order, False)
+    assert list(out) == want_obs
+    for i in range(fc.par_offsets.size - 1):  # the folded words of each set
+        want_mask = [0] * words
         for p in cache.parents_at(i):
-            want_mask |= 1 << (p % 64)
-        assert int(masks[i]) == want_mask
+            want_mask[(p // 64) % words] |= 1 << (p % 64)
+        assert [int(x) for x in np.atleast_1d(masks[i])] == want_mask
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(2, 100), st.integers(0, 10**6), st.integers(1, 8), st.integers(1, 4),
+       st.integers(0, 10**6))
+def test_batch_kernel_with_set_masks_equals_the_naive_search(n, seed, m, d, oseed):
+    # the word tests on folded members (exact up to 128 variables, a filter above) in
+    # the ASOBS pass, OBS and the swaps: same DAGs as the naive ASOBS loop
+    _masked_batch_equals_naive(n, seed, m, d, oseed, K.mask_words(n))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.one_of(st.integers(60, 70), st.integers(120, 135)), st.integers(0, 10**6),
+       st.integers(1, 8), st.integers(1, 4), st.integers(0, 10**6), st.sampled_from([1, 2]))
+def test_one_and_two_word_masks_around_64_and_128_variables_equal_the_naive_search(
+        n, seed, m, d, oseed, words):
+    # 1 word: exact up to 64, a filter above; 2 words: exact up to 128, a filter above
+    # (members p and p + 128 share a bit); the kernels' rule and both forced
+    _masked_batch_equals_naive(n, seed, m, d, oseed, words)
+    assert K.mask_words(n) == (1 if n <= 64 else 2 if n <= 128 else K.FOLD_WORDS)
 
 
 @settings(max_examples=60, deadline=None)
@@ -215,7 +249,7 @@ def test_swap_search_reaches_a_swap_local_optimum(cache, rnd):
     s0, order_a, pos, chosen = _obs(cache, order)
     fc = cache.flat
     gain = K.swap_search(order_a, pos, chosen, fc.offsets, fc.par_offsets, fc.par_flat,
-                         K.set_masks(fc.par_offsets, fc.par_flat), fc.scores, 10**6)
+                         cache_masks(fc), fc.scores, 10**6)
     final = list(order_a)
     want, parents = naive_best_for_order(cache, final)
     assert [cache.parents_at(int(i)) for i in chosen] == parents

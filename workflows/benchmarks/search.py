@@ -25,13 +25,19 @@ Four parts, each written to ``out/search.json`` (and a markdown table,
 * ``mirror`` — the local search (OBS + swaps) started from a topological order of the
   ASOBS DAG (ours) or from that order mirrored (ALGORITHMS.md says BLIP does this),
   for uniform and entropy orders.
+* ``masks`` — the kernels' set masks folded into 1 or 2 words (``pmask``, see
+  ``bnsl_dist/search/ordering/_kernels.py``): orders per second (pass + OBS + swaps) with
+  each, interleaved repeats, on BLIP's caches of plants (69 variables: 1 word is a
+  filter, 2 exact), dna, book and cwebkb (both filters); the rule ``mask_words`` (the
+  ``rule`` column) was picked from it. Same DAGs either way (checked).
 * ``rate`` — orders per second (wall and CPU) side by side with BLIP's ASOBS (an
   iteration: pass, OBS, swaps, as ours) on each cache BLIP built, one thread each,
   one after the other (BLIP's rate differential, see :func:`part_rate`). Needs
   ``--blip-jar`` (a class path holding BLIP built from its public source, and
   args4j); skipped without it.
 
-Run: ``python -m workflows.benchmarks.search [--parts orders direction mirror blip rate]
+Run: ``python -m workflows.benchmarks.search [--parts orders direction mirror blip rate
+masks]
 [--long 60] [--short 10] [--blip-jar PATH]``. Timings depend on the machine's load;
 the JSON records the load average before and after each part.
 """
@@ -243,6 +249,7 @@ def part_direction() -> list[dict[str, Any]]:
 def part_mirror(seconds: float) -> list[dict[str, Any]]:
     """Our ASOBS+swaps vs BLIP's (OBS + swaps from the MIRRORED topological order)."""
     from bnsl_dist.search.ordering import _kernels as K
+    from bnsl_dist.search.ordering.obs import cache_masks
     from bnsl_dist.search.ordering.samplers import (
         entropy_weights,
         uniform_orders,
@@ -261,7 +268,7 @@ def part_mirror(seconds: float) -> list[dict[str, Any]]:
                 rng = np.random.default_rng(1)
                 chosen = np.empty(n, np.int64)
                 best_order = np.empty(n, np.int64)
-                pmask = K.set_masks(fc.par_offsets, fc.par_flat)
+                pmask = cache_masks(fc)
                 topo = np.empty(n, np.int64)
                 pos = np.empty(n, np.int64)
                 out = np.empty(1)
@@ -284,6 +291,52 @@ def part_mirror(seconds: float) -> list[dict[str, Any]]:
                              "seconds": seconds, "orders": iters, "best": best,
                              "load": _load()})
                 print(rows[-1], flush=True)
+    return rows
+
+
+def part_masks(seconds: float, repeats: int = 3,
+               caches: list[str] | None = None) -> list[dict[str, Any]]:
+    """ASOBS + OBS + swaps (``run_orders_masked``) with 1- and 2-word set masks, the same
+    sampled orders for both, ``seconds`` each, ``repeats`` times interleaved; the row
+    keeps the median rate of each and the median per-repeat ratio (2 words / 1)."""
+    from bnsl_dist.search.ordering import _kernels as K
+    from bnsl_dist.search.ordering.obs import batch_size, cache_masks
+    from bnsl_dist.search.ordering.samplers import uniform_orders
+
+    rows = []
+    for cname in caches or ["plants", "dna", "book", "cwebkb"]:
+        fc = _blip_cache(cname).flat
+        n = fc.n
+        b = batch_size(n)
+        masks = {w: cache_masks(fc, w) for w in (1, 2)}
+        reps: list[dict[str, Any]] = []
+        for _ in range(repeats):
+            rate: dict[int, float] = {}
+            tops: dict[int, list[float]] = {}
+            for w, pm in masks.items():
+                rng = np.random.default_rng(1)
+                out = np.empty(b)
+                chosen = np.empty(n, np.int64)
+                order = np.empty(n, np.int64)
+                tops[w] = []
+                t0 = time.perf_counter()
+                while time.perf_counter() - t0 < seconds:
+                    K.run_orders_masked(uniform_orders(rng, b, n), True, True, 10**6,
+                                        fc.offsets, fc.par_offsets, fc.par_flat, pm,
+                                        fc.scores, out, chosen, order, False)
+                    tops[w].append(float(out.max()))
+                rate[w] = len(tops[w]) * b / (time.perf_counter() - t0)
+            k = min(len(t) for t in tops.values())  # same orders: same scores
+            if tops[1][:k] != tops[2][:k]:
+                raise RuntimeError(f"{cname}: 1- and 2-word masks gave different DAGs")
+            reps.append({"orders_per_s": rate, "ratio_2_over_1": rate[2] / rate[1],
+                         "load": _load()})
+        med = {f"orders_per_s_{w}_word": float(np.median([r["orders_per_s"][w] for r in reps]))
+               for w in (1, 2)}
+        rows.append({"cache": cname, "n": n, "sets": int(fc.offsets[-1]), "seconds": seconds,
+                     "mask_words_rule": int(K.mask_words(n)), "repeats": reps, **med,
+                     "ratio_2_over_1": float(np.median([r["ratio_2_over_1"] for r in reps]))})
+        print(rows[-1], flush=True)
     return rows
 
 
@@ -412,6 +465,16 @@ def markdown(result: dict[str, Any]) -> str:
                          f"{r['ratio_wall']:.2f} | {r['ours_orders_per_cpu_s']:.1f} | "
                          f"{r['blip_orders_per_cpu_s']:.1f} | {r['ratio_cpu']:.2f} |")
         lines.append("")
+    if result.get("masks"):
+        lines += ["### Set masks of 1 or 2 words (ASOBS + OBS + swaps, same orders, medians "
+                  "of interleaved repeats)", "",
+                  "| cache | n | sets | 1 word /s | 2 words /s | ratio 2/1 | rule |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
+        for r in result["masks"]:
+            lines.append(f"| {r['cache']} | {r['n']} | {r['sets']} | "
+                         f"{r['orders_per_s_1_word']:.1f} | {r['orders_per_s_2_word']:.1f} | "
+                         f"{r['ratio_2_over_1']:.2f} | {r['mask_words_rule']} |")
+        lines.append("")
     if result.get("blip"):
         lines += ["### Best BIC on BLIP's caches (ours / BLIP's; seed 1; one core)", "",
                   "| cache | n | algorithm | ours 10 s | BLIP 10 s | ours 60 s | BLIP 60 s | "
@@ -463,6 +526,8 @@ def main() -> None:
     ap.add_argument("--rate-repeats", type=int, default=3)
     ap.add_argument("--rate-caches", nargs="*", default=None,
                     help="rate part: only these caches (BLIP's names, or 'synthetic')")
+    ap.add_argument("--masks-seconds", type=float, default=3.0,
+                    help="masks part: seconds per cache and mask width, per repeat")
     ap.add_argument("--algos", nargs="*", default=None,
                     help="blip part: only these algorithms (their rows replace earlier ones)")
     args = ap.parse_args()
@@ -474,7 +539,7 @@ def main() -> None:
 
         old = json.loads(path.read_text())
         result.update({k: v for k, v in old.items()
-                       if k in ("orders", "blip", "direction", "mirror", "rate")})
+                       if k in ("orders", "blip", "direction", "mirror", "rate", "masks")})
     for part in args.parts:
         if part == "orders":
             result["orders"] = part_orders(args.orders_seconds)
@@ -492,6 +557,9 @@ def main() -> None:
             result["direction"] = part_direction()
         elif part == "mirror":
             result["mirror"] = part_mirror(args.short)
+        elif part == "masks":
+            result["masks"] = part_masks(args.masks_seconds, args.rate_repeats,
+                                         args.rate_caches)
         elif part == "rate":
             if not args.blip_jar:
                 print("rate: skipped (no --blip-jar)")

@@ -7,10 +7,15 @@ are ``par_flat[par_offsets[i]:par_offsets[i+1]]``. ``chosen[v]`` is the global r
 v's current set. ``pos[v]`` is v's position in the current order. Variable sets are
 bitsets of uint64 words, one row of an (n, W) array per variable.
 
-``pmask[i]`` (:func:`set_masks`) folds row i's members into one word (bit p mod 64). A
-set of forbidden variables folded the same way (``forb``) that misses ``pmask[i]``
-contains no member of row i; with n <= 64 the fold is exact (``exact``), so the word
-test alone decides and the members are never read.
+``pmask[i]`` (:func:`set_masks`) folds row i's members into M = :func:`mask_words` (n)
+words, 1 or 2 (``pmask`` of shape (rows,) or (rows, 2)): member p sets bit p mod 64 of
+word (p // 64) mod M. A set of forbidden variables folded the same way (``f0``, ``f1``:
+words 0 and 1; ``f1`` stays 0 when M = 1) that misses ``pmask[i]`` contains no member
+of row i. With n <= 64·M the fold is exact (``exact``), so the word test alone decides
+and the members are never read; above, a hit is confirmed by reading the members.
+Exact up to 128 variables instead of 64: on plants (69 variables) the 1-word fold made
+the ASOBS pass, OBS and the swaps read members on most rows, and ASOBS + OBS + swaps
+ran 2.2-2.5 times slower (part ``masks`` of workflows/benchmarks/search.py).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.extending import overload
 
 _ONE = np.uint64(1)
 EPS = 1e-9  # an improvement must exceed this (absolute, log-score units)
@@ -46,29 +52,86 @@ def first_fit(par_offsets, par_flat, start, stop, pos, limit):
     return -1
 
 
+#: Mask words above 128 variables, where the fold is only a filter: 2 words (p mod 128)
+#: measured no faster than 1 on dna, book and cwebkb (180-839 variables, ratios
+#: 0.9-1.04, part ``masks`` of workflows/benchmarks/search.py), so 1.
+FOLD_WORDS = 1
+
+
 @nb.njit(cache=True, nogil=True)
-def set_masks(par_offsets, par_flat):
-    """``pmask``: per row, the OR of 1 << (p mod 64) over its members."""
+def mask_words(n):
+    """M, the words of ``pmask`` for n variables: exact up to 128 (1 word up to 64, 2 up
+    to 128), FOLD_WORDS above."""
+    if n <= 64:
+        return 1
+    if n <= 128:
+        return 2
+    return FOLD_WORDS
+
+
+@nb.njit(cache=True, nogil=True)
+def set_masks(par_offsets, par_flat, words):
+    """(rows, ``words``): per row, member p sets bit p mod 64 of word (p // 64) mod
+    ``words`` (``words`` in {1, 2}). ``pmask`` is this, or its column for one word."""
     m = par_offsets.shape[0] - 1
-    out = np.zeros(m, dtype=np.uint64)
+    out = np.zeros((m, words), dtype=np.uint64)
     for i in range(m):
-        x = np.uint64(0)
         for t in range(par_offsets[i], par_offsets[i + 1]):
-            x |= _ONE << np.uint64(par_flat[t] & 63)
-        out[i] = x
+            p = par_flat[t]
+            out[i, (p >> 6) & (words - 1)] |= _ONE << np.uint64(p & 63)
     return out
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
-def _fold_bit(v):
-    return _ONE << np.uint64(v & 63)
+def _fold(pmask, f0, f1, v):
+    """(f0, f1) with v folded in."""
+
+
+def _misses(pmask, i, f0, f1):
+    """Row i's folded members miss the folded forbidden set (f0, f1)."""
+
+
+def _words(pmask):
+    """M, the words of pmask."""
+
+
+# One word (M = 1) is a 1-D pmask, two a 2-D one: each compiles to its own code, with
+# no test of M in the loops (a run-time test measured ~20% slower on nltcs).
+@overload(_fold, inline="always")
+def _fold_impl(pmask, f0, f1, v):
+    if pmask.ndim == 1:
+        return lambda pmask, f0, f1, v: (f0 | (_ONE << np.uint64(v & 63)), f1)
+
+    def fold2(pmask, f0, f1, v):
+        b = _ONE << np.uint64(v & 63)
+        if (v >> 6) & 1 == 0:
+            return f0 | b, f1
+        return f0, f1 | b
+    return fold2
+
+
+@overload(_misses, inline="always")
+def _misses_impl(pmask, i, f0, f1):
+    if pmask.ndim == 1:
+        return lambda pmask, i, f0, f1: pmask[i] & f0 == 0
+    return lambda pmask, i, f0, f1: (pmask[i, 0] & f0) | (pmask[i, 1] & f1) == 0
+
+
+@overload(_words, inline="always")
+def _words_impl(pmask):
+    m = pmask.ndim
+    return lambda pmask: m
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def first_fit_masked(par_offsets, par_flat, pmask, start, stop, pos, limit, forb, exact):
-    """:func:`first_fit`, where ``forb`` folds the variables with pos >= limit."""
+def _exact(pmask, n):
+    return n <= 64 * _words(pmask)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def first_fit_masked(par_offsets, par_flat, pmask, start, stop, pos, limit, f0, f1, exact):
+    """:func:`first_fit`, where (f0, f1) fold the variables with pos >= limit."""
     for i in range(start, stop):
-        if pmask[i] & forb == 0:
+        if _misses(pmask, i, f0, f1):
             return i
         if not exact and _fits_before(par_offsets, par_flat, i, pos, limit):
             return i
@@ -91,15 +154,16 @@ def obs_assign(order, offsets, par_offsets, par_flat, pmask, scores, pos, chosen
     Returns the total score (summed in variable order).
     """
     n = order.shape[0]
-    exact = n <= 64
+    exact = _exact(pmask, n)
     for k in range(n):
         pos[order[k]] = k
-    forb = np.uint64(0)  # folds the variables at positions >= k
+    f0 = np.uint64(0)  # (f0, f1) fold the variables at positions >= k
+    f1 = np.uint64(0)
     for k in range(n - 1, -1, -1):
         v = order[k]
-        forb |= _fold_bit(v)
+        f0, f1 = _fold(pmask, f0, f1, v)
         chosen[v] = first_fit_masked(par_offsets, par_flat, pmask, offsets[v],
-                                     offsets[v + 1], pos, k, forb, exact)
+                                     offsets[v + 1], pos, k, f0, f1, exact)
     total = 0.0
     for v in range(n):
         total += scores[chosen[v]]
@@ -110,10 +174,10 @@ def obs_assign(order, offsets, par_offsets, par_flat, pmask, scores, pos, chosen
 def try_swap(k, order, pos, chosen, offsets, par_offsets, par_flat, pmask, suf, scores,
              apply):
     """Gain of swapping the variables at positions k and k+1 (applied if ``apply`` and
-    the gain exceeds EPS). Only the two families change. ``suf[j]`` folds the
-    variables at positions >= j (``suf[n]`` = 0); the caller updates ``suf[k + 1]``
+    the gain exceeds EPS). Only the two families change. ``suf[j]`` (n + 1, 2) folds
+    the variables at positions >= j (``suf[n]`` = 0); the caller updates ``suf[k + 1]``
     when the swap is applied."""
-    exact = order.shape[0] <= 64
+    exact = _exact(pmask, order.shape[0])
     a = order[k]
     b = order[k + 1]
     ca = chosen[a]
@@ -121,16 +185,17 @@ def try_swap(k, order, pos, chosen, offsets, par_offsets, par_flat, pmask, suf, 
     # a moves to k+1: it may now take b; only sets better than its current one matter
     pos[a] = k + 1
     pos[b] = k
-    forb = suf[k + 2] | _fold_bit(a)
-    na = first_fit_masked(par_offsets, par_flat, pmask, offsets[a], ca, pos, k + 1, forb,
+    f0, f1 = _fold(pmask, suf[k + 2, 0], suf[k + 2, 1], a)
+    na = first_fit_masked(par_offsets, par_flat, pmask, offsets[a], ca, pos, k + 1, f0, f1,
                           exact)
     if na < 0:
         na = ca
     # b moves to k: it loses a
     nb_ = cb
     if _contains(par_offsets, par_flat, cb, a):
+        f0, f1 = _fold(pmask, f0, f1, b)
         nb_ = first_fit_masked(par_offsets, par_flat, pmask, cb + 1, offsets[b + 1], pos, k,
-                               forb | _fold_bit(b), exact)
+                               f0, f1, exact)
     gain = (scores[na] + scores[nb_]) - (scores[ca] + scores[cb])
     if apply and gain > EPS:
         order[k] = b
@@ -157,9 +222,9 @@ def swap_search(order, pos, chosen, offsets, par_offsets, par_flat, pmask, score
     n = order.shape[0]
     total = 0.0
     clean = np.zeros(max(n - 1, 0), dtype=np.bool_)
-    suf = np.zeros(n + 1, dtype=np.uint64)
+    suf = np.zeros((n + 1, 2), dtype=np.uint64)
     for k in range(n - 1, -1, -1):
-        suf[k] = suf[k + 1] | _fold_bit(order[k])
+        suf[k, 0], suf[k, 1] = _fold(pmask, suf[k + 1, 0], suf[k + 1, 1], order[k])
     for _ in range(max_sweeps):
         improved = False
         for k in range(n - 1):
@@ -168,7 +233,8 @@ def swap_search(order, pos, chosen, offsets, par_offsets, par_flat, pmask, score
             g = try_swap(k, order, pos, chosen, offsets, par_offsets, par_flat, pmask, suf,
                          scores, True)
             if g > EPS:
-                suf[k + 1] = suf[k + 2] | _fold_bit(order[k + 1])
+                suf[k + 1, 0], suf[k + 1, 1] = _fold(pmask, suf[k + 2, 0], suf[k + 2, 1],
+                                                     order[k + 1])
                 total += g
                 improved = True
                 if k > 0:
@@ -198,18 +264,23 @@ def asobs_pass(order, offsets, par_offsets, par_flat, pmask, scores, anc, desc, 
     """
     n = order.shape[0]
     nw = anc.shape[1]
-    exact = n <= 64
+    exact = _exact(pmask, n)
+    odd = _words(pmask) - 1  # the mask word of bitset word w is w & odd
     anc[:, :] = 0
     desc[:, :] = 0
     total = 0.0
     for k in range(n - 1, -1, -1):
         v = order[k]
         best = offsets[v + 1] - 1
-        forb = np.uint64(0)
+        f0 = np.uint64(0)
+        f1 = np.uint64(0)
         for w in range(nw):
-            forb |= desc[v, w]
+            if w & odd:
+                f1 |= desc[v, w]
+            else:
+                f0 |= desc[v, w]
         for i in range(offsets[v], offsets[v + 1]):
-            ok = pmask[i] & forb == 0
+            ok = _misses(pmask, i, f0, f1)
             if not ok and not exact:
                 ok = True
                 for t in range(par_offsets[i], par_offsets[i + 1]):
@@ -507,9 +578,15 @@ def run_orders(orders, use_asobs, use_swaps, max_sweeps, offsets, par_offsets, p
     :func:`run_orders_masked` with the masks of :func:`set_masks` computed here (drivers that call it repeatedly
     compute them once).
     """
+    words = mask_words(orders.shape[1])
+    masks = set_masks(par_offsets, par_flat, words)
+    if words == 1:
+        return run_orders_masked(orders, use_asobs, use_swaps, max_sweeps, offsets,
+                                 par_offsets, par_flat, masks[:, 0].copy(), scores,
+                                 out_scores, best_chosen, best_order, use_dfs)
     return run_orders_masked(orders, use_asobs, use_swaps, max_sweeps, offsets, par_offsets,
-                             par_flat, set_masks(par_offsets, par_flat), scores, out_scores,
-                             best_chosen, best_order, use_dfs)
+                             par_flat, masks, scores, out_scores, best_chosen, best_order,
+                             use_dfs)
 
 
 @nb.njit(cache=True, nogil=True)

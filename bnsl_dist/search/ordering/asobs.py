@@ -49,7 +49,7 @@ from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.search.base import Budget, Incumbent, Stopwatch, register
 from bnsl_dist.search.ordering import _kernels as K
 from bnsl_dist.search.ordering import _window_kernels as WK
-from bnsl_dist.search.ordering.obs import exact_total, search_orders
+from bnsl_dist.search.ordering.obs import cache_masks, exact_total, search_orders
 from bnsl_dist.search.ordering.samplers import entropy_orders, entropy_weights, uniform_orders
 
 __all__ = ["ASOBS", "ASOBSEnt", "WinASOBS", "WinASOBSEnt", "candidate_bitsets",
@@ -83,10 +83,11 @@ def window_refine(fc: FlatCache, order: NDArray[np.int64], chosen: NDArray[np.in
                   ) -> Iterator[tuple[float, NDArray[np.int64]]]:
     """OBS on ``order`` then the window search, in chunks; yields (score, chosen) after
     each chunk that improved. ``order`` must be consistent with ``chosen``'s DAG.
-    ``cand`` / ``pmask``: :func:`candidate_bitsets` / ``set_masks`` if already known."""
+    ``cand`` / ``pmask``: :func:`candidate_bitsets` / :func:`~.obs.cache_masks` if already
+    known."""
     n = fc.n
     pos = np.empty(n, dtype=np.int64)
-    pmask = K.set_masks(fc.par_offsets, fc.par_flat) if pmask is None else pmask
+    pmask = cache_masks(fc) if pmask is None else pmask
     K.obs_assign(order, fc.offsets, fc.par_offsets, fc.par_flat, pmask, fc.scores, pos,
                  chosen)
     yield exact_total(fc, chosen), chosen
@@ -206,8 +207,7 @@ class ASOBS:
 
             def refine(fc, order, chosen, watch, g):  # type: ignore[no-untyped-def]
                 if not cand_cache:
-                    cand_cache.extend([candidate_bitsets(fc),
-                                      K.set_masks(fc.par_offsets, fc.par_flat)])
+                    cand_cache.extend([candidate_bitsets(fc), cache_masks(fc)])
                 return window_refine(fc, order, chosen, watch, g, max_window=max_window,
                                      cand=cand_cache[0], pmask=cand_cache[1])
 

@@ -20,7 +20,7 @@ from bnsl_dist.search.base import Budget, Incumbent, Stopwatch, register
 from bnsl_dist.search.ordering import _kernels as K
 from bnsl_dist.search.ordering.samplers import uniform_orders
 
-__all__ = ["OBS", "batch_size", "search_orders"]
+__all__ = ["OBS", "batch_size", "cache_masks", "search_orders"]
 
 #: Orders per kernel call: about 2048 variable-visits, between 1 and 256 orders.
 _BATCH_WORK = 2048
@@ -29,6 +29,15 @@ _MAX_BATCH = 256
 
 def batch_size(n_vars: int) -> int:
     return max(1, min(_MAX_BATCH, _BATCH_WORK // max(1, n_vars)))
+
+
+def cache_masks(fc: FlatCache, words: int | None = None) -> NDArray[np.uint64]:
+    """The set masks of the kernels (``pmask``, :func:`~._kernels.set_masks`), with
+    ``words`` words (default :func:`~._kernels.mask_words` of the number of variables);
+    a 1-D array for one word."""
+    words = int(K.mask_words(fc.n)) if words is None else words
+    masks: NDArray[np.uint64] = K.set_masks(fc.par_offsets, fc.par_flat, words)
+    return masks[:, 0].copy() if words == 1 else masks
 
 
 def exact_total(fc: FlatCache, chosen: NDArray[np.int64]) -> float:
@@ -66,7 +75,7 @@ def search_orders(cache: ParentSetCache, budget: Budget, rng: np.random.Generato
     out_scores = np.empty(b, dtype=np.float64)
     chosen = np.empty(n, dtype=np.int64)
     order = np.empty(n, dtype=np.int64)
-    pmask = K.set_masks(fc.par_offsets, fc.par_flat)
+    pmask = cache_masks(fc)
     while not watch.done():
         left = watch.iterations_left()
         m = b if left is None else min(b, left)
