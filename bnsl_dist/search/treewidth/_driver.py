@@ -125,15 +125,15 @@ def _batches(kernel: BatchKernel, n: int, sw: Stopwatch, seed: int, single: bool
     insertion order and attach ids, elapsed).
 
     ``sw`` was started before the learner's setup (the cache views), which so counts
-    against the budget; the first iteration runs even when the setup used it all up, so
-    a run always has a DAG. With ``improvements`` a batch ends at the first iteration
-    beating the best so far, else every batch runs in full (no improvement reported)."""
+    against the budget: a setup that uses it all up leaves no iteration. With
+    ``improvements`` a batch ends at the first iteration beating the best so far, else
+    every batch runs in full (no improvement reported)."""
     size = 1
     best = -np.inf
     chosen = np.empty(n, dtype=np.int64)
     ins = np.empty(n, dtype=np.int64)
     attach = np.empty(n, dtype=np.int64)
-    while sw.iterations == 0 or not sw.done():
+    while not sw.done():
         left = sw.iterations_left()
         if left is not None:
             size = min(size, left)
