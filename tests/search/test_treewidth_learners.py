@@ -349,3 +349,100 @@ def test_bad_parameters(params):
     for name in ("kg", "kg-ent", "kmax"):
         with pytest.raises(InvalidConfigError):
             list(make_optimizer(name, **params).run(cache, Budget(max_iterations=1), 0))
+
+
+@pytest.mark.parametrize("cap", [1, 2, 3])
+def test_cache_views_match_a_naive_scan(cap):
+    """k-MAX's candidate pools and inverted index against a plain scan of the sets."""
+    cache = random_cache(40, 3, max_sets_per_var=12, max_indegree=3)
+    a = CacheArrays.of(cache, 3, cap)
+    n, f = cache.n_vars, cache.flat
+    members = [f.par_flat[f.par_offsets[g]:f.par_offsets[g + 1]].tolist()
+               for g in range(cache.n_sets)]
+    usable = [g for g in range(cache.n_sets) if len(members[g]) <= cap]
+    cand_offsets, cand_flat = a.candidates()
+    inv_offsets, inv_sets = a.inverted_index()
+    for v in range(n):
+        want = sorted({p for g in usable if f.owner[g] == v for p in members[g]})
+        assert cand_flat[cand_offsets[v]:cand_offsets[v + 1]].tolist() == want
+        assert inv_sets[inv_offsets[v]:inv_offsets[v + 1]].tolist() == \
+            [g for g in usable if v in members[g]]
+
+
+class _Clock:
+    """A ``time`` module for :mod:`bnsl_dist.search.base` whose perf_counter moves
+    ``step`` seconds per call, plus what :meth:`jump` adds."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step, self.jumped = 0.0, step, 0.0
+
+    def perf_counter(self) -> float:
+        self.now += self.step
+        return self.now
+
+    def jump(self, seconds: float) -> None:
+        self.now += seconds
+        self.jumped += seconds
+
+
+def _patch_clock(monkeypatch, clock: _Clock) -> None:
+    import types
+
+    from bnsl_dist.search import base
+    from bnsl_dist.search.treewidth import _driver
+
+    fake = types.SimpleNamespace(perf_counter=clock.perf_counter)
+    monkeypatch.setattr(base, "time", fake)
+    monkeypatch.setattr(_driver, "time", fake)
+
+
+@pytest.mark.parametrize(("name", "kw"), ALGOS)
+def test_time_up_after_the_first_check_runs_one_iteration(name, kw, monkeypatch):
+    """A stopwatch that reports the time up after its first check: one iteration (the
+    first batch is a single iteration, whatever the batch sizing)."""
+    from bnsl_dist.search import AnytimeTrace
+    from bnsl_dist.search.base import Stopwatch
+
+    checks = []
+
+    def done(self):
+        checks.append(self.iterations)
+        return len(checks) > 1
+
+    monkeypatch.setattr(Stopwatch, "done", done)
+    cache = random_cache(30, 2, max_sets_per_var=8, max_indegree=3)
+    opt = make_optimizer(name, k=3, **kw)
+    tr = AnytimeTrace.collect(opt.run(cache, Budget(seconds=60.0), 4))
+    assert tr.total_iterations == 1 and checks == [0, 1]
+    assert [i.iterations for i in tr.incumbents] == [1]
+    checks.clear()
+    scores, _ = opt.iteration_scores(cache, Budget(seconds=60.0), 4)
+    assert len(scores) == 1 and scores[0] == pytest.approx(tr.incumbents[0].score, abs=1e-9)
+
+
+@pytest.mark.parametrize(("name", "kw"), ALGOS)
+def test_setup_time_counts_against_the_budget(name, kw, monkeypatch):
+    """The cache views (seconds on caches of 10^5 sets) are built on the budget's clock:
+    when they use it all up, no iteration runs (issue 18: k-MAX ran 60-70% over its
+    budget, the views' time uncounted)."""
+    from bnsl_dist.search import AnytimeTrace
+
+    clock = _Clock(0.01)  # 10 ms a clock read: several iterations in a 0.1 s budget
+    _patch_clock(monkeypatch, clock)
+    for view in ("of", "candidates", "inverted_index", "score_range"):
+        orig = getattr(CacheArrays, view)
+
+        def slow(*args, _orig=orig, **kwargs):
+            clock.jump(5.0)
+            return _orig(*args, **kwargs)
+
+        monkeypatch.setattr(CacheArrays, view, staticmethod(slow) if view == "of" else slow)
+    cache = random_cache(30, 2, max_sets_per_var=8, max_indegree=3)
+    opt = make_optimizer(name, k=3, **kw)
+    tr = AnytimeTrace.collect(opt.run(cache, Budget(seconds=0.1), 4))
+    assert clock.jumped >= 5.0
+    assert tr.total_iterations == 0 and tr.incumbents == []
+    # the same clock without the setup's jumps runs more than one iteration
+    monkeypatch.undo()
+    _patch_clock(monkeypatch, _Clock(0.01))
+    assert AnytimeTrace.collect(opt.run(cache, Budget(seconds=0.1), 4)).total_iterations > 1
