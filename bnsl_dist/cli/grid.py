@@ -104,7 +104,10 @@ def status_cmd(grid_file: str, results: str, as_json: bool) -> None:
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
               help="The records file to write (Parquet), e.g. "
                    "workflows/results/<grid>/records.parquet.")
-def export_cmd(results: str, out: str) -> None:
+@click.option("--dags", type=click.Choice(["all", "best"]), default="all", show_default=True,
+              help="DAGs kept per cell: of every checkpoint incumbent, or the best only "
+                   "(no table reads the others; most of a large grid's file).")
+def export_cmd(results: str, out: str, dags: str) -> None:
     """Write every result of DIR, its stored grids and failures as one records file.
 
     The file alone regenerates the tables: `bnsl-dist tables FILE --out FOLDER`. Rows
@@ -112,7 +115,7 @@ def export_cmd(results: str, out: str) -> None:
     from bnsl_dist.results.export import export_records, read_records
 
     check_output_file(out, "--out")
-    path = export_records(results, out)
+    path = export_records(results, out, dags=dags)
     recs = read_records(path)
     click.echo(f"{path}: {recs.table.num_rows} results, {len(recs.failures)} failures, "
                f"grids {sorted(recs.grids)}, {path.stat().st_size} bytes")

@@ -4,6 +4,7 @@ and a clear error naming a file that is not one."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pyarrow as pa
@@ -12,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from bnsl_dist.cli import main
-from bnsl_dist.exceptions import DataError
+from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.results import export as export_mod
 from bnsl_dist.results.export import export_records, load_records, read_records
 from tests.results import synthetic as S
@@ -50,6 +51,22 @@ def test_identical_provenance_stored_once_and_same_bytes(tmp_path):
     consts = json.loads(meta[b"bnsl_dist.constants"])
     assert consts["versions"] == '{"bnsl_dist": "0"}' and consts["hostname"] == "h"
     assert f.metadata.row_group(0).column(0).compression == "ZSTD"
+
+
+def test_best_dags_only_drops_the_checkpoint_dags(tmp_path):
+    recs = S.records()
+    recs[0] = dataclasses.replace(recs[0], incumbent_dags='{"0": [[], [0]]}')
+    S.write_store(tmp_path / "res", recs)
+    out = export_records(tmp_path / "res", tmp_path / "r.parquet", dags="best")
+    back = read_records(out).table
+    want = sorted((r.to_row() for r in recs), key=lambda r: r["key"])
+    assert any(r["incumbent_dags"] != "{}" for r in want)  # the case is exercised
+    assert back.column("incumbent_dags").to_pylist() == ["{}"] * len(want)
+    for r in want:
+        r["incumbent_dags"] = "{}"
+    assert _rows(back) == _rows(pa.Table.from_pylist(want, schema=back.schema))
+    with pytest.raises(InvalidConfigError, match="dags"):
+        export_records(tmp_path / "res", tmp_path / "x.parquet", dags="some")
 
 
 def test_differing_provenance_kept_per_row(tmp_path):
