@@ -195,7 +195,10 @@ _INFRASTRUCTURE = ("KilledWorker", "CommClosedError", "CancelledError",
 @dataclass
 class GridSummary:
     """What a :func:`run_grid` call did. ``utilisation`` = sum of task compute time /
-    (wall time × workers), None when the scheduler could not say."""
+    (wall time × worker threads), None when the scheduler could not say. The wall time
+    is the longer of the client's clock and the span of the tasks on the workers' clocks
+    (the scheduler shifts those by a measured delay, so a short run could otherwise
+    read above 1)."""
 
     total: int
     skipped: int
@@ -205,19 +208,24 @@ class GridSummary:
     errors: dict[str, str] = field(default_factory=dict)  # failed key -> first error line
     seconds: float = 0.0
     busy_seconds: float | None = None
+    task_span_seconds: float = 0.0
     workers: int = 0
+    threads: int = 0  # worker threads (task slots); 0 = unknown, one per worker assumed
     report: Path | None = None
 
     @property
     def utilisation(self) -> float | None:
-        if self.busy_seconds is None or not self.workers or self.seconds <= 0:
+        slots = self.threads or self.workers
+        wall = max(self.seconds, self.task_span_seconds)
+        if self.busy_seconds is None or not slots or wall <= 0:
             return None
-        return self.busy_seconds / (self.seconds * self.workers)
+        return self.busy_seconds / (wall * slots)
 
     def to_dict(self) -> dict[str, Any]:
         return {"total": self.total, "skipped": self.skipped, "computed": len(self.computed),
                 "failed": len(self.failed), "interrupted": len(self.interrupted),
                 "wall_seconds": round(self.seconds, 3), "workers": self.workers,
+                "threads": self.threads or self.workers,
                 "busy_seconds": None if self.busy_seconds is None
                 else round(self.busy_seconds, 3),
                 "utilisation": None if self.utilisation is None
@@ -281,26 +289,38 @@ def _report(path: Path | None) -> Iterator[None]:
 
 def _n_workers(client: Client) -> int | None:
     """Workers connected now; None when the scheduler does not answer."""
+    slots = _worker_slots(client)
+    return None if slots is None else slots[0]
+
+
+def _worker_slots(client: Client) -> tuple[int, int] | None:
+    """(workers, their threads in all) connected now; None when the scheduler does not
+    answer."""
     if client.status != "running":
         return None
     try:
-        return len(client.scheduler_info().get("workers", {}))
+        workers = client.scheduler_info().get("workers", {})
     except Exception:  # noqa: BLE001 - a lost scheduler
         return None
+    return len(workers), sum(int(w.get("nthreads", 1)) for w in workers.values())
 
 
-def _busy_seconds(client: Client, since: float, prefixes: tuple[str, ...]) -> float | None:
-    """Compute seconds of our tasks that started since ``since`` (the scheduler's task
-    stream; a task of an earlier run still computing on a shared cluster, e.g. a batch of
-    a cache that failed, is not this run's work)."""
+def _compute_spans(client: Client, since: float,
+                   prefixes: tuple[str, ...]) -> list[tuple[float, float]] | None:
+    """(start, stop) of each compute of our tasks that started since ``since``, from the
+    scheduler's task stream; None when the scheduler does not answer. A task of an
+    earlier run still computing on a shared cluster (e.g. a batch of a cache that failed)
+    is not this run's work. The stream's own ``start`` filter bisects a buffer that is
+    not sorted when several workers report, so it only narrows; the start of each
+    compute decides."""
     try:
         stream = client.get_task_stream(start=since)
     except Exception:  # noqa: BLE001 - a lost scheduler
         return None
-    return sum(ss["stop"] - ss["start"] for rec in stream
-               if str(rec.get("key", "")).startswith(prefixes)
-               for ss in rec.get("startstops", ())
-               if ss.get("action") == "compute" and ss["start"] >= since)
+    return [(ss["start"], ss["stop"]) for rec in stream
+            if str(rec.get("key", "")).startswith(prefixes)
+            for ss in rec.get("startstops", ())
+            if ss.get("action") == "compute" and ss["start"] >= since]
 
 
 def cell_cost(cell: Cell) -> float:
@@ -416,8 +436,14 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     lost = _drain(client, futures, by_key, store, summary, bar, on_result, no_worker_timeout)
     summary.seconds = time.perf_counter() - t0
     if lost is None:
-        summary.workers = max(summary.workers, _n_workers(client) or 0)
-        summary.busy_seconds = _busy_seconds(client, since, ("cell-", "cache-"))
+        workers, threads = _worker_slots(client) or (0, 0)
+        summary.workers = max(summary.workers, workers)
+        summary.threads = max(summary.threads, threads)
+        spans = _compute_spans(client, since, ("cell-", "cache-"))
+        if spans is not None:
+            summary.busy_seconds = sum(b - a for a, b in spans)
+            if spans:
+                summary.task_span_seconds = max(b for _, b in spans) - min(a for a, _ in spans)
     else:
         summary.interrupted.extend(futures.values())
         with contextlib.suppress(Exception):

@@ -27,7 +27,7 @@ def test_warm_up_reports_problems(monkeypatch):
 def test_busy_seconds_count_only_this_runs_compute():
     """Utilisation's numerator: compute of our task prefixes that started since the run
     began (a task of an earlier run still computing on a shared cluster is not ours)."""
-    from bnsl_dist.orchestrate.grid import _busy_seconds
+    from bnsl_dist.orchestrate.grid import _compute_spans
 
     def rec(key, *spans, action="compute"):
         return {"key": key, "startstops": [{"action": action, "start": a, "stop": b}
@@ -41,10 +41,26 @@ def test_busy_seconds_count_only_this_runs_compute():
                     rec("other-d", (101.0, 109.0)),
                     rec("cell-e", (101.0, 102.0), action="transfer")]
 
-    assert _busy_seconds(FakeClient(), 100.0, ("cell-", "cache-")) == 3.5
+    assert sorted(_compute_spans(FakeClient(), 100.0, ("cell-", "cache-"))) == [
+        (100.0, 101.0), (101.0, 103.5)]
 
     class Lost:
         def get_task_stream(self, start):
             raise OSError("scheduler gone")
 
-    assert _busy_seconds(Lost(), 100.0, ("cell-",)) is None
+    assert _compute_spans(Lost(), 100.0, ("cell-",)) is None
+
+
+def test_utilisation_counts_threads_and_the_workers_span():
+    """Busy seconds over (wall × task slots); the wall is the longer of the client's
+    clock and the tasks' span on the workers' clocks, so two workers busy all along
+    read 1.00, never above, even when the workers' clocks run ahead of the client's."""
+    from bnsl_dist.orchestrate.grid import GridSummary
+
+    s = GridSummary(total=2, skipped=0, seconds=1.0, busy_seconds=2.04, workers=2)
+    assert s.utilisation == 1.02  # the client's clock alone: the failure this guards
+    s.task_span_seconds = 1.02
+    assert s.utilisation == 1.0 and "utilisation 1.00" in str(s)
+    s.threads = 4  # two workers of two threads: half the slots idle
+    assert s.utilisation == 0.5 and s.to_dict()["threads"] == 4
+    assert GridSummary(total=0, skipped=0).utilisation is None
