@@ -107,15 +107,21 @@ def status_cmd(grid_file: str, results: str, as_json: bool) -> None:
 @click.option("--dags", type=click.Choice(["all", "best"]), default="all", show_default=True,
               help="DAGs kept per cell: of every checkpoint incumbent, or the best only "
                    "(no table reads the others; most of a large grid's file).")
-def export_cmd(results: str, out: str, dags: str) -> None:
+@click.option("--max-mb", type=click.FloatRange(min=0.01), default=None,
+              help="Write a file over this many MB (10^6 bytes) in parts of at most this "
+                   "size (records.parquet, records.2.parquet, ...; reading any part reads "
+                   "all), e.g. to stay under a repository's file-size limit.")
+def export_cmd(results: str, out: str, dags: str, max_mb: float | None) -> None:
     """Write every result of DIR, its stored grids and failures as one records file.
 
     The file alone regenerates the tables: `bnsl-dist tables FILE --out FOLDER`. Rows
     are sorted by cell key, so the same results give the same bytes."""
-    from bnsl_dist.results.export import export_records, read_records
+    from bnsl_dist.results.export import export_records, read_records, records_files
 
     check_output_file(out, "--out")
-    path = export_records(results, out, dags=dags)
+    path = export_records(results, out, dags=dags,
+                          max_bytes=None if max_mb is None else int(max_mb * 1e6))
     recs = read_records(path)
+    sizes = ", ".join(f"{p.name} {p.stat().st_size} bytes" for p in records_files(path))
     click.echo(f"{path}: {recs.table.num_rows} results, {len(recs.failures)} failures, "
-               f"grids {sorted(recs.grids)}, {path.stat().st_size} bytes")
+               f"grids {sorted(recs.grids)}; {sizes}")

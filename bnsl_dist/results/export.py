@@ -13,24 +13,34 @@ Layout of a records file (Parquet, zstd):
 
 The same folder gives the same bytes (sorted rows, canonical JSON, no timestamps), so a
 committed records file changes only when a record does.
+
+A records file over a size limit (``export_records(max_bytes=)``, ``grid export
+--max-mb``) is written in parts: ``records.parquet``, ``records.2.parquet``, ... each a
+records file of consecutive keys with a ``bnsl_dist.part`` metadata entry (its number,
+the count, the first part's name); the failures are in the first. Reading any part reads
+them all, and a missing or foreign part is an error naming it.
 """
 
 from __future__ import annotations
 
 import io
+import itertools
 import json
+import math
 import os
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from bnsl_dist._io import atomic_writer
+from bnsl_dist._io import atomic_write_bytes
 from bnsl_dist._json import canonical_json
 from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.results.records import (
@@ -41,7 +51,8 @@ from bnsl_dist.results.records import (
 )
 from bnsl_dist.results.store import ResultStore
 
-__all__ = ["RecordSet", "RECORDS_FORMAT", "export_records", "read_records", "load_records"]
+__all__ = ["RecordSet", "RECORDS_FORMAT", "export_records", "read_records", "load_records",
+           "part_paths", "records_files"]
 
 #: The value of the ``bnsl_dist.records`` metadata key of files this module writes.
 RECORDS_FORMAT = "bnsl_dist.records/1"
@@ -49,6 +60,7 @@ _META_FORMAT = b"bnsl_dist.records"
 _META_GRIDS = b"bnsl_dist.grids"
 _META_FAILURES = b"bnsl_dist.failures"
 _META_CONSTANTS = b"bnsl_dist.constants"
+_META_PART = b"bnsl_dist.part"
 #: Columns stored once in the metadata when every row has the same value.
 _CONSTANT_CANDIDATES = ("versions", "hostname", "commit", "dirty")
 
@@ -95,18 +107,23 @@ def _folder_records(root: Path) -> RecordSet:
 
 
 def export_records(results: str | os.PathLike[str], out: str | os.PathLike[str], *,
-                   keys: Iterable[str] | None = None, dags: str = "all") -> Path:
+                   keys: Iterable[str] | None = None, dags: str = "all",
+                   max_bytes: int | None = None) -> Path:
     """Write the records file of the results folder ``results`` to ``out`` (atomically:
     a failed export leaves any older file in place); with ``keys``, only those cells'
     results and failures. ``dags="best"`` keeps each cell's best DAG (``dag_json``) and
     drops the DAGs of its earlier checkpoint incumbents (``incumbent_dags`` becomes
     ``{}``, so :meth:`CellResult.trace` is empty): no table reads them, and on grids of
-    thousands of variables they are most of the file.
+    thousands of variables they are most of the file. With ``max_bytes``, a file over
+    that size is written in parts of at most that size (see the module's docstring);
+    the parts after the first are written first, and parts left by an earlier export
+    beyond the new count are removed. Returns the (first) file.
 
     Raises
     ------
     DataError
-        ``results`` is not a folder, or holds an unreadable record.
+        ``results`` is not a folder, or holds an unreadable record, or one record alone
+        is over ``max_bytes``.
     """
     if dags not in ("all", "best"):
         raise InvalidConfigError(f"dags must be 'all' or 'best', got {dags!r}")
@@ -131,18 +148,77 @@ def export_records(results: str | os.PathLike[str], out: str | os.PathLike[str],
         if table.num_rows and len(values) == 1:
             constants[name] = values.pop()
             table = table.drop_columns([name])
-    meta = {_META_FORMAT: RECORDS_FORMAT.encode(),
+    if max_bytes is not None and max_bytes < 1:
+        raise InvalidConfigError(f"max_bytes must be >= 1, got {max_bytes}")
+    base = {_META_FORMAT: RECORDS_FORMAT.encode(),
             _META_GRIDS: canonical_json(recs.grids).encode(),
-            _META_FAILURES: canonical_json([asdict(f) for f in failures]).encode(),
             _META_CONSTANTS: canonical_json(constants).encode()}
-    table = table.replace_schema_metadata(meta)
-
-    def write(fh: IO[bytes]) -> None:
-        pq.write_table(table, fh, compression="zstd", compression_level=_ZSTD_LEVEL)
-
     target = Path(out)
-    atomic_writer(target, write)
+
+    def encode(rows: pa.Table, fails: list[CellFailure],
+               part: dict[str, Any] | None = None) -> bytes:
+        meta = {**base, _META_FAILURES: canonical_json([asdict(f) for f in fails]).encode()}
+        if part is not None:
+            meta[_META_PART] = canonical_json(part).encode()
+        buf = io.BytesIO()
+        pq.write_table(rows.replace_schema_metadata(meta), buf, compression="zstd",
+                       compression_level=_ZSTD_LEVEL)
+        return buf.getvalue()
+
+    blobs = [encode(table, failures)]
+    if max_bytes is not None and len(blobs[0]) > max_bytes:
+        blobs = _split_parts(table, failures, encode, len(blobs[0]), max_bytes, target)
+    paths = part_paths(target, len(blobs))
+    for path, blob in reversed(list(zip(paths, blobs, strict=True))):  # the first last
+        atomic_write_bytes(path, blob)
+    for stale in records_files(target)[1:]:
+        if stale not in paths:
+            stale.unlink()
     return target
+
+
+def part_paths(first: str | os.PathLike[str], count: int) -> list[Path]:
+    """The files of a records file written in ``count`` parts, the first being ``first``
+    (``records.parquet`` -> ``records.2.parquet``, ``records.3.parquet``, ...)."""
+    p = Path(first)
+    return [p] + [p.with_name(f"{p.stem}.{i}{p.suffix}") for i in range(2, count + 1)]
+
+
+def records_files(first: str | os.PathLike[str]) -> list[Path]:
+    """``first`` and the numbered part files beside it (``<stem>.<n><suffix>``, n >= 2,
+    by number), whether or not they are of its set."""
+    p = Path(first)
+    pat = re.compile(re.escape(p.stem) + r"\.([2-9]|[1-9]\d+)" + re.escape(p.suffix))
+    found = sorted((int(m.group(1)), q) for q in
+                   (p.parent.iterdir() if p.parent.is_dir() else ())
+                   if (m := pat.fullmatch(q.name)))
+    return [p, *(q for _, q in found)]
+
+
+def _split_parts(table: pa.Table, failures: list[CellFailure],
+                 encode: Callable[[pa.Table, list[CellFailure], dict[str, Any]], bytes],
+                 size: int, max_bytes: int, first: Path) -> list[bytes]:
+    """The parts of ``table`` (consecutive rows, balanced by their DAG and certificate
+    text) that each encode to at most ``max_bytes``; more parts are tried until they
+    fit."""
+    weight = (pc.binary_length(table.column("dag_json")).to_numpy(zero_copy_only=False)
+              + pc.binary_length(table.column("incumbent_dags")).to_numpy(zero_copy_only=False)
+              + 6 * pc.list_value_length(table.column("treewidth_order"))
+              .to_numpy(zero_copy_only=False) + 1_000).astype(float)
+    cum = np.cumsum(weight)
+    parts = max(2, math.ceil(size / (0.9 * max_bytes)))
+    while parts <= table.num_rows:
+        cuts = np.searchsorted(cum, cum[-1] * np.arange(1, parts) / parts) + 1
+        bounds = np.unique(np.concatenate([[0], np.clip(cuts, 1, table.num_rows - 1),
+                                           [table.num_rows]]))
+        blobs = [encode(table.slice(a, b - a), failures if i == 0 else [],
+                        {"part": i + 1, "of": len(bounds) - 1, "first": first.name})
+                 for i, (a, b) in enumerate(itertools.pairwise(bounds))]
+        if all(len(b) <= max_bytes for b in blobs):
+            return blobs
+        parts += 1
+    raise DataError(f"a single record is over the size limit of {max_bytes} bytes",
+                    path=str(first))
 
 
 #: zstd level of records files: 19 writes 1,260 cells of up to 4,000 variables in ~35 s
@@ -159,15 +235,37 @@ def _meta_json(meta: Mapping[bytes, bytes], key: bytes, path: Path) -> Any:
 
 
 def read_records(path: str | os.PathLike[str]) -> RecordSet:
-    """Read a records file written by :func:`export_records`.
+    """Read a records file written by :func:`export_records`; a file written in parts is
+    read whole from any of its parts.
 
     Raises
     ------
     DataError
         Naming the file: missing, not Parquet, or a Parquet file that is not a records
-        file (no ``bnsl_dist.records`` metadata, another format, missing columns).
+        file (no ``bnsl_dist.records`` metadata, another format, missing columns), or a
+        part of a set that is missing or not of the set.
     """
-    p = Path(path)
+    recs, part = _read_one(Path(path))
+    if part is None:
+        return recs
+    first = Path(path).with_name(str(part["first"]))
+    sets: list[RecordSet] = []
+    for i, p in enumerate(part_paths(first, int(part["of"])), start=1):
+        if not p.is_file():
+            raise DataError(f"part {i} of {part['of']} of the records file {first.name} "
+                            "is missing", path=str(p))
+        one, got = _read_one(p)
+        want = {"part": i, "of": part["of"], "first": first.name}
+        if got != want:
+            raise DataError(f"not part {i} of {part['of']} of {first.name} "
+                            f"(its part entry: {got})", path=str(p))
+        sets.append(one)
+    return RecordSet(pa.concat_tables([r.table for r in sets]), sets[0].grids,
+                     [f for r in sets for f in r.failures])
+
+
+def _read_one(p: Path) -> tuple[RecordSet, dict[str, Any] | None]:
+    """One records file, and its part entry (None when it is whole)."""
     try:
         table = pq.read_table(io.BytesIO(p.read_bytes()), use_threads=False)
     except FileNotFoundError:
@@ -184,6 +282,14 @@ def read_records(path: str | os.PathLike[str]) -> RecordSet:
                         "'bnsl-dist grid export')", path=str(p))
     grids = _meta_json(meta, _META_GRIDS, p)
     constants = _meta_json(meta, _META_CONSTANTS, p)
+    part = _meta_json(meta, _META_PART, p) if _META_PART in meta else None
+    if part is not None and not (isinstance(part, dict) and set(part) == {"part", "of", "first"}
+                                 and isinstance(part["first"], str)
+                                 and Path(part["first"]).name == part["first"]
+                                 and isinstance(part["of"], int)
+                                 and isinstance(part["part"], int)
+                                 and 1 <= part["part"] <= part["of"]):
+        raise DataError(f"records file with a bad part entry: {part}", path=str(p))
     try:
         failures = [CellFailure(**f) for f in _meta_json(meta, _META_FAILURES, p)]
     except (TypeError, ValueError) as exc:
@@ -204,7 +310,7 @@ def read_records(path: str | os.PathLike[str]) -> RecordSet:
     except (pa.ArrowException, ValueError) as exc:
         raise DataError(f"records file with columns of the wrong type: {exc}",
                         path=str(p)) from None
-    return RecordSet(table, dict(grids), failures)
+    return RecordSet(table, dict(grids), failures), part
 
 
 def load_records(source: str | os.PathLike[str]) -> RecordSet:

@@ -149,3 +149,101 @@ def test_export_of_some_keys(tmp_path):
     out = read_records(export_records(tmp_path / "res", tmp_path / "r.parquet", keys=keep))
     assert [r.key for r in out.results()] == keep
     assert out.failures == [f for f in [S.failure()] if f.key in keep]
+
+
+def _bulky(recs: list, seed: int = 0) -> list:
+    """The records with incompressible 20 kB treewidth certificates (a large grid's
+    rows), so that a size limit splits the file."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return [dataclasses.replace(r, treewidth_order=tuple(int(x) for x in
+                                                         rng.permutation(5_000)))
+            for r in recs]
+
+
+def test_records_over_the_limit_written_in_parts(tmp_path):
+    """Every part is under the limit and the parts read back (from any of them) equal
+    the whole file's rows, failures and grids; the tables are the same; a re-export
+    that fits removes the parts it no longer needs."""
+    from bnsl_dist.cli.tables import write_all_tables
+
+    S.write_store(tmp_path / "res", _bulky(S.records()))
+    whole = export_records(tmp_path / "res", tmp_path / "whole" / "records.parquet")
+    size = whole.stat().st_size
+    limit = size // 2  # each file also carries ~11 kB of schema and metadata
+    first = export_records(tmp_path / "res", tmp_path / "p" / "records.parquet",
+                           max_bytes=limit)
+    files = export_mod.records_files(first)
+    assert [p.name for p in files] == ["records.parquet"] + [
+        f"records.{i}.parquet" for i in range(2, len(files) + 1)]
+    assert len(files) >= 2 and all(p.stat().st_size <= limit for p in files)
+    want = read_records(whole)
+    for part in files:
+        back = read_records(part)
+        assert _rows(back.table) == _rows(want.table)
+        assert back.failures == want.failures and back.grids == want.grids
+    # each part holds consecutive keys; the failures are in the first
+    metas = [json.loads(pq.ParquetFile(p).schema_arrow.metadata[b"bnsl_dist.part"])
+             for p in files]
+    assert metas == [{"part": i, "of": len(files), "first": "records.parquet"}
+                     for i in range(1, len(files) + 1)]
+    keys = [pq.read_table(p, columns=["key"]).column("key").to_pylist() for p in files]
+    assert sum(keys, []) == sorted(r.key for r in S.records())
+    assert json.loads(pq.ParquetFile(files[1]).schema_arrow.metadata[b"bnsl_dist.failures"]) \
+        == []
+    names = {p.name for p in write_all_tables(load_records(first), tmp_path / "t1", plots=False)}
+    write_all_tables(load_records(whole), tmp_path / "t2", plots=False)
+    for name in names:
+        assert (tmp_path / "t1" / name).read_bytes() == (tmp_path / "t2" / name).read_bytes()
+    # the same folder twice: the same bytes in every part
+    again = export_mod.records_files(export_records(tmp_path / "res", tmp_path / "q" /
+                                                    "records.parquet", max_bytes=limit))
+    assert [p.read_bytes() for p in again] == [p.read_bytes() for p in files]
+    # a re-export that fits in one file leaves no stale part beside it
+    export_records(tmp_path / "res", first, max_bytes=10 * size)
+    assert export_mod.records_files(first) == [first]
+    assert _rows(read_records(first).table) == _rows(want.table)
+
+
+def test_missing_or_foreign_part_named(tmp_path):
+    S.write_store(tmp_path / "res", _bulky(S.records()))
+    S.write_store(tmp_path / "other", _bulky(S.records(), seed=1))
+    size = export_records(tmp_path / "res", tmp_path / "w.parquet").stat().st_size
+    first = export_records(tmp_path / "res", tmp_path / "a" / "records.parquet",
+                           max_bytes=size // 2)
+    files = export_mod.records_files(first)
+    n = len(files)
+    last = files[-1]
+    saved = last.read_bytes()
+    last.unlink()
+    for entry in (first, files[1]):
+        with pytest.raises(DataError, match=f"part {n} of {n} .* is missing") as err:
+            read_records(entry)
+        assert str(last) in str(err.value)
+    # a part of another set of another name in its place
+    other = export_records(tmp_path / "other", tmp_path / "b" / "recs.parquet",
+                           max_bytes=size // 2)
+    last.write_bytes(export_mod.records_files(other)[-1].read_bytes())
+    with pytest.raises(DataError, match=f"not part {n} of {n} of records.parquet") as err:
+        read_records(first)
+    assert str(last) in str(err.value)
+    last.write_bytes(saved)
+    assert read_records(first).table.num_rows == len(S.records())
+    with pytest.raises(DataError, match="single record is over"):
+        export_records(tmp_path / "res", tmp_path / "c.parquet", max_bytes=1_000)
+    with pytest.raises(InvalidConfigError, match="max_bytes"):
+        export_records(tmp_path / "res", tmp_path / "c.parquet", max_bytes=0)
+    assert not (tmp_path / "c.parquet").exists()
+
+
+def test_cli_export_in_parts(tmp_path):
+    S.write_store(tmp_path / "res", _bulky(S.records()))
+    whole = export_records(tmp_path / "res", tmp_path / "w.parquet").stat().st_size
+    out = tmp_path / "x" / "records.parquet"
+    r = CliRunner().invoke(main, ["grid", "export", str(tmp_path / "res"), "--out", str(out),
+                                  "--max-mb", str(whole / 2.5e6)])
+    assert r.exit_code == 0, r.output
+    assert "records.2.parquet" in r.output and f"{len(S.records())} results" in r.output
+    r = CliRunner().invoke(main, ["tables", str(out), "--no-plots"])
+    assert r.exit_code == 0, r.output
