@@ -100,8 +100,10 @@ def export_records(results: str | os.PathLike[str], out: str | os.PathLike[str],
     a failed export leaves any older file in place); with ``keys``, only those cells'
     results and failures. ``dags="best"`` keeps each cell's best DAG (``dag_json``) and
     drops the DAGs of its earlier checkpoint incumbents (``incumbent_dags`` becomes
-    ``{}``, so :meth:`CellResult.trace` is empty): no table reads them, and on grids of
-    thousands of variables they are most of the file.
+    ``{}``, so :meth:`CellResult.trace` holds the best incumbent alone): no table reads
+    them, and on grids of thousands of variables they are most of the file. Rows of
+    either layout (the best's DAG in ``incumbent_dags`` too, or only in ``dag_json``)
+    are written as they are.
 
     Raises
     ------
