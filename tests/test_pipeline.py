@@ -3,6 +3,7 @@ naive BIC oracle; spec models; screening as a stage; provenance."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -13,12 +14,14 @@ import pytest
 import bnsl_dist.pipeline.cell as C
 import bnsl_dist.pipeline.run as E
 import bnsl_dist.search.base as B
+from bnsl_dist._json import canonical_json
 from bnsl_dist.cache.jkl import write_jkl
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.config import GridConfig
 from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.pipeline.specs import DataRef
+from bnsl_dist.results.records import CellResult, records_to_table
 from bnsl_dist.scores.local import LocalScorer
 from bnsl_dist.search.base import Incumbent
 from tests.naive_scores import naive_bic
@@ -342,3 +345,57 @@ def test_search_cells_carry_no_settings_of_other_kinds():
         assert "inference" not in spec and spec["sem"] is None
         again = C.Cell.model_validate(spec)
         assert again == cell and again.key == cell.key
+
+
+def _same_incumbent(a, b):
+    """Equal as a record keeps them (the bound is kept for the last incumbent only)."""
+    if a is None or b is None:
+        return a is b
+    return (a.elapsed, a.score, a.iterations, a.dag) == (b.elapsed, b.score, b.iterations,
+                                                         b.dag)
+
+
+def test_record_trace_equals_the_optimizers_trace(nltcs_cache, monkeypatch):
+    """A record keeps the best DAG once (``dag_json``, not in ``incumbent_dags``);
+    ``trace()`` still equals the optimizer's own trace of the run at every checkpoint,
+    and a row of the former layout (the best's DAG in ``incumbent_dags`` too) gives the
+    same trace, also through Parquet."""
+    runs: list[B.AnytimeTrace] = []
+    collect = B.AnytimeTrace.collect
+
+    def spy(stream, on_incumbent=None):
+        runs.append(collect(stream, on_incumbent))
+        return runs[-1]
+
+    monkeypatch.setattr(B.AnytimeTrace, "collect", spy)
+    g = _grid(cache={"method": "sequential", "max_indegree": 2, "path": str(nltcs_cache)},
+              datasets=[{"name": "nltcs", "splits": ["train"]}], seeds=[0, 1],
+              budget={"seconds": 600, "iterations": 40,
+                      "checkpoints": [1e-4, 1e-3, 1e-2, 0.1, 1.0],
+                      "iteration_checkpoints": [1, 2, 3, 5, 8, 13, 21, 40]})
+    kept_before_best = 0
+    for cell in expand_grid(g):
+        rec = E.run_cell(cell)
+        oracle = runs[-1].within(cell.budget)
+        got = rec.trace()
+        b = cell.search.budget
+        for c in b.checkpoints:
+            assert _same_incumbent(got.best_at(c), oracle.best_at(c)), (cell.describe(), c)
+        for c in b.iteration_checkpoints:
+            assert _same_incumbent(got.best_at_iteration(c), oracle.best_at_iteration(c)), \
+                (cell.describe(), c)
+        assert _same_incumbent(got.best, oracle.best) and got.best is not None
+        assert got.best.dag.to_json_dict() == json.loads(rec.dag_json)
+        last = len(oracle.incumbents) - 1
+        assert len(rec.trace_scores) == last + 1
+        dags = json.loads(rec.incumbent_dags)
+        assert str(last) not in dags
+        kept_before_best += len(dags)
+        # the former layout: the best's (here the last) DAG in incumbent_dags too
+        old = dataclasses.replace(rec, incumbent_dags=canonical_json(
+            {i: [list(p) for p in oracle.incumbents[int(i)].dag.parents]
+             for i in [*dags, str(last)]}))
+        assert old.trace() == got
+        back = [CellResult.from_row(r) for r in records_to_table([rec, old]).to_pylist()]
+        assert [r.trace() for r in back] == [got, got]
+    assert kept_before_best > 0  # checkpoint DAGs other than the best are kept and checked

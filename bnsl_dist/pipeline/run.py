@@ -260,7 +260,9 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
     at_time = [trace.best_at(c) for c in b.checkpoints]
     at_iter = [trace.best_at_iteration(c) for c in b.iteration_checkpoints]
     index = {id(inc): i for i, inc in enumerate(trace.incumbents)}
-    kept = {index[id(inc)] for inc in (*at_time, *at_iter, best) if inc is not None}
+    # the checkpoints' DAGs but the best's, which is dag_json (CellResult.trace)
+    kept = {index[id(inc)] for inc in (*at_time, *at_iter)
+            if inc is not None and inc is not best}
     last = trace.incumbents[-1]
     bound = best.bound if best.bound is not None else last.bound
     info = best.info

@@ -113,11 +113,13 @@ def export_records(results: str | os.PathLike[str], out: str | os.PathLike[str],
     a failed export leaves any older file in place); with ``keys``, only those cells'
     results and failures. ``dags="best"`` keeps each cell's best DAG (``dag_json``) and
     drops the DAGs of its earlier checkpoint incumbents (``incumbent_dags`` becomes
-    ``{}``, so :meth:`CellResult.trace` is empty): no table reads them, and on grids of
-    thousands of variables they are most of the file. With ``max_bytes``, a file over
-    that size is written in parts of at most that size (see the module's docstring);
-    the parts after the first are written first, and parts left by an earlier export
-    beyond the new count are removed. Returns the (first) file.
+    ``{}``, so :meth:`CellResult.trace` holds the best incumbent alone): no table reads
+    them, and on grids of thousands of variables they are most of the file. Rows of
+    either layout (the best's DAG in ``incumbent_dags`` too, or only in ``dag_json``)
+    are written as they are. With ``max_bytes``, a file over that size is written in
+    parts of at most that size (see the module's docstring); the parts after the first
+    are written first, and parts left by an earlier export beyond the new count are
+    removed. Returns the (first) file.
 
     Raises
     ------

@@ -34,8 +34,9 @@ class CellResult:
     likewise for iteration checkpoints. ``trace_*`` hold every incumbent of the run, for
     anytime curves; only incumbents found within the budget are kept, so the best score
     is the best at the budget. ``incumbent_dags`` (JSON: trace index -> parent lists)
-    holds the DAG of every incumbent that is the best at some checkpoint or overall, so
-    :meth:`trace` gives each checkpoint's DAG. ``iterations`` is the iteration count
+    holds the DAG of every other incumbent that is the best at some checkpoint; the
+    best's DAG is ``dag_json`` alone (at :meth:`best_index`), so :meth:`trace` gives
+    each checkpoint's DAG. ``iterations`` is the iteration count
     run; ``elapsed`` the seconds the run took (optimizer stream only), ``wall_seconds``
     the whole cell (data, cache and run). Cells with ``k`` carry a treewidth
     certificate of the best DAG: an elimination order (``treewidth_order``) of width
@@ -113,17 +114,28 @@ class CellResult:
         out: dict[str, Any] = json.loads(self.params)
         return out
 
+    def best_index(self) -> int | None:
+        """The trace index of the best incumbent (the DAG of ``dag_json``): the first of
+        the highest score, as :attr:`AnytimeTrace.best` picks it; None without a trace."""
+        s = self.trace_scores
+        return max(range(len(s)), key=s.__getitem__) if s and self.dag_json else None
+
     def trace(self) -> AnytimeTrace:
         """The incumbents whose DAG the record keeps (the best at each checkpoint and
         overall): ``best_at`` / ``best_at_iteration`` of this trace equal the full
-        run's at every checkpoint of the cell, and its ``best`` the run's best."""
+        run's at every checkpoint of the cell, and its ``best`` the run's best. The best
+        incumbent's DAG is ``dag_json``; records written before it was left out of
+        ``incumbent_dags`` hold it there too, and give the same trace."""
         names = tuple(json.loads(self.dag_json)["nodes"]) if self.dag_json else None
-        dags = json.loads(self.incumbent_dags)
+        dags = {int(i): DAG.from_parents(ps, names)
+                for i, ps in json.loads(self.incumbent_dags or "{}").items()}
+        best = self.best_index()
+        if best is not None and best not in dags:
+            dags[best] = DAG.from_json_dict(json.loads(self.dag_json), source="dag_json")
         incs = [Incumbent(elapsed=self.trace_elapsed[i], score=self.trace_scores[i],
-                          dag=DAG.from_parents(dags[str(i)], names),
-                          iterations=self.trace_iterations[i],
+                          dag=dags[i], iterations=self.trace_iterations[i],
                           bound=self.bound if i == len(self.trace_scores) - 1 else None)
-                for i in sorted(int(k) for k in dags)]
+                for i in sorted(dags)]
         return AnytimeTrace(incs, self.iterations, self.elapsed)
 
 
