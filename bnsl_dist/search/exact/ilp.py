@@ -61,6 +61,7 @@ from bnsl_dist.search.exact._ilp_common import (
     Families,
     Final,
     Found,
+    ScipStop,
     generated_row,
     greedy_dag,
     hold_back,
@@ -151,7 +152,7 @@ def _family_model(fam: Families) -> Any:
 
 
 def _scip_lazy(fam: Families, watch: Stopwatch, seed: int, hint: Sequence[int],
-               node_cuts: bool, emit: Callable[[Found], None], interrupter: Any,
+               node_cuts: bool, emit: Callable[[Found], None], stopper: ScipStop,
                subip: bool = False) -> Final:
     """Branch-and-cut in SCIP (MathOpt): lazy cluster constraints, fractional cuts."""
     mo = _mathopt()
@@ -163,7 +164,7 @@ def _scip_lazy(fam: Families, watch: Stopwatch, seed: int, hint: Sequence[int],
         return generated_row([var(i) for i in idx], 1.0, lb, ub, lazy)
 
     best = [fam.score(hint)]
-    events = {mo.Event.MIP_SOLUTION} | ({mo.Event.MIP_NODE} if node_cuts else set())
+    events = {mo.Event.MIP_SOLUTION, mo.Event.MIP_NODE}  # MIP_NODE: the stop check too
 
     def values(sol: dict[Any, float]) -> NDArray[np.float64]:
         x = np.zeros(fam.n_sets)
@@ -173,7 +174,9 @@ def _scip_lazy(fam: Families, watch: Stopwatch, seed: int, hint: Sequence[int],
 
     def cb(data: Any) -> Any:
         out = mo.CallbackResult()
-        if data.solution is None:
+        out.terminate = stopper.due()
+        if data.solution is None or (data.event == mo.Event.MIP_NODE
+                                     and (out.terminate or not node_cuts)):
             return out
         x = values(data.solution)
         stats = data.mip_stats
@@ -220,7 +223,7 @@ def _scip_lazy(fam: Families, watch: Stopwatch, seed: int, hint: Sequence[int],
                    callback_reg=mo.CallbackRegistration(
                        events=events, add_lazy_constraints=True, add_cuts=node_cuts,
                        mip_solution_filter=nonzero, mip_node_filter=nonzero),
-                   cb=cb, interrupter=interrupter)
+                   cb=cb)
     nodes = int(res.solve_stats.node_count)
     if res.has_primal_feasible_solution():
         x = values(res.variable_values())
@@ -325,13 +328,11 @@ class ILP:
     def _stream(self, fam: Families, watch: Stopwatch, seed: int,
                 hint: list[int]) -> Iterator[Found]:
         if self.encoding == "lazy":
-            from ortools.util.python.solve_interrupter import SolveInterrupter
-
-            interrupter = SolveInterrupter()
+            stopper = ScipStop(watch.remaining)
             return stream_thread(
                 lambda emit: _scip_lazy(fam, watch, seed, hint, self.node_cuts, emit,
-                                        interrupter, self.subip),
-                interrupter.interrupt)
+                                        stopper, self.subip),
+                stopper.stop)
         from bnsl_dist.search.exact import _ilp_cpsat as C
 
         work = C.cpsat_cuts if self.encoding == "cuts" else C.cpsat_order

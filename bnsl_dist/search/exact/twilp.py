@@ -62,6 +62,7 @@ from bnsl_dist.search.exact._ilp_common import (
     Families,
     Final,
     Found,
+    ScipStop,
     bits,
     generated_row,
     greedy_dag,
@@ -294,7 +295,7 @@ def _y_order(ych: list[set[int]], n: int) -> list[int]:
 
 def _solve(fam: Families, k: int, watch: Stopwatch, seed: int, hint: tuple[list[int], list[int]],
            node_cuts: bool, lazy_triangles: bool, emit: Callable[[Found], None],
-           interrupter: Any) -> Final:
+           stopper: ScipStop) -> Final:
     mo = _mathopt()
     tm = _Model(fam, k, lazy_triangles)
     n = fam.n
@@ -330,7 +331,9 @@ def _solve(fam: Families, k: int, watch: Stopwatch, seed: int, hint: tuple[list[
 
     def cb(data: Any) -> Any:
         out = mo.CallbackResult()
-        if data.solution is None:
+        out.terminate = stopper.due()
+        if data.solution is None or (data.event == mo.Event.MIP_NODE
+                                     and (out.terminate or not node_cuts)):
             return out
         st = data.mip_stats
         it = int(st.explored_nodes)
@@ -356,13 +359,13 @@ def _solve(fam: Families, k: int, watch: Stopwatch, seed: int, hint: tuple[list[
     params = scip_parameters(seed, seconds, watch.iterations_left())
     mparams = mo.ModelSolveParameters(
         solution_hints=[mo.SolutionHint(variable_values=tm.hint(*hint))])
-    events = {mo.Event.MIP_SOLUTION} | ({mo.Event.MIP_NODE} if node_cuts else set())
+    events = {mo.Event.MIP_SOLUTION, mo.Event.MIP_NODE}  # MIP_NODE: the stop check too
     nonzero = mo.SparseVectorFilter(skip_zero_values=True)
     res = mo.solve(tm.model, mo.SolverType.GSCIP, params=params, model_params=mparams,
                    callback_reg=mo.CallbackRegistration(
                        events=events, add_lazy_constraints=True, add_cuts=node_cuts,
                        mip_solution_filter=nonzero, mip_node_filter=nonzero),
-                   cb=cb, interrupter=interrupter)
+                   cb=cb)
     nodes = int(res.solve_stats.node_count)
     if res.has_primal_feasible_solution():
         integral(res.variable_values(), None, None, nodes)
@@ -476,12 +479,10 @@ class TWILP:
         if first.score >= upper:
             yield finish(make(first, first.score), Final(upper, True, 0))
             return
-        from ortools.util.python.solve_interrupter import SolveInterrupter
-
-        interrupter = SolveInterrupter()
+        stopper = ScipStop(watch.remaining)
         stream = stream_thread(
             lambda emit: _solve(fam, k, watch, seed, (chosen, order), self.node_cuts,
-                                self.lazy_triangles, emit, interrupter),
-            interrupter.interrupt)
+                                self.lazy_triangles, emit, stopper),
+            stopper.stop)
         final = yield from hold_back(_prepend(first, stream), make, finish)
         return None if final is None else final.iterations  # the count run

@@ -1,0 +1,86 @@
+"""The SCIP-based exact solvers (ILP, TWILP) stop at their budget's deadline and when
+their stream is closed, by their own callbacks: OR-Tools' SolveInterrupter does not
+reach GSCIP, and SCIP's own time limit is taken away here, so a solve that ignored the
+deadline or the close would run until the test's timeout fails it."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import bnsl_dist.search.exact._ilp_common as common
+import bnsl_dist.search.exact.ilp as ilp_mod
+import bnsl_dist.search.exact.twilp as twilp_mod
+from bnsl_dist.cache.parent_sets import ParentSetCache
+from bnsl_dist.search.base import Budget, make_optimizer
+from tests.naive import naive_is_acyclic
+
+
+def knotted_cache(n: int = 30, m: int = 30, seed: int = 0) -> ParentSetCache:
+    """Random parent sets whose gain grows with their size: the LP relaxation wants
+    every cycle, and SCIP's root cutting loop takes tens of seconds at n = 30."""
+    rng = np.random.default_rng(seed)
+    lists = []
+    for v in range(n):
+        others = [u for u in range(n) if u != v]
+        sets: dict[tuple[int, ...], float] = {(): -100.0}
+        while len(sets) < m:
+            k = int(rng.integers(1, 4))
+            ps = tuple(sorted(int(u) for u in rng.choice(others, k, replace=False)))
+            sets[ps] = -100.0 + float(rng.uniform(0, 10)) * k
+        lists.append(list(sets.items()))
+    return ParentSetCache.from_lists(lists)
+
+
+@pytest.fixture
+def no_scip_time_limit(monkeypatch):
+    """SCIP without its own time limit; records whether a callback saw the stop."""
+    seen = threading.Event()
+    real_due, real_params = common.ScipStop.due, ilp_mod.scip_parameters
+
+    def due(self):
+        out = real_due(self)
+        if out:
+            seen.set()
+        return out
+
+    def params(seed, seconds, nodes):
+        return real_params(seed, None, nodes)
+
+    monkeypatch.setattr(common.ScipStop, "due", due)
+    monkeypatch.setattr(ilp_mod, "scip_parameters", params)
+    monkeypatch.setattr(twilp_mod, "scip_parameters", params)
+    return seen
+
+
+# TWILP's LP is larger: at n = 30 its root LP alone runs a minute between callbacks
+SOLVERS = [("ilp", {}, 30), ("twilp", {"k": 2}, 12)]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name,kw,n", SOLVERS)
+def test_deadline_stops_the_solve(name, kw, n, no_scip_time_limit):
+    cache = knotted_cache(n)
+    incs = list(make_optimizer(name, **kw).run(cache, Budget(seconds=5.0),
+                                               np.random.default_rng(0)))
+    assert no_scip_time_limit.is_set()  # the solve was still running at the deadline
+    last = incs[-1]
+    assert not last.info["optimal"] and last.bound > last.score
+    assert naive_is_acyclic(last.dag.parents)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name,kw,n", SOLVERS)
+def test_closing_the_stream_stops_the_solve(name, kw, n, no_scip_time_limit):
+    cache = knotted_cache(n)
+    gen = make_optimizer(name, **kw).run(cache, Budget(seconds=3_600),
+                                         np.random.default_rng(0))
+    first = next(gen)  # the greedy start, before SCIP runs
+    assert naive_is_acyclic(first.dag.parents)
+    solver = [t for t in threading.enumerate() if t.name == "bnsl-ilp-solver"]
+    assert len(solver) == 1
+    gen.close()  # waits for the solver thread
+    assert not solver[0].is_alive()
+    assert no_scip_time_limit.is_set()
