@@ -12,9 +12,10 @@ in this process's run (so their ratios are comparable; absolute times depend on 
   (``sem_budgets``) of ``--base-rev`` (only with that option): the defaults of another
   revision, side by side with this one's; ``cli_base_xS_I`` (``--scales S,I ...``) the
   same with S times its exact scores and I times its k-MAX iterations;
-* ``cli_prev`` — ``bnsl-dist impute DATA -o OUT --imputation mpe --no-accumulate``: the
+* ``cli_prev`` (with ``--base-rev``) — ``bnsl-dist impute`` given ``--base-rev``'s
+  budgets and ``--imputation mpe --no-accumulate --expand-dominated true``: the
   defaults before issue 18 item 5 (joint-MPE imputation, each M-step's cache its own
-  build), side by side with ``cli``;
+  build, dominated sets expanded), side by side with ``cli``;
 * ``cli_dask`` — ``bnsl-dist impute DATA -o OUT --workers W`` (a local Dask cluster,
   its start included; same completion as ``cli`` for the same seed);
 * ``new`` — :func:`bnsl_dist.sem.structural_em` with its defaults, serial, in process;
@@ -124,12 +125,14 @@ def main() -> None:
         runs: list[tuple[str, list[str]]] = [("cli", [])]
         if args.base_rev != "none":
             scores, its = _old_module(args.base_rev).sem_budgets(truth.n_vars, truth.n_samples)
+            runs.append(("cli_prev", ["--scores-per-variable", str(scores),
+                                      "--search-iterations", str(its), "--imputation", "mpe",
+                                      "--no-accumulate", "--expand-dominated", "true"]))
             for scale in ["1,1", *args.scales]:
                 a, b = (float(x) for x in scale.split(","))
                 runs.append(("cli_base" if scale == "1,1" else f"cli_base_x{a:g}_{b:g}",
                              ["--scores-per-variable", str(round(a * scores)),
                               "--search-iterations", str(round(b * its))]))
-        runs.append(("cli_prev", ["--imputation", "mpe", "--no-accumulate"]))
         runs.append(("cli_dask", ["--workers", str(args.workers)]))
         rounds = [(name if i == 0 else f"{name}#{i}", extra)
                   for i in range(args.repeats) for name, extra in runs

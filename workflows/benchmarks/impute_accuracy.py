@@ -96,7 +96,9 @@ def variants(data: CategoricalData, scale: str = "1,1",
 
 #: Paired differences reported: (a, b) -> a - b per repetition.
 PAIRS = (("default", "long"), ("main", "main_long"), ("default", "main"),
-         ("default", "no_accumulate"), ("no_accumulate", "long_no_accumulate"))
+         ("default", "no_accumulate"), ("no_accumulate", "long_no_accumulate"),
+         ("default", "prev"), ("default", "prev_long"), ("prev", "prev_long"),
+         ("prev_marginal", "prev"), ("prev_accumulate", "prev"))
 
 
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -115,6 +117,10 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
             both = [r["accuracy_marginal"] - r["accuracy_mpe"] for r in sub
                     if r["variant"] == var and "accuracy_mpe" in r]
             if both:
+                for m in ("mpe", "marginal"):
+                    row[var][f"{m}_mean"] = float(np.mean([
+                        r[f"accuracy_{m}"] for r in sub
+                        if r["variant"] == var and "accuracy_mpe" in r]))
                 row[var]["marginal_minus_mpe"] = {
                     "n": len(both), "mean": float(np.mean(both)),
                     "sd": float(np.std(both, ddof=1)) if len(both) > 1 else 0.0}
@@ -125,39 +131,51 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
             if diff.size:
                 row[f"{a}_minus_{b}"] = {
                     "n": int(diff.size), "mean": float(diff.mean()),
+                    "better": int((diff > 0).sum()), "worse": int((diff < 0).sum()),
                     "sd": float(diff.std(ddof=1)) if diff.size > 1 else 0.0}
         out[ds] = row
     return out
 
 
 def table(summary: dict[str, Any]) -> str:
-    cols = ["main", "main_long", "default", "long"]
-    diffs = [f"{a}_minus_{b}" for a, b in PAIRS]
-    lines = ["| data set | " + " | ".join(cols) + " | "
-             + " | ".join(d.replace("_minus_", " − ") + " (paired)" for d in diffs)
-             + " | CPU s " + " / ".join(cols) + " |",
-             "|---|" + "---:|" * (len(cols) + len(diffs) + 1)]
-
-    def ms(d: dict[str, Any] | None) -> str:
-        return "—" if d is None else f"{d['accuracy_mean']:.4f} ± {d['accuracy_sd']:.4f}"
-
-    def md(d: dict[str, Any] | None) -> str:
-        return "—" if d is None else f"{d['mean']:+.4f} ± {d['sd']:.4f} (n={d['n']})"
-
+    """Per data set and variant: accuracy of the variant's own imputation, of the MPE
+    and of the marginal completion (where recorded), CPU seconds; then the paired
+    differences of :data:`PAIRS`."""
+    lines = ["| data set | variant | n | accuracy | MPE | marginal | marginal − MPE (paired)"
+             " | CPU s |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for ds, row in summary.items():
-        cpu = " / ".join(f"{row[v]['cpu_seconds_mean']:.0f}" if v in row else "—"
-                         for v in cols)
-        lines.append(f"| {ds} | " + " | ".join(ms(row.get(v)) for v in cols) + " | "
-                     + " | ".join(md(row.get(d)) for d in diffs) + f" | {cpu} |")
+        for var, d in row.items():
+            if "_minus_" in var:
+                continue
+            both = d.get("marginal_minus_mpe")
+            extra = ("— | — | —" if both is None else
+                     f"{d['mpe_mean']:.4f} | {d['marginal_mean']:.4f} | "
+                     f"{both['mean']:+.4f} ± {both['sd']:.4f}")
+            lines.append(f"| {ds} | `{var}` | {d['n']} | {d['accuracy_mean']:.4f} ± "
+                         f"{d['accuracy_sd']:.4f} | {extra} | {d['cpu_seconds_mean']:.0f} |")
+    lines += ["", "| data set | paired difference | mean ± sd | better / worse / n |",
+              "|---|---|---:|---:|"]
+    for ds, row in summary.items():
+        for a, b in PAIRS:
+            d = row.get(f"{a}_minus_{b}")
+            if d is not None:
+                lines.append(f"| {ds} | `{a}` − `{b}` | {d['mean']:+.4f} ± {d['sd']:.4f} | "
+                             f"{d['better']} / {d['worse']} / {d['n']} |")
     return "\n".join(lines)
 
 
 def relabelled(spec: str) -> list[dict[str, Any]]:
-    """The runs of ``PATH`` or ``PATH::old=new,...`` (variants renamed; others kept)."""
+    """The runs of ``PATH`` or ``PATH::old=new,...`` (variants renamed; ``old=new@mpe``
+    also takes the run's MPE accuracy as its accuracy; others kept)."""
     path, _, ren = spec.partition("::")
     names = dict(pair.split("=") for pair in ren.split(",")) if ren else {}
     runs: list[dict[str, Any]] = json.loads(Path(path).read_text())["runs"]
-    return [{**r, "variant": names.get(r["variant"], r["variant"])} for r in runs]
+    out = []
+    for r in runs:
+        new, _, how = names.get(r["variant"], r["variant"]).partition("@")
+        out.append({**r, "variant": new,
+                    **({"accuracy": r[f"accuracy_{how}"]} if how else {})})
+    return out
 
 
 def main() -> None:
