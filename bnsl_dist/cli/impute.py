@@ -22,7 +22,16 @@ from bnsl_dist.cli._specs import cache_options, cache_spec
               help="Also write the learned network (BIF).")
 @click.option("--max-iterations", type=int, default=10, show_default=True)
 @click.option("--e-step", type=click.Choice(["mpe", "marginal"]), default="mpe",
-              show_default=True, help="Joint MPE completion or per-variable argmax.")
+              show_default=True, help="Completion of each EM iteration: joint MPE or "
+              "per-variable argmax.")
+@click.option("--imputation", type=click.Choice(["marginal", "mpe"]), default="marginal",
+              show_default=True,
+              help="Completion written to OUTPUT by the learned network: each missing "
+                   "cell's posterior-marginal argmax (most cells right on average), or the "
+                   "joint MPE of each record (the paper's).")
+@click.option("--accumulate/--no-accumulate", default=True, show_default=True,
+              help="Keep the earlier M-steps' parent sets (rescored) in each M-step's "
+                   "cache; --no-accumulate: each cache is its own build, as in the paper.")
 @cache_options
 @click.option("--search-seconds", type=float, default=None,
               help="k-MAX budget per iteration in seconds (default: none, the iterations).")
@@ -37,13 +46,14 @@ from bnsl_dist.cli._specs import cache_options, cache_spec
 @click.option("--batch-size", type=int, default=20_000, show_default=True,
               help="Records per E-step task.")
 def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iterations: int,
-               e_step: str, search_seconds: float | None, search_iterations: int | None,
+               e_step: str, imputation: str, accumulate: bool, search_seconds: float | None, search_iterations: int | None,
                seed: int, serial: bool, batch_size: int, **options: Any) -> None:
     """Learn a bounded-treewidth network from DATA with missing values (?, empty, NA)
     by SEM-kMAX and write the completed data to OUTPUT.
 
     The M-step budgets scale with the data (exact scores per variable 2.4e7/rows within
-    2,000-20,000; k-MAX iterations 1.2e6/variables within 200-20,000). Without --workers,
+    2,000-20,000; k-MAX iterations 1.2e6/variables within 200-20,000); the cache build
+    does not expand dominated sets unless --expand-dominated true is given. Without --workers,
     --scheduler or --scheduler-file, data whose cache build is small (variables x scores
     per variable x rows <= 4e9, e.g. 3,000 x 60) run serially: a local cluster's start
     costs more than it saves there. The result is the same either way for one seed."""
@@ -52,7 +62,7 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
     from bnsl_dist.exceptions import InvalidConfigError
     from bnsl_dist.search import Budget
     from bnsl_dist.sem import structural_em
-    from bnsl_dist.sem.structural_em import sem_cache_spec
+    from bnsl_dist.sem.structural_em import EXPAND_DOMINATED, sem_cache_spec
 
     conn = pop_cluster_kwargs(options, serial)
     for name, val in (("-k", k), ("--max-iterations", max_iterations),
@@ -65,9 +75,12 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
     # CacheSpec's wall-clock default, which made serial and Dask runs differ)
     budget_given = any(options.get(f"cache_{f}") is not None
                        for f in ("seconds_per_variable", "scores_per_variable"))
-    cache = cache_spec(options)  # checked before the data are read
+    # the SEM's exploration unless --expand-dominated is given (whatever the budget)
+    expand = ({} if options.get("cache_expand_dominated") is not None
+              else {"expand_dominated": EXPAND_DOMINATED})
+    cache = cache_spec(options, **expand)  # checked before the data are read
     d = load_data(data, missing="mask")
-    cache = sem_cache_spec(cache, cache.score, d, scaled=not budget_given)
+    cache = sem_cache_spec(cache, cache.score, d, scaled=not budget_given, keep_expand=True)
     budget = None
     if search_seconds is not None or search_iterations is not None:
         budget = Budget(seconds=search_seconds, max_iterations=search_iterations)
@@ -77,6 +90,7 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
                    f"(+{it.arcs_added}/-{it.arcs_removed})", err=True)  # type: ignore[attr-defined]
 
     kwargs = dict(k=k, rng=seed, max_iterations=max_iterations, e_step=e_step,
+                  imputation=imputation, accumulate=accumulate,
                   cache=cache, search_budget=budget, on_iteration=report)
     if not serial and all(conn[k] is None for k in ("workers", "scheduler", "scheduler_file")):
         from bnsl_dist.sem.structural_em import prefer_serial

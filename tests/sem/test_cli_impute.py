@@ -69,3 +69,71 @@ def test_impute_cli_defaults_are_reproducible_serial_or_dask(tmp_path):
         assert summary["mode"] == ("serial" if extra == ["--serial"] else "dask")
         outs.append(out.read_text())
     assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("flags, kwargs", [
+    ([], {}),
+    (["--imputation", "mpe", "--no-accumulate"], {"imputation": "mpe", "accumulate": False}),
+])
+def test_impute_cli_passes_imputation_and_accumulate(tmp_path, flags, kwargs):
+    """--imputation and --accumulate reach structural_em: the CLI writes the library's
+    completion with the same settings (defaults: marginal imputation, accumulated
+    caches), and the two settings complete the data differently here."""
+    from bnsl_dist.cache.spec import CacheSpec
+    from bnsl_dist.model.generate import random_network
+    from bnsl_dist.search import Budget
+    from bnsl_dist.sem import structural_em
+
+    truth = sample(random_network(8, 2, arity_range=(3, 4), rng=4), 600,
+                   np.random.default_rng(4))
+    masked = mask_mcar(truth, 0.4, np.random.default_rng(5))
+    src = tmp_path / "masked.csv"
+    write_csv(masked, src)
+    out = tmp_path / "done.csv"
+    res = CliRunner().invoke(main, ["impute", str(src), "-k", "2", "--serial",
+                                    "--scores-per-variable", "30", "--search-iterations", "30",
+                                    "--max-iterations", "3", "-o", str(out), *flags])
+    assert res.exit_code == 0, res.output
+    back = read_data(src, missing="mask")
+    runs = {name: structural_em(back, k=2, rng=0, max_iterations=3,
+                                cache=CacheSpec(scores_per_variable=30),
+                                search_budget=Budget(max_iterations=30), **kw)
+            for name, kw in (("given", kwargs), ("other", {"imputation": "mpe"}
+                                                  if not kwargs else {}))}
+    done = read_data(out)
+    lib = runs["given"].completed
+    assert [[done.state_label(v, c) for v, c in enumerate(row)] for row in done.codes] == \
+        [[lib.state_label(v, c) for v, c in enumerate(row)] for row in lib.codes]
+    assert not np.array_equal(runs["other"].completed.codes, lib.codes)
+
+
+@pytest.mark.parametrize("flags, expand", [
+    ([], False),
+    (["--scores-per-variable", "30"], False),
+    (["--expand-dominated", "true"], True),
+    (["--expand-dominated", "false", "--seconds-per-variable", "0.1"], False),
+])
+def test_impute_cli_explores_without_expanding_dominated_sets_unless_told(
+        tmp_path, monkeypatch, flags, expand):
+    """The cache spec the CLI hands to structural_em: dominated sets are not expanded
+    (the SEM default) whatever the budget, unless --expand-dominated says otherwise."""
+    import bnsl_dist.sem
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake(data, **kwargs):
+        seen.update(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(bnsl_dist.sem, "structural_em", fake)
+    truth = sample(read_bif(bundled_path("bif/asia.bif.gz")), 50, np.random.default_rng(0))
+    src = tmp_path / "masked.csv"
+    write_csv(mask_mcar(truth, 0.1, np.random.default_rng(1)), src)
+    res = CliRunner().invoke(main, ["impute", str(src), "--serial", *flags,
+                                    "-o", str(tmp_path / "o.csv")])
+    assert isinstance(res.exception, Stop)
+    assert seen["cache"].expand_dominated is expand
+    assert seen["imputation"] == "marginal" and seen["accumulate"] is True

@@ -249,6 +249,11 @@ def test_default_budgets_scale_with_the_data_and_reproduce(asia):
     got = sem_cache_spec(None, "bic", masked)
     assert got.scores_per_variable == sem_budgets(masked.n_vars, masked.n_samples)[0]
     assert got.seconds_per_variable is None and got.method == "independence"
+    assert got.expand_dominated is False  # the SEM's exploration (EXPAND_DOMINATED)
+    # a spec whose budget is replaced gets it too, unless its setting is kept
+    given = CacheSpec(expand_dominated=True)
+    assert sem_cache_spec(given, "bic", masked, scaled=True).expand_dominated is False
+    assert sem_cache_spec(given, "bic", masked, scaled=True, keep_expand=True).expand_dominated
     # a caller's spec wins
     paper = CacheSpec(seconds_per_variable=1.0)
     assert sem_cache_spec(paper, "bic", masked) is paper
@@ -377,3 +382,130 @@ def test_distributed_sem_equals_serial(asia, batch_size):
     assert [h.dag for h in serial.history] == [h.dag for h in dist.history]
     assert serial.network.dag == dist.network.dag and serial.order == dist.order
     np.testing.assert_array_equal(serial.completed.codes, dist.completed.codes)
+
+
+def _brute_marginal_argmax(net, row, miss):
+    """Each missing cell's posterior-marginal argmax given the row's observed values, by
+    enumerating every completion (ties: the lowest state)."""
+    idx = np.nonzero(miss)[0]
+    post = {int(v): np.zeros(int(net.arities[v])) for v in idx}
+    for vals in itertools.product(*[range(int(net.arities[v])) for v in idx]):
+        r = row.astype(np.int64).copy()
+        r[idx] = vals
+        p = float(np.exp(net.log_prob_rows(r[None, :])[0]))
+        for v, x in zip(idx, vals, strict=True):
+            post[int(v)][x] += p
+    out = row.astype(np.int64).copy()
+    for v in idx:
+        out[v] = int(np.argmax(post[int(v)]))
+    return out
+
+
+def test_marginal_completion_is_the_brute_force_posterior_argmax():
+    """complete_rows(..., "marginal") gives each missing cell the argmax of its posterior
+    marginal computed by enumeration, on a random network with up to 5 missing cells
+    per row."""
+    from bnsl_dist.model.generate import random_network
+
+    net = random_network(7, 2, arity_range=(2, 3), rng=5)
+    rng = np.random.default_rng(6)
+    codes = sample(net, 80, rng).codes
+    miss = rng.random(codes.shape) < 0.45
+    miss[miss.sum(axis=1) > 5] = False
+    filled = complete_rows(net, None, codes, miss, "marginal")
+    assert (miss.sum(axis=1) >= 2).sum() >= 20
+    for a in range(codes.shape[0]):
+        np.testing.assert_array_equal(filled[a], _brute_marginal_argmax(net, codes[a], miss[a]))
+
+
+def test_marginal_and_mpe_completions_differ_where_they_should():
+    """A -> B with P(A=0)=0.4, B=0 when A=0, B uniform when A=1: the joint MPE of a row
+    with both hidden is (0, 0) (0.4 > 0.3) but A's marginal argmax is 1 (0.6)."""
+    from bnsl_dist.graph.dag import DAG
+    from bnsl_dist.model.network import BayesianNetwork
+
+    net = BayesianNetwork(DAG.from_parents([[], [0]], ["A", "B"]), (("0", "1"), ("0", "1")),
+                          (np.array([[0.4, 0.6]]), np.array([[1.0, 0.0], [0.5, 0.5]])))
+    codes = np.zeros((1, 2), dtype=np.int64)
+    miss = np.ones((1, 2), dtype=bool)
+    assert complete_rows(net, None, codes, miss, "mpe").tolist() == [[0, 0]]
+    assert complete_rows(net, None, codes, miss, "marginal").tolist() == [[1, 0]]
+    assert _brute_marginal_argmax(net, codes[0], miss[0]).tolist() == [1, 0]
+
+
+@pytest.mark.parametrize("imputation", ["marginal", "mpe", None])
+def test_final_imputation_completes_with_the_best_network(asia, imputation):
+    """The returned data are the best network's completion by ``imputation`` (None: the
+    E-step's, here MPE): the posterior-marginal argmax of every cell by default, the
+    brute-force joint MPE of every row with "mpe"."""
+    _, _, masked = asia
+    res = structural_em(masked, k=2, rng=3, max_iterations=3,
+                        cache_builder=exhaustive_builder("bic", max_indegree=2),
+                        search_budget=Budget(max_iterations=50), imputation=imputation)
+    rows = np.nonzero(masked.missing.any(axis=1))[0][:40]
+    for r in rows:
+        got = res.completed.codes[r]
+        if imputation == "marginal":
+            np.testing.assert_array_equal(
+                got, _brute_marginal_argmax(res.network, masked.codes[r], masked.missing[r]))
+        else:
+            assert float(res.network.log_prob_rows(got[None, :])[0]) == pytest.approx(
+                _brute_mpe_logp(res.network, masked.codes[r], masked.missing[r]), abs=1e-9)
+
+
+def test_bad_imputation_method_is_rejected(asia):
+    from bnsl_dist.exceptions import InvalidConfigError
+
+    _, _, masked = asia
+    with pytest.raises(InvalidConfigError, match="imputation"):
+        structural_em(masked, imputation="joint")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("accumulate", [True, False])
+def test_accumulated_cache_holds_every_earlier_set_rescored(asia, accumulate):
+    """With ``accumulate`` each M-step searches a cache holding every set of the earlier
+    builds, scored (independently) on its own completed data, unless a cached proper
+    subset scores at least as well; without it, only its build and the carried
+    families. The builds differ (a 12-score budget on changing data), so the union is
+    not vacuous."""
+    from bnsl_dist.cache import build_cache
+    from bnsl_dist.scores.local import LocalScorer
+    from bnsl_dist.search.base import make_optimizer
+
+    _, _, masked = asia
+    spec = CacheSpec(scores_per_variable=12)
+    built, searched = [], []
+
+    def builder(d):
+        built.append((d, build_cache(d, spec)))
+        return built[-1][1]
+
+    def searcher(cache, budget, gen):
+        searched.append(cache)
+        return list(make_optimizer("kmax", k=2).run(cache, budget, gen))[-1]
+
+    res = structural_em(masked, k=2, rng=2, max_iterations=4, patience=4, tolerance=0.0,
+                        cache=spec, cache_builder=builder, searcher=searcher,
+                        search_budget=Budget(max_iterations=30), accumulate=accumulate)
+    assert len(searched) == len(res.history) >= 3
+    added = 0
+    for t in range(1, len(searched)):
+        data_t, build_t = built[t]
+        bic = LocalScorer(data_t, "bic")
+        fams = {(v, tuple(sorted(ps))) for dag in [h.dag for h in res.history[:t]]
+                for v, ps in enumerate(dag.parents)}
+        for v in range(data_t.n_vars):
+            got = dict(searched[t].sets_of(v))
+            earlier = {ps for _, c in built[:t] for ps, _ in c.sets_of(v)}
+            for ps in earlier - set(dict(build_t.sets_of(v))):
+                s = bic.score(v, ps)
+                if accumulate:
+                    if ps in got:
+                        assert got[ps] == pytest.approx(s, abs=1e-9)
+                        added += 1
+                    else:
+                        assert any(set(q) < set(ps) and sq >= s - 1e-9
+                                   for q, sq in got.items())
+                else:
+                    assert ps not in got or (v, ps) in fams
+    assert (added > 0) == accumulate

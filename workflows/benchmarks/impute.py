@@ -12,6 +12,10 @@ in this process's run (so their ratios are comparable; absolute times depend on 
   (``sem_budgets``) of ``--base-rev`` (only with that option): the defaults of another
   revision, side by side with this one's; ``cli_base_xS_I`` (``--scales S,I ...``) the
   same with S times its exact scores and I times its k-MAX iterations;
+* ``cli_prev`` (with ``--base-rev``) — ``bnsl-dist impute`` given ``--base-rev``'s
+  budgets and ``--imputation mpe --no-accumulate --expand-dominated true``: the
+  defaults before issue 18 item 5 (joint-MPE imputation, each M-step's cache its own
+  build, dominated sets expanded), side by side with ``cli``;
 * ``cli_dask`` — ``bnsl-dist impute DATA -o OUT --workers W`` (a local Dask cluster,
   its start included; same completion as ``cli`` for the same seed);
 * ``new`` — :func:`bnsl_dist.sem.structural_em` with its defaults, serial, in process;
@@ -28,7 +32,8 @@ EM iterations and stopping reason; the JSON also holds the mode-imputation and t
 true network's MPE accuracy, and the load average before and after.
 
 Run: ``python -m workflows.benchmarks.impute [--base-rev REV] [--old-rev REV]
-[--workers 2] [--skip cli_dask,new]``
+[--workers 2] [--skip cli_dask,new] [--repeats R]`` (``--repeats``: the CLI variants
+run R rounds, interleaved; round i > 0 is stored as ``NAME#i``)
 (writes out/impute.json; the old variant runs only when ``--old-rev`` is given). The figures quoted in reports were taken under load.
 """
 
@@ -100,6 +105,8 @@ def main() -> None:
                          "revision, e.g. a59cec3")
     ap.add_argument("--scales", nargs="*", default=[],
                     help="with --base-rev: also the CLI given S,I times those budgets")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="rounds of the CLI variants, interleaved")
     ap.add_argument("--skip", default="", help="variants not to run, e.g. cli_dask,new")
     args = ap.parse_args()
     net = random_network(args.vars, 3, rng=args.net_seed)
@@ -118,15 +125,19 @@ def main() -> None:
         runs: list[tuple[str, list[str]]] = [("cli", [])]
         if args.base_rev != "none":
             scores, its = _old_module(args.base_rev).sem_budgets(truth.n_vars, truth.n_samples)
+            runs.append(("cli_prev", ["--scores-per-variable", str(scores),
+                                      "--search-iterations", str(its), "--imputation", "mpe",
+                                      "--no-accumulate", "--expand-dominated", "true"]))
             for scale in ["1,1", *args.scales]:
                 a, b = (float(x) for x in scale.split(","))
                 runs.append(("cli_base" if scale == "1,1" else f"cli_base_x{a:g}_{b:g}",
                              ["--scores-per-variable", str(round(a * scores)),
                               "--search-iterations", str(round(b * its))]))
         runs.append(("cli_dask", ["--workers", str(args.workers)]))
-        for name, extra in runs:
-            if name in args.skip.split(","):
-                continue
+        rounds = [(name if i == 0 else f"{name}#{i}", extra)
+                  for i in range(args.repeats) for name, extra in runs
+                  if name not in args.skip.split(",")]
+        for name, extra in rounds:
             dst = Path(tmp) / f"{name}.csv"
             wall, cpu, summary = _cli([str(src), "-o", str(dst), "--seed", str(args.seed),
                                        *extra])

@@ -12,7 +12,13 @@ SEM runs with seed ``r`` in each variant, on the same masked data (paired):
   k-MAX iterations (``--cache-options`` added to their cache spec), and 4x that with
   2x ``max_iterations``: a candidate default and its reference;
 * ``no_carry`` — the defaults with ``carry=False`` (k-MAX's DAG taken as it is, the
-  M-step of the previous version).
+  M-step of the previous version);
+* ``no_accumulate`` — the defaults with ``accumulate=False`` (each M-step's cache its own
+  build, the M-step before issue 18 item 5), and ``long_no_accumulate`` its 4x.
+
+Every run also records the accuracy of both completions of its returned network
+(``accuracy_mpe``: joint MPE, the paper's; ``accuracy_marginal``: each cell's
+posterior-marginal argmax, the default), paired within the run.
 
 ``--merge FILE::old=new ...`` renames variants while combining files, so runs of an
 earlier revision's defaults can stand beside this one's as ``main`` / ``main_long``.
@@ -49,8 +55,8 @@ from bnsl_dist.data.masking import mask_mcar
 from bnsl_dist.model.generate import random_network
 from bnsl_dist.model.sampling import sample
 from bnsl_dist.search import Budget
-from bnsl_dist.sem import imputation_accuracy, structural_em
-from bnsl_dist.sem.structural_em import sem_budgets
+from bnsl_dist.sem import imputation_accuracy, impute, structural_em
+from bnsl_dist.sem.structural_em import EXPAND_DOMINATED, sem_budgets
 from workflows.benchmarks._common import SHARED_DATA, write_result
 
 ROWS = 3000
@@ -75,18 +81,24 @@ def variants(data: CategoricalData, scale: str = "1,1",
     s, i = (float(x) for x in scale.split(","))
 
     def budgets(sc: float, it: float, opts: dict[str, Any] | None = None) -> dict[str, Any]:
-        return {"cache": CacheSpec(scores_per_variable=round(sc * scores), **(opts or {})),
+        spec = {"expand_dominated": EXPAND_DOMINATED, **(opts or {})}
+        return {"cache": CacheSpec(scores_per_variable=round(sc * scores), **spec),
                 "search_budget": Budget(max_iterations=round(it * iterations))}
 
     return {"default": {},
             "long": {**budgets(4, 4), "max_iterations": 20},
             "scaled": budgets(s, i, cache_options),
             "scaled_long": {**budgets(4 * s, 4 * i, cache_options), "max_iterations": 20},
-            "no_carry": {"carry": False}}
+            "no_carry": {"carry": False},
+            "no_accumulate": {"accumulate": False},
+            "long_no_accumulate": {**budgets(4, 4), "max_iterations": 20, "accumulate": False}}
 
 
 #: Paired differences reported: (a, b) -> a - b per repetition.
-PAIRS = (("default", "long"), ("main", "main_long"), ("default", "main"))
+PAIRS = (("default", "long"), ("main", "main_long"), ("default", "main"),
+         ("default", "no_accumulate"), ("no_accumulate", "long_no_accumulate"),
+         ("default", "prev"), ("default", "prev_long"), ("prev", "prev_long"),
+         ("prev_marginal", "prev"), ("prev_accumulate", "prev"))
 
 
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -102,6 +114,16 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
             row[var] = {"n": int(acc.size), "accuracy_mean": float(acc.mean()),
                         "accuracy_sd": float(acc.std(ddof=1)) if acc.size > 1 else 0.0,
                         "cpu_seconds_mean": float(cpu.mean())}
+            both = [r["accuracy_marginal"] - r["accuracy_mpe"] for r in sub
+                    if r["variant"] == var and "accuracy_mpe" in r]
+            if both:
+                for m in ("mpe", "marginal"):
+                    row[var][f"{m}_mean"] = float(np.mean([
+                        r[f"accuracy_{m}"] for r in sub
+                        if r["variant"] == var and "accuracy_mpe" in r]))
+                row[var]["marginal_minus_mpe"] = {
+                    "n": len(both), "mean": float(np.mean(both)),
+                    "sd": float(np.std(both, ddof=1)) if len(both) > 1 else 0.0}
         by = {(r["variant"], r["rep"]): r["accuracy"] for r in sub}
         for a, b in PAIRS:
             diff = np.array([by[(a, k)] - by[(b, k)] for v, k in by
@@ -109,39 +131,51 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
             if diff.size:
                 row[f"{a}_minus_{b}"] = {
                     "n": int(diff.size), "mean": float(diff.mean()),
+                    "better": int((diff > 0).sum()), "worse": int((diff < 0).sum()),
                     "sd": float(diff.std(ddof=1)) if diff.size > 1 else 0.0}
         out[ds] = row
     return out
 
 
 def table(summary: dict[str, Any]) -> str:
-    cols = ["main", "main_long", "default", "long"]
-    diffs = [f"{a}_minus_{b}" for a, b in PAIRS]
-    lines = ["| data set | " + " | ".join(cols) + " | "
-             + " | ".join(d.replace("_minus_", " − ") + " (paired)" for d in diffs)
-             + " | CPU s " + " / ".join(cols) + " |",
-             "|---|" + "---:|" * (len(cols) + len(diffs) + 1)]
-
-    def ms(d: dict[str, Any] | None) -> str:
-        return "—" if d is None else f"{d['accuracy_mean']:.4f} ± {d['accuracy_sd']:.4f}"
-
-    def md(d: dict[str, Any] | None) -> str:
-        return "—" if d is None else f"{d['mean']:+.4f} ± {d['sd']:.4f} (n={d['n']})"
-
+    """Per data set and variant: accuracy of the variant's own imputation, of the MPE
+    and of the marginal completion (where recorded), CPU seconds; then the paired
+    differences of :data:`PAIRS`."""
+    lines = ["| data set | variant | n | accuracy | MPE | marginal | marginal − MPE (paired)"
+             " | CPU s |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for ds, row in summary.items():
-        cpu = " / ".join(f"{row[v]['cpu_seconds_mean']:.0f}" if v in row else "—"
-                         for v in cols)
-        lines.append(f"| {ds} | " + " | ".join(ms(row.get(v)) for v in cols) + " | "
-                     + " | ".join(md(row.get(d)) for d in diffs) + f" | {cpu} |")
+        for var, d in row.items():
+            if "_minus_" in var:
+                continue
+            both = d.get("marginal_minus_mpe")
+            extra = ("— | — | —" if both is None else
+                     f"{d['mpe_mean']:.4f} | {d['marginal_mean']:.4f} | "
+                     f"{both['mean']:+.4f} ± {both['sd']:.4f}")
+            lines.append(f"| {ds} | `{var}` | {d['n']} | {d['accuracy_mean']:.4f} ± "
+                         f"{d['accuracy_sd']:.4f} | {extra} | {d['cpu_seconds_mean']:.0f} |")
+    lines += ["", "| data set | paired difference | mean ± sd | better / worse / n |",
+              "|---|---|---:|---:|"]
+    for ds, row in summary.items():
+        for a, b in PAIRS:
+            d = row.get(f"{a}_minus_{b}")
+            if d is not None:
+                lines.append(f"| {ds} | `{a}` − `{b}` | {d['mean']:+.4f} ± {d['sd']:.4f} | "
+                             f"{d['better']} / {d['worse']} / {d['n']} |")
     return "\n".join(lines)
 
 
 def relabelled(spec: str) -> list[dict[str, Any]]:
-    """The runs of ``PATH`` or ``PATH::old=new,...`` (variants renamed; others kept)."""
+    """The runs of ``PATH`` or ``PATH::old=new,...`` (variants renamed; ``old=new@mpe``
+    also takes the run's MPE accuracy as its accuracy; others kept)."""
     path, _, ren = spec.partition("::")
     names = dict(pair.split("=") for pair in ren.split(",")) if ren else {}
     runs: list[dict[str, Any]] = json.loads(Path(path).read_text())["runs"]
-    return [{**r, "variant": names.get(r["variant"], r["variant"])} for r in runs]
+    out = []
+    for r in runs:
+        new, _, how = names.get(r["variant"], r["variant"]).partition("@")
+        out.append({**r, "variant": new,
+                    **({"accuracy": r[f"accuracy_{how}"]} if how else {})})
+    return out
 
 
 def main() -> None:
@@ -182,14 +216,20 @@ def main() -> None:
                     continue
                 c0 = time.process_time()
                 res = structural_em(masked, k=4, rng=rep, **kw)
+                cpu = time.process_time() - c0
+                both = {f"accuracy_{m}": imputation_accuracy(
+                    truth, masked, impute(res.network, masked, order=res.order, method=m))
+                    for m in ("mpe", "marginal")}
                 runs.append({"dataset": name, "rep": rep, "variant": var,
                              "scale": args.scale if var.startswith("scaled") else "1,1",
                              "cache_options": args.cache_options
                              if var.startswith("scaled") else None,
                              "accuracy": imputation_accuracy(truth, masked, res.completed),
                              "score": res.history[res.best_iteration - 1].score,
-                             "iterations": len(res.history), "stop": res.stop_reason,
-                             "cpu_seconds": time.process_time() - c0})
+                             **both, "iterations": len(res.history),
+                             "stop": res.stop_reason, "cpu_seconds": cpu,
+                             "seconds": {k: sum(h.seconds[k] for h in res.history)
+                                         for k in res.history[0].seconds}})
                 print(json.dumps(runs[-1]), flush=True)
                 write_result(tag, {"settings": vars(args), "runs": runs,
                                    "summary": summarise(runs)})
