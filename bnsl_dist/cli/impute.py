@@ -29,7 +29,7 @@ from bnsl_dist.cli._specs import cache_options, cache_spec
               help="Completion written to OUTPUT by the learned network: each missing "
                    "cell's posterior-marginal argmax (most cells right on average), or the "
                    "joint MPE of each record (the paper's).")
-@click.option("--accumulate/--no-accumulate", default=True, show_default=True,
+@click.option("--accumulate/--no-accumulate", default=False, show_default=True,
               help="Keep the earlier M-steps' parent sets (rescored) in each M-step's "
                    "cache; --no-accumulate: each cache is its own build, as in the paper.")
 @cache_options

@@ -73,12 +73,12 @@ def test_impute_cli_defaults_are_reproducible_serial_or_dask(tmp_path):
 
 @pytest.mark.parametrize("flags, kwargs", [
     ([], {}),
-    (["--imputation", "mpe", "--no-accumulate"], {"imputation": "mpe", "accumulate": False}),
+    (["--imputation", "mpe", "--accumulate"], {"imputation": "mpe", "accumulate": True}),
 ])
 def test_impute_cli_passes_imputation_and_accumulate(tmp_path, flags, kwargs):
     """--imputation and --accumulate reach structural_em: the CLI writes the library's
-    completion with the same settings (defaults: marginal imputation, accumulated
-    caches), and the two settings complete the data differently here."""
+    completion with the same settings (defaults: marginal imputation, each M-step's
+    cache its own build), and the two settings complete the data differently here."""
     from bnsl_dist.cache.spec import CacheSpec
     from bnsl_dist.model.generate import random_network
     from bnsl_dist.search import Budget
@@ -136,4 +136,4 @@ def test_impute_cli_explores_without_expanding_dominated_sets_unless_told(
                                     "-o", str(tmp_path / "o.csv")])
     assert isinstance(res.exception, Stop)
     assert seen["cache"].expand_dominated is expand
-    assert seen["imputation"] == "marginal" and seen["accumulate"] is True
+    assert seen["imputation"] == "marginal" and seen["accumulate"] is False
