@@ -17,15 +17,18 @@ kernel: orders per second (wall) of each round and their median, and the ratio t
 ``dfs`` per round (timings are load-dependent: compare the ratios, measured side by
 side in one run). Then the optimizer (``asobs``, ``closure="dfs"``, bare passes and
 passes + OBS + swaps) runs for ``--seconds`` on the synthetic cache, as in the
-``orders`` part of the search benchmark.
+``orders`` part of the search benchmark (``--trees``: each source tree's optimizer, one
+after the other).
 
 Run: ``python -m workflows.benchmarks.asobs_large [--rounds 5] [--orders 4]
-[--seconds 10]``; writes ``out/asobs_large.json``.
+[--seconds 10] [--parts kernels optimizer] [--trees TREE ...]
+[--opt-caches synthetic plants ...]``; writes ``out/asobs_large.json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -40,6 +43,7 @@ import numpy as np
 
 from bnsl_dist.cache import ParentSetCache
 from bnsl_dist.search.ordering import _kernels as K
+from bnsl_dist.search.ordering.obs import cache_masks
 from workflows.benchmarks._common import OUT_DIR, write_result
 from workflows.benchmarks.search import _blip_cache, synthetic_cache
 
@@ -49,19 +53,19 @@ def _kernels(cache: ParentSetCache) -> dict[str, Callable[[np.ndarray, np.ndarra
     n = fc.n
     m = int(np.diff(fc.par_offsets).max()) * n + 1
     nw = max(1, (n + 63) // 64)
-    pmask = K.set_masks(fc.par_offsets, fc.par_flat)
 
     def ws(*sizes: int) -> list[np.ndarray]:
         return [np.empty(s, np.int64) for s in sizes]
 
     w_dfs = ws(n, m, m, n, n + 1)
-    w_up = ws(n, n, n, n, m, n + 1, n + 1, n + 1)
+    w_up = [*ws(n, n, n, m), np.empty(n, np.bool_), *ws(n + 1, n + 1, n + 1)]
     out: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
         "dfs": lambda o, ch: K.asobs_pass_dfs(o, fc.offsets, fc.par_offsets, fc.par_flat,
                                               fc.scores, *w_dfs, ch),
         "up": lambda o, ch: K.asobs_pass_up(o, fc.offsets, fc.par_offsets, fc.par_flat,
                                             fc.scores, *w_up, ch)}
     if n <= 2048:
+        pmask = cache_masks(fc)
         w_bits = [np.empty((n, nw), np.uint64), np.empty((n, nw), np.uint64),
                   np.empty(nw, np.uint64), np.empty(nw, np.uint64)]
         out["bitsets"] = lambda o, ch: K.asobs_pass(o, fc.offsets, fc.par_offsets,
@@ -111,10 +115,11 @@ _OPT = """
 import json, sys, time
 import numpy as np
 from bnsl_dist.search import AnytimeTrace, Budget, make_optimizer
-from workflows.benchmarks.search import synthetic_cache
-cache = synthetic_cache(10000)
-local, seconds = sys.argv[1], float(sys.argv[2])
-opt = make_optimizer("asobs", closure="dfs", local_search=local)
+from workflows.benchmarks.search import _blip_cache, synthetic_cache
+local, seconds, name = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+cache = synthetic_cache(10000) if name == "synthetic" else _blip_cache(name)
+closure = "dfs" if name == "synthetic" else "auto"
+opt = make_optimizer("asobs", closure=closure, local_search=local)
 list(opt.run(cache, Budget(max_iterations=1), np.random.default_rng(1)))  # compiled
 t0, cpu0 = time.perf_counter(), time.process_time()
 tr = AnytimeTrace.collect(opt.run(cache, Budget(seconds=seconds), np.random.default_rng(0)))
@@ -124,19 +129,24 @@ print(json.dumps({"orders": tr.total_iterations, "seconds": wall, "cpu_seconds":
 """
 
 
-def part_optimizer(seconds: float, trees: list[str]) -> list[dict[str, Any]]:
-    """The optimizer on the synthetic cache with each source tree's code (PYTHONPATH and
-    working directory: ``python -c`` puts the working directory first), one after the
-    other per setting."""
+def part_optimizer(seconds: float, trees: list[str], caches: list[str]
+                   ) -> list[dict[str, Any]]:
+    """The optimizer on each cache ("synthetic": the synthetic cache, ``closure="dfs"``;
+    else BLIP's cache of that name, ``closure="auto"``, bitsets below ``DFS_FROM``
+    variables) with each source tree's code (PYTHONPATH and working directory:
+    ``python -c`` puts the working directory first), one after the other per setting."""
     rows = []
-    for local in ("none", "swap"):
+    for name, local in itertools.product(caches, ("none", "swap")):
         for tree in trees:
             env = {**os.environ, "PYTHONPATH": tree}
-            out = subprocess.run([sys.executable, "-c", _OPT, local, str(seconds)], env=env,
-                                 cwd=tree, check=True, capture_output=True, text=True).stdout
+            out = subprocess.run([sys.executable, "-c", _OPT, local, str(seconds), name],
+                                 env=env, cwd=tree, check=True, capture_output=True,
+                                 text=True).stdout
             r = json.loads(out.strip().splitlines()[-1])
-            rows.append({"cache": "synthetic n=10000", "tree": tree, "local_search": local,
-                         "closure": "dfs", **r, "orders_per_s": r["orders"] / r["seconds"],
+            rows.append({"cache": "synthetic n=10000" if name == "synthetic" else name,
+                         "tree": tree, "local_search": local,
+                         "closure": "dfs" if name == "synthetic" else "auto", **r,
+                         "orders_per_s": r["orders"] / r["seconds"],
                          "orders_per_cpu_s": r["orders"] / max(r["cpu_seconds"], 1e-9),
                          "load": os.getloadavg()[0]})
             print(rows[-1], flush=True)
@@ -152,6 +162,8 @@ def main() -> None:
     ap.add_argument("--trees", nargs="*", default=[str(Path(__file__).resolve().parents[2])],
                     help="source trees whose optimizer runs (e.g. a checkout of main too)")
     ap.add_argument("--parts", nargs="*", default=["kernels", "optimizer"])
+    ap.add_argument("--opt-caches", nargs="*", default=["synthetic"],
+                    help="caches of the optimizer part: synthetic, or BLIP cache names")
     args = ap.parse_args()
     result: dict[str, Any] = {}
     path = OUT_DIR / "asobs_large.json"
@@ -162,7 +174,7 @@ def main() -> None:
     if "kernels" in args.parts:
         result["kernels"] = part_kernels(args.rounds, args.orders)
     if "optimizer" in args.parts:
-        result["optimizer"] = part_optimizer(args.seconds, args.trees)
+        result["optimizer"] = part_optimizer(args.seconds, args.trees, args.opt_caches)
     print(write_result("asobs_large", result))
 
 
