@@ -68,9 +68,9 @@ def _asobs_up(cache, order):
     m = int(np.diff(fc.par_offsets).max()) * n + 1
     chosen = np.empty(n, dtype=np.int64)
     s = K.asobs_pass_up(np.asarray(order, dtype=np.int64), fc.offsets, fc.par_offsets,
-                        fc.par_flat, fc.scores, *(np.empty(n, np.int64) for _ in range(4)),
-                        np.empty(m, np.int64), *(np.empty(n + 1, np.int64) for _ in range(3)),
-                        chosen)
+                        fc.par_flat, fc.scores, *(np.empty(n, np.int64) for _ in range(3)),
+                        np.empty(m, np.int64), np.empty(n, np.bool_),
+                        *(np.empty(n + 1, np.int64) for _ in range(3)), chosen)
     return s, chosen
 
 
@@ -150,6 +150,34 @@ def test_ancestor_search_pass_equals_the_naive_asobs_and_the_other_kernels(n, se
         assert s == pytest.approx(want, abs=1e-9)
         assert list(_asobs(cache, order)[1]) == list(chosen)
         assert list(_asobs_dfs(cache, order)[1]) == list(chosen)
+
+
+@pytest.mark.parametrize(("n", "width"), [(300, 6), (450, 15), (600, 30)])
+def test_ancestor_search_pass_equals_the_descendant_search_on_hundreds_of_variables(n, width):
+    # the descendant-DFS kernel (the oracle here: the naive ASOBS is too slow) on caches
+    # of 300-600 variables with sets of near variables, where descendant sets reach
+    # hundreds of variables; same sets, same score, several orders
+    cache = _local_cache(n, n + width, width, 12, 4)
+    rng = np.random.default_rng(width)
+    for _ in range(6):
+        order = rng.permutation(n)
+        s, chosen = _asobs_up(cache, order)
+        s_d, chosen_d = _asobs_dfs(cache, order)
+        assert list(chosen) == list(chosen_d)
+        assert s == s_d
+
+
+@pytest.mark.parametrize("name", ["dna", "plants"])
+def test_ancestor_search_pass_equals_the_descendant_search_on_blip_caches(name, shared_data):
+    # BLIP's caches of dna (180 variables) and plants (69), learned from data
+    cache = load_jkl(shared_data / "jkl" / "blip-is" / f"{name}.train.bic.jkl.gz")
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        order = rng.permutation(cache.n_vars)
+        s, chosen = _asobs_up(cache, order)
+        s_d, chosen_d = _asobs_dfs(cache, order)
+        assert list(chosen) == list(chosen_d)
+        assert s == s_d
 
 
 @pytest.mark.parametrize("name", ["asobs", "asobs-ent", "winasobs"])

@@ -17,15 +17,20 @@ kernel: orders per second (wall) of each round and their median, and the ratio t
 ``dfs`` per round (timings are load-dependent: compare the ratios, measured side by
 side in one run). Then the optimizer (``asobs``, ``closure="dfs"``, bare passes and
 passes + OBS + swaps) runs for ``--seconds`` on the synthetic cache, as in the
-``orders`` part of the search benchmark.
+``orders`` part of the search benchmark (``--trees``: each source tree's optimizer, one
+after the other; ``--opt-caches``: BLIP's caches too). Part ``closure``: the batch
+kernel (pass, and pass + OBS + swaps) with bitsets against the search on BLIP's plants,
+dna, book and cwebkb caches, where ``DFS_FROM`` was picked.
 
 Run: ``python -m workflows.benchmarks.asobs_large [--rounds 5] [--orders 4]
-[--seconds 10]``; writes ``out/asobs_large.json``.
+[--seconds 10] [--parts kernels closure optimizer] [--trees TREE ...]
+[--opt-caches synthetic plants ...] [--opt-repeats 1]``; writes ``out/asobs_large.json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -39,7 +44,9 @@ from typing import Any
 import numpy as np
 
 from bnsl_dist.cache import ParentSetCache
+from bnsl_dist.cache.parent_sets import FlatCache
 from bnsl_dist.search.ordering import _kernels as K
+from bnsl_dist.search.ordering.obs import cache_masks
 from workflows.benchmarks._common import OUT_DIR, write_result
 from workflows.benchmarks.search import _blip_cache, synthetic_cache
 
@@ -49,19 +56,19 @@ def _kernels(cache: ParentSetCache) -> dict[str, Callable[[np.ndarray, np.ndarra
     n = fc.n
     m = int(np.diff(fc.par_offsets).max()) * n + 1
     nw = max(1, (n + 63) // 64)
-    pmask = K.set_masks(fc.par_offsets, fc.par_flat)
 
     def ws(*sizes: int) -> list[np.ndarray]:
         return [np.empty(s, np.int64) for s in sizes]
 
     w_dfs = ws(n, m, m, n, n + 1)
-    w_up = ws(n, n, n, n, m, n + 1, n + 1, n + 1)
+    w_up = [*ws(n, n, n, m), np.empty(n, np.bool_), *ws(n + 1, n + 1, n + 1)]
     out: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
         "dfs": lambda o, ch: K.asobs_pass_dfs(o, fc.offsets, fc.par_offsets, fc.par_flat,
                                               fc.scores, *w_dfs, ch),
         "up": lambda o, ch: K.asobs_pass_up(o, fc.offsets, fc.par_offsets, fc.par_flat,
                                             fc.scores, *w_up, ch)}
     if n <= 2048:
+        pmask = cache_masks(fc)
         w_bits = [np.empty((n, nw), np.uint64), np.empty((n, nw), np.uint64),
                   np.empty(nw, np.uint64), np.empty(nw, np.uint64)]
         out["bitsets"] = lambda o, ch: K.asobs_pass(o, fc.offsets, fc.par_offsets,
@@ -107,14 +114,62 @@ def part_kernels(rounds: int, n_orders: int) -> list[dict[str, Any]]:
     return rows
 
 
+def _batch(fc: FlatCache, pmask: np.ndarray, orders: np.ndarray, dfs: bool, swaps: bool
+           ) -> tuple[float, np.ndarray]:
+    """CPU seconds of the batch kernel on ``orders``, and the orders' scores."""
+    out = np.empty(len(orders))
+    t0 = time.process_time()
+    K.run_orders_masked(orders, True, swaps, 1_000_000, fc.offsets, fc.par_offsets,
+                        fc.par_flat, pmask, fc.scores, out, np.empty(fc.n, np.int64),
+                        np.empty(fc.n, np.int64), dfs)
+    return time.process_time() - t0, out
+
+
+def part_closure(rounds: int, orders_x_vars: int) -> list[dict[str, Any]]:
+    """ASOBS passes, bare and followed by OBS + swaps (the batch kernel the optimizer
+    runs), with closed bitsets and with the search of ``asobs_pass_up``, on the same
+    orders (interleaved; same scores checked), on BLIP's caches around ``DFS_FROM``:
+    CPU seconds per batch, ratio bitsets / search per round (> 1: the search is faster).
+    A batch holds ``orders_x_vars`` / n orders."""
+    rows = []
+    for name in ("plants", "dna", "book", "cwebkb"):
+        fc = _blip_cache(name).flat
+        n = fc.n
+        pmask = cache_masks(fc)
+        rng = np.random.default_rng(0)
+        count = max(1, orders_x_vars // n)
+
+        warm = np.stack([rng.permutation(n) for _ in range(2)]).astype(np.int64)
+        for dfs, swaps in itertools.product((False, True), repeat=2):
+            _batch(fc, pmask, warm, dfs, swaps)  # compiled
+        ratios: dict[bool, list[float]] = {False: [], True: []}
+        for _ in range(rounds):
+            orders = np.stack([rng.permutation(n) for _ in range(count)]).astype(np.int64)
+            for swaps in (False, True):
+                t_bits, s_bits = _batch(fc, pmask, orders, False, swaps)
+                t_up, s_up = _batch(fc, pmask, orders, True, swaps)
+                if not np.array_equal(s_bits, s_up):
+                    raise AssertionError(f"{name}: bitsets and search scored differently")
+                ratios[swaps].append(t_bits / t_up)
+        for swaps, r in ratios.items():
+            rows.append({"cache": name, "n": n, "sets": int(fc.scores.size),
+                         "local_search": "swap" if swaps else "none",
+                         "orders_per_round": count, "bitsets_over_search": r,
+                         "median_bitsets_over_search": statistics.median(r),
+                         "load": os.getloadavg()[0]})
+            print(rows[-1], flush=True)
+    return rows
+
+
 _OPT = """
 import json, sys, time
 import numpy as np
 from bnsl_dist.search import AnytimeTrace, Budget, make_optimizer
-from workflows.benchmarks.search import synthetic_cache
-cache = synthetic_cache(10000)
-local, seconds = sys.argv[1], float(sys.argv[2])
-opt = make_optimizer("asobs", closure="dfs", local_search=local)
+from workflows.benchmarks.search import _blip_cache, synthetic_cache
+local, seconds, name = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+cache = synthetic_cache(10000) if name == "synthetic" else _blip_cache(name)
+closure = "dfs" if name == "synthetic" else "auto"
+opt = make_optimizer("asobs", closure=closure, local_search=local)
 list(opt.run(cache, Budget(max_iterations=1), np.random.default_rng(1)))  # compiled
 t0, cpu0 = time.perf_counter(), time.process_time()
 tr = AnytimeTrace.collect(opt.run(cache, Budget(seconds=seconds), np.random.default_rng(0)))
@@ -124,22 +179,29 @@ print(json.dumps({"orders": tr.total_iterations, "seconds": wall, "cpu_seconds":
 """
 
 
-def part_optimizer(seconds: float, trees: list[str]) -> list[dict[str, Any]]:
-    """The optimizer on the synthetic cache with each source tree's code (PYTHONPATH and
-    working directory: ``python -c`` puts the working directory first), one after the
-    other per setting."""
+def part_optimizer(seconds: float, trees: list[str], caches: list[str], repeats: int = 1
+                   ) -> list[dict[str, Any]]:
+    """The optimizer on each cache ("synthetic": the synthetic cache, ``closure="dfs"``;
+    else BLIP's cache of that name, ``closure="auto"``, bitsets up to ``DFS_FROM``
+    variables) with each source tree's code (PYTHONPATH and working directory:
+    ``python -c`` puts the working directory first), one after the other per setting,
+    ``repeats`` times (the trees' order reversed every other time); a row per run."""
     rows = []
-    for local in ("none", "swap"):
-        for tree in trees:
-            env = {**os.environ, "PYTHONPATH": tree}
-            out = subprocess.run([sys.executable, "-c", _OPT, local, str(seconds)], env=env,
-                                 cwd=tree, check=True, capture_output=True, text=True).stdout
-            r = json.loads(out.strip().splitlines()[-1])
-            rows.append({"cache": "synthetic n=10000", "tree": tree, "local_search": local,
-                         "closure": "dfs", **r, "orders_per_s": r["orders"] / r["seconds"],
-                         "orders_per_cpu_s": r["orders"] / max(r["cpu_seconds"], 1e-9),
-                         "load": os.getloadavg()[0]})
-            print(rows[-1], flush=True)
+    for name, local in itertools.product(caches, ("none", "swap")):
+        for rep in range(repeats):
+            for tree in trees if rep % 2 == 0 else trees[::-1]:
+                env = {**os.environ, "PYTHONPATH": tree}
+                out = subprocess.run([sys.executable, "-c", _OPT, local, str(seconds), name],
+                                     env=env, cwd=tree, check=True, capture_output=True,
+                                     text=True).stdout
+                r = json.loads(out.strip().splitlines()[-1])
+                rows.append({"cache": "synthetic n=10000" if name == "synthetic" else name,
+                             "tree": tree, "local_search": local, "repeat": rep,
+                             "closure": "dfs" if name == "synthetic" else "auto", **r,
+                             "orders_per_s": r["orders"] / r["seconds"],
+                             "orders_per_cpu_s": r["orders"] / max(r["cpu_seconds"], 1e-9),
+                             "load": os.getloadavg()[0]})
+                print(rows[-1], flush=True)
     return rows
 
 
@@ -151,18 +213,27 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--trees", nargs="*", default=[str(Path(__file__).resolve().parents[2])],
                     help="source trees whose optimizer runs (e.g. a checkout of main too)")
-    ap.add_argument("--parts", nargs="*", default=["kernels", "optimizer"])
+    ap.add_argument("--parts", nargs="*", default=["kernels", "closure", "optimizer"])
+    ap.add_argument("--opt-caches", nargs="*", default=["synthetic"],
+                    help="caches of the optimizer part: synthetic, or BLIP cache names "
+                         "(rows of other caches already in the JSON are kept)")
+    ap.add_argument("--opt-repeats", type=int, default=1)
     args = ap.parse_args()
     result: dict[str, Any] = {}
     path = OUT_DIR / "asobs_large.json"
     if path.is_file():  # keep parts done earlier
         old = json.loads(path.read_text())
-        result.update({k: v for k, v in old.items() if k in ("kernels", "optimizer")})
+        result.update({k: v for k, v in old.items() if k in ("kernels", "closure", "optimizer")})
     result["settings"] = vars(args)
     if "kernels" in args.parts:
         result["kernels"] = part_kernels(args.rounds, args.orders)
+    if "closure" in args.parts:
+        result["closure"] = part_closure(args.rounds, 4000)
     if "optimizer" in args.parts:
-        result["optimizer"] = part_optimizer(args.seconds, args.trees)
+        rows = part_optimizer(args.seconds, args.trees, args.opt_caches, args.opt_repeats)
+        done = {r["cache"] for r in rows}  # rows of the caches not rerun are kept
+        result["optimizer"] = [r for r in result.get("optimizer", [])
+                               if r["cache"] not in done] + rows
     print(write_result("asobs_large", result))
 
 

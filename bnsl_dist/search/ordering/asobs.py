@@ -59,7 +59,11 @@ _SAMPLERS = ("uniform", "entropy")
 _LOCAL = ("none", "swap", "window")
 _CLOSURES = ("auto", "bitsets", "dfs")
 #: Above this many variables "auto" tracks descendants by search instead of bitsets.
-DFS_FROM = 1024
+#: ASOBS + OBS + swaps with the search against bitsets (same orders), the search's speed
+#: relative: 0.5-0.6 on plants (69 variables), 0.9-1.0 on dna (180), 1.05 on book (500),
+#: 1.3-1.4 on cwebkb (839): parts ``closure`` and ``optimizer`` of
+#: workflows/benchmarks/asobs_large.py.
+DFS_FROM = 512
 #: Block steps per window-kernel call between two clock checks.
 _WINDOW_CHUNK = 50_000
 
