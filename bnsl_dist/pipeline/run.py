@@ -420,15 +420,15 @@ def _run_sem_cell(cell: Cell, t_start: float) -> CellResult:
     """SEM-kMAX imputation (ALGORITHMS.md §9): mask the data MCAR, run structural EM,
     report in ``extra`` the imputation accuracy of the best network's completion by each
     missing cell's posterior-marginal argmax (``imputation_accuracy``) and by each
-    record's joint MPE (``imputation_accuracy_mpe``: the paper's), and the final DAG's
-    completed-data BIC.
+    record's joint MPE (``imputation_accuracy_mpe``: the paper's) and of the baseline
+    filling each cell with its variable's most frequent observed state
+    (``imputation_accuracy_mode``), and the final DAG's completed-data BIC.
 
     The M-step budgets are those of ``bnsl-dist impute`` (data-scaled work counts,
     reproducible) unless the cell's SEM settings give seconds (the paper's protocol);
     the cell's budget caps k-MAX."""
     from bnsl_dist.data.masking import mask_mcar
-    from bnsl_dist.sem import imputation_accuracy, structural_em
-    from bnsl_dist.sem.imputation import complete_rows
+    from bnsl_dist.sem import complete_rows, imputation_accuracy, mode_impute, structural_em
     from bnsl_dist.sem.structural_em import sem_cache_spec, sem_search_budget
 
     sem = cell.sem
@@ -448,9 +448,11 @@ def _run_sem_cell(cell: Cell, t_start: float) -> CellResult:
     mpe = complete_rows(res.network, res.order or None, masked.codes,
                         masked.missing, "mpe")
     acc_mpe = imputation_accuracy(truth, masked, masked.with_codes(mpe, None))
+    acc_mode = imputation_accuracy(truth, masked, mode_impute(masked))  # the baseline
     last = res.history[-1] if res.history else None
     out_extra = {**sem.json_dict(), "imputation_accuracy": acc,
                  "imputation": "marginal", "imputation_accuracy_mpe": acc_mpe,
+                 "imputation_accuracy_mode": acc_mode,
                  "cache_scores_per_variable": cache.scores_per_variable,
                  "search_iterations": search.max_iterations,
                  "converged": bool(res.converged), "em_iterations": len(res.history),
