@@ -50,9 +50,19 @@ def _inference_tables(frame: pd.DataFrame, grid: GridConfig, failures: list[Cell
     return inference_tables(frame, out_dir, plots=plots)
 
 
+def _sem_tables(frame: pd.DataFrame, grid: GridConfig, failures: list[CellFailure],
+                out_dir: Path, plots: bool) -> list[Path]:
+    """The SEM-kMAX imputation study (k-MAX paper, §7)."""
+    from bnsl_dist.reporting.imputation import write_imputation_tables
+
+    return write_imputation_tables(frame, out_dir, grid.name,
+                                   title=grid.reference or grid.name, plots=plots)
+
+
 #: Per grid kind (the stored grid's ``kind``), the tables beyond the ΔBIC comparisons.
 KIND_TABLES: dict[str, KindTables] = {"search": _search_tables,
-                                      "inference": _inference_tables}
+                                      "inference": _inference_tables,
+                                      "sem": _sem_tables}
 
 
 def _grids(recs: RecordSet) -> dict[str, GridConfig]:
