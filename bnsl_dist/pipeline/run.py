@@ -428,7 +428,7 @@ def _run_sem_cell(cell: Cell, t_start: float) -> CellResult:
     reproducible) unless the cell's SEM settings give seconds (the paper's protocol);
     the cell's budget caps k-MAX."""
     from bnsl_dist.data.masking import mask_mcar
-    from bnsl_dist.sem import complete_rows, imputation_accuracy, mode_impute, structural_em
+    from bnsl_dist.sem import imputation_accuracy, impute, mode_impute, structural_em
     from bnsl_dist.sem.structural_em import sem_cache_spec, sem_search_budget
 
     sem = cell.sem
@@ -445,9 +445,8 @@ def _run_sem_cell(cell: Cell, t_start: float) -> CellResult:
                         search_budget=search, imputation="marginal")
     acc = imputation_accuracy(truth, masked, res.completed)
     # the paper's completion (joint MPE of each record) by the same network, beside ours
-    mpe = complete_rows(res.network, res.order or None, masked.codes,
-                        masked.missing, "mpe")
-    acc_mpe = imputation_accuracy(truth, masked, masked.with_codes(mpe, None))
+    acc_mpe = imputation_accuracy(truth, masked, impute(res.network, masked,
+                                                        order=res.order or None))
     acc_mode = imputation_accuracy(truth, masked, mode_impute(masked))  # the baseline
     last = res.history[-1] if res.history else None
     out_extra = {**sem.json_dict(), "imputation_accuracy": acc,
