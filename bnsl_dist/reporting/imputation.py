@@ -71,7 +71,8 @@ def imputation_table(cells: pd.DataFrame) -> pd.DataFrame:
             "accuracy": fmt_float(acc.mean(), ".4f"),
             "sd": fmt_float(acc.std(ddof=1) if len(acc) > 1 else np.nan, ".4f"),
             "MPE (paper's)": fmt_float(_mean(g["accuracy_mpe"]), ".4f"),
-            "marginal − MPE": fmt_float(_mean(g["accuracy"] - g["accuracy_mpe"]), "+.4f"),
+            "marginal − MPE": fmt_float(round(_mean(g["accuracy"] - g["accuracy_mpe"]), 4)
+                                        or 0.0, "+.4f"),  # no "-0.0000"
             "mode baseline": fmt_float(_mean(g["accuracy_mode"]), ".4f"),
             "EM iterations": fmt_float(g["em_iterations"].mean(), ".1f"),
             "converged": f"{int(g['converged'].sum())}/{len(g)}",

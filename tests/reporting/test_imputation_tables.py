@@ -51,6 +51,9 @@ def test_imputation_table_by_hand(frame):
     assert first["mode baseline"] == "0.6500"
     assert (first["EM iterations"], first["converged"], first["seconds"]) == \
         ("4.0", "1/2", "15.0")
+    # a difference that rounds to zero is printed without a sign of its own
+    tiny = cells.assign(accuracy_mpe=cells["accuracy"] + 1e-6)
+    assert imputation_table(tiny).iloc[0]["marginal − MPE"] == "+0.0000"
     # one run: no sd; a record without the MPE and mode figures leaves them empty
     assert (second["runs"], second["sd"], second["MPE (paper's)"],
             second["marginal − MPE"], second["mode baseline"]) == ("1", "", "", "", "")
