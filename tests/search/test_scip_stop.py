@@ -84,3 +84,56 @@ def test_closing_the_stream_stops_the_solve(name, kw, n, no_scip_time_limit):
     gen.close()  # waits for the solver thread
     assert not solver[0].is_alive()
     assert no_scip_time_limit.is_set()
+
+
+def test_step_costs_estimates_from_observations():
+    costs = common.StepCosts(default_rate=2e-4, factor=1.5, decay=0.5,
+                             defaults={"known": 1e-5})
+    assert costs.estimate("unseen", 1_000) == pytest.approx(1.5 * 2e-4 * 1_000)
+    assert costs.estimate("known", 1_000) == pytest.approx(1.5 * 1e-5 * 1_000)
+    costs.record("known", 1_000, 0.4)  # first observation replaces the default
+    assert costs.rate("known") == pytest.approx(0.4 / 1_000)
+    costs.record("known", 2_000, 0.1)  # faster: the old rate fades by half
+    assert costs.rate("known") == pytest.approx(max(0.1 / 2_000, 0.5 * 0.4 / 1_000))
+    costs.record("known", 2_000, 0.1)
+    assert costs.rate("known") == pytest.approx(max(0.1 / 2_000, 0.25 * 0.4 / 1_000))
+    costs.record("known", 100, 0.5)  # slower: taken at once
+    assert costs.rate("known") == pytest.approx(0.5 / 100)
+    assert costs.estimate("known", 10) == pytest.approx(1.5 * 0.5 / 100 * 10)
+
+
+def test_attempt_runs_a_step_only_when_it_fits():
+    costs = common.StepCosts(default_rate=1e-3, factor=1.0, defaults={})
+    left = [0.5]
+    stop = common.ScipStop(lambda: left[0], costs)
+    ran = []
+    # estimated 1e-3 * 1000 = 1 s > 0.5 s left: not run, nothing recorded
+    assert stop.attempt("s", 1_000, lambda: ran.append(1) or "x") is None
+    assert ran == [] and costs.rate("s") == 1e-3
+    # 1e-3 * 100 = 0.1 s fits: run and timed (a near-instant step: rate far below 1e-3)
+    assert stop.attempt("s", 100, lambda: ran.append(2) or "y") == "y"
+    assert ran == [2] and costs.rate("s") < 1e-4
+    # now the 1,000-unit run is estimated cheap and fits
+    assert stop.attempt("s", 1_000, lambda: "z") == "z"
+    stop.stop()  # once stopped, nothing runs
+    assert stop.attempt("s", 1, lambda: ran.append(3)) is None and ran == [2]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name,kw,n", SOLVERS)
+def test_node_steps_too_slow_for_the_budget_are_skipped(name, kw, n, monkeypatch):
+    """With every callback step estimated at hours, a timed run never starts one (they
+    would raise here) and still returns a valid DAG at least as good as the greedy."""
+    monkeypatch.setattr(common, "STEP_COSTS", common.StepCosts(default_rate=1e3,
+                                                               defaults={}))
+    mod = ilp_mod if name == "ilp" else twilp_mod
+
+    def boom(*args, **kwargs):
+        raise AssertionError("a node step ran")
+
+    monkeypatch.setattr(mod, "fractional_clusters", boom)
+    monkeypatch.setattr(mod, "_lp_repairs" if name == "ilp" else "_lp_heuristic", boom)
+    incs = list(make_optimizer(name, **kw).run(knotted_cache(n), Budget(seconds=2.0),
+                                               np.random.default_rng(0)))
+    assert incs[-1].score >= incs[0].score
+    assert naive_is_acyclic(incs[-1].dag.parents)

@@ -193,18 +193,22 @@ def _scip_lazy(fam: Families, watch: Stopwatch, seed: int, hint: Sequence[int],
                     best[0] = s
                     emit(Found(watch.elapsed(), chosen, s, stats.dual_bound,
                                int(stats.explored_nodes)))
-        else:  # MIP_NODE: fractional separation and the LP-repair heuristic
-            cuts = fractional_clusters(fam, x)
-            if not cuts and subip:
-                cuts = subip_clusters(fam, x)
-            for c in cuts:
-                out.generated_constraints.append(cluster_row(c, False))
-            for chosen in _lp_repairs(fam, x):
+        else:  # MIP_NODE: the LP-repair heuristic and fractional separation, each
+            # only when its estimated cost fits before the deadline (seconds each on
+            # large caches, and SCIP cannot interrupt them)
+            for chosen in stopper.attempt("ilp.repair", fam.n_sets,
+                                          lambda: _lp_repairs(fam, x)) or ():
                 s = fam.score(chosen)
                 if s > best[0]:
                     best[0] = s
                     emit(Found(watch.elapsed(), chosen, s, stats.dual_bound,
                                int(stats.explored_nodes)))
+            cuts = stopper.attempt("ilp.separate", fam.n_sets,
+                                   lambda: fractional_clusters(fam, x)) or []
+            if not cuts and subip and not stopper.due():
+                cuts = subip_clusters(fam, x)
+            for c in cuts:
+                out.generated_constraints.append(cluster_row(c, False))
         return out
 
     b = watch.budget

@@ -343,15 +343,19 @@ def _solve(fam: Families, k: int, watch: Stopwatch, seed: int, hint: tuple[list[
             integral(data.solution, out, st.dual_bound, it)
             return out
         x, yh = tm.values(data.solution)
-        if lazy_triangles:
-            out.generated_constraints.extend(tm.triangle_rows(yh, True))
-        for c in fractional_clusters(fam, x):
-            out.generated_constraints.append(tm.cluster(c, False))
-        for w in _fractional_dense_sets(yh, n, k):
-            out.generated_constraints.append(tm.dense(w, False))
-        for ch, order in _lp_heuristic(fam, x, k):
+        # each step only when its estimated cost fits before the deadline (see ScipStop)
+        for ch, order in stopper.attempt("twilp.repair", fam.n_sets,
+                                         lambda: _lp_heuristic(fam, x, k)) or ():
             record(ch, order, st.dual_bound, it)
+        out.generated_constraints.extend(
+            stopper.attempt("twilp.separate", fam.n_sets, lambda: _node_rows(x, yh)) or ())
         return out
+
+    def _node_rows(x: NDArray[np.float64], yh: NDArray[np.float64]) -> list[Any]:
+        rows = list(tm.triangle_rows(yh, True)) if lazy_triangles else []
+        rows.extend(tm.cluster(c, False) for c in fractional_clusters(fam, x))
+        rows.extend(tm.dense(w, False) for w in _fractional_dense_sets(yh, n, k))
+        return rows
 
     seconds = None if watch.budget.seconds is None else watch.remaining() - _TIME_MARGIN
     if seconds is not None and seconds <= 0:
