@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -416,6 +416,10 @@ def _inference_study(cell: Cell, data: CategoricalData, best: Incumbent,
     return out
 
 
+#: The completion a SEM cell's ``imputation_accuracy`` measures (its record says which).
+_SEM_IMPUTATION: Final = "marginal"
+
+
 def _run_sem_cell(cell: Cell, t_start: float) -> CellResult:
     """SEM-kMAX imputation (ALGORITHMS.md §9): mask the data MCAR, run structural EM,
     report in ``extra`` the imputation accuracy of the best network's completion by each
@@ -442,7 +446,7 @@ def _run_sem_cell(cell: Cell, t_start: float) -> CellResult:
     search = sem_search_budget(truth, sem.search_seconds_per_variable, cell.budget)
     res = structural_em(masked, k=cell.k or 4, rng=np.random.default_rng(sem_ss),
                         max_iterations=sem.max_em_iterations, cache=cache,
-                        search_budget=search, imputation="marginal")
+                        search_budget=search, imputation=_SEM_IMPUTATION)
     acc = imputation_accuracy(truth, masked, res.completed)
     # the paper's completion (joint MPE of each record) by the same network, beside ours
     acc_mpe = imputation_accuracy(truth, masked, impute(res.network, masked,
@@ -450,7 +454,7 @@ def _run_sem_cell(cell: Cell, t_start: float) -> CellResult:
     acc_mode = imputation_accuracy(truth, masked, mode_impute(masked))  # the baseline
     last = res.history[-1] if res.history else None
     out_extra = {**sem.json_dict(), "imputation_accuracy": acc,
-                 "imputation": "marginal", "imputation_accuracy_mpe": acc_mpe,
+                 "imputation": _SEM_IMPUTATION, "imputation_accuracy_mpe": acc_mpe,
                  "imputation_accuracy_mode": acc_mode,
                  "cache_scores_per_variable": cache.scores_per_variable,
                  "search_iterations": search.max_iterations,

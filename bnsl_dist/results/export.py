@@ -129,6 +129,8 @@ def export_records(results: str | os.PathLike[str], out: str | os.PathLike[str],
     """
     if dags not in ("all", "best"):
         raise InvalidConfigError(f"dags must be 'all' or 'best', got {dags!r}")
+    if max_bytes is not None and max_bytes < 1:
+        raise InvalidConfigError(f"max_bytes must be >= 1, got {max_bytes}")
     root = Path(results)
     if not root.is_dir():
         raise DataError("not a results folder", path=str(root))
@@ -150,8 +152,6 @@ def export_records(results: str | os.PathLike[str], out: str | os.PathLike[str],
         if table.num_rows and len(values) == 1:
             constants[name] = values.pop()
             table = table.drop_columns([name])
-    if max_bytes is not None and max_bytes < 1:
-        raise InvalidConfigError(f"max_bytes must be >= 1, got {max_bytes}")
     base = {_META_FORMAT: RECORDS_FORMAT.encode(),
             _META_GRIDS: canonical_json(recs.grids).encode(),
             _META_CONSTANTS: canonical_json(constants).encode()}
@@ -247,16 +247,17 @@ def read_records(path: str | os.PathLike[str]) -> RecordSet:
         file (no ``bnsl_dist.records`` metadata, another format, missing columns), or a
         part of a set that is missing or not of the set.
     """
-    recs, part = _read_one(Path(path))
+    given = Path(path)
+    recs, part = _read_one(given)
     if part is None:
         return recs
-    first = Path(path).with_name(str(part["first"]))
+    first = given.with_name(str(part["first"]))
     sets: list[RecordSet] = []
     for i, p in enumerate(part_paths(first, int(part["of"])), start=1):
         if not p.is_file():
             raise DataError(f"part {i} of {part['of']} of the records file {first.name} "
                             "is missing", path=str(p))
-        one, got = _read_one(p)
+        one, got = (recs, part) if p == given else _read_one(p)  # each file read once
         want = {"part": i, "of": part["of"], "first": first.name}
         if got != want:
             raise DataError(f"not part {i} of {part['of']} of {first.name} "

@@ -126,12 +126,13 @@ class CellResult:
         run's at every checkpoint of the cell, and its ``best`` the run's best. The best
         incumbent's DAG is ``dag_json``; records written before it was left out of
         ``incumbent_dags`` hold it there too, and give the same trace."""
-        names = tuple(json.loads(self.dag_json)["nodes"]) if self.dag_json else None
+        best_json = json.loads(self.dag_json) if self.dag_json else None
+        names = tuple(best_json["nodes"]) if best_json is not None else None
         dags = {int(i): DAG.from_parents(ps, names)
                 for i, ps in json.loads(self.incumbent_dags or "{}").items()}
         best = self.best_index()
-        if best is not None and best not in dags:
-            dags[best] = DAG.from_json_dict(json.loads(self.dag_json), source="dag_json")
+        if best is not None and best not in dags and best_json is not None:
+            dags[best] = DAG.from_json_dict(best_json, source="dag_json")
         incs = [Incumbent(elapsed=self.trace_elapsed[i], score=self.trace_scores[i],
                           dag=dags[i], iterations=self.trace_iterations[i],
                           bound=self.bound if i == len(self.trace_scores) - 1 else None)

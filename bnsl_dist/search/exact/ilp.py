@@ -204,10 +204,11 @@ def _scip_lazy(fam: Families, watch: Stopwatch, seed: int, hint: Sequence[int],
                     emit(Found(watch.elapsed(), chosen, s, stats.dual_bound,
                                int(stats.explored_nodes)))
             cuts = stopper.attempt("ilp.separate", fam.n_sets,
-                                   lambda: fractional_clusters(fam, x)) or []
-            if not cuts and subip and not stopper.due():
-                cuts = subip_clusters(fam, x)
-            for c in cuts:
+                                   lambda: fractional_clusters(fam, x))
+            if cuts == [] and subip:  # the heuristic ran and found nothing
+                cuts = stopper.attempt("ilp.subip", fam.n_sets,
+                                       lambda: subip_clusters(fam, x))
+            for c in cuts or ():
                 out.generated_constraints.append(cluster_row(c, False))
         return out
 
