@@ -80,7 +80,7 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
               else {"expand_dominated": EXPAND_DOMINATED})
     cache = cache_spec(options, **expand)  # checked before the data are read
     d = load_data(data, missing="mask")
-    cache = sem_cache_spec(cache, cache.score, d, scaled=not budget_given, keep_expand=True)
+    cache = sem_cache_spec(cache, cache.score, d, scaled=not budget_given)
     budget = None
     if search_seconds is not None or search_iterations is not None:
         budget = Budget(seconds=search_seconds, max_iterations=search_iterations)

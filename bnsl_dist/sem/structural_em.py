@@ -205,13 +205,13 @@ EXPAND_DOMINATED = False
 
 
 def sem_cache_spec(cache: CacheSpec | None, score: str, data: CategoricalData, *,
-                   scaled: bool = False, keep_expand: bool = False) -> CacheSpec:
+                   scaled: bool = False) -> CacheSpec:
     """The M-step's cache build: ``cache`` when given, else independence selection with
     ``score``; its budget is the exact-score count of :func:`sem_budgets` (reproducible)
     when ``cache`` is None or ``scaled`` (``cache``'s own budget is then replaced), else
     ``cache``'s (``seconds_per_variable``: the paper's wall-clock protocol). The
-    data-scaled build also takes :data:`EXPAND_DOMINATED` unless ``keep_expand``
-    (``cache``'s setting stays: it was given explicitly).
+    data-scaled build also takes :data:`EXPAND_DOMINATED` unless ``cache`` sets
+    ``expand_dominated`` explicitly (then its setting stays).
 
     Examples
     --------
@@ -222,12 +222,14 @@ def sem_cache_spec(cache: CacheSpec | None, score: str, data: CategoricalData, *
     ('bdeu', None, True)
     >>> spec.expand_dominated, sem_cache_spec(CacheSpec(), "bic", d).expand_dominated
     (False, True)
+    >>> sem_cache_spec(CacheSpec(expand_dominated=True), "bic", d, scaled=True).expand_dominated
+    True
     """
     if cache is not None and not scaled:
         return cache
     scores = sem_budgets(data.n_vars, data.n_samples)[0]
     base = cache.model_dump() if cache is not None else {"score": score}
-    if not (keep_expand and cache is not None):
+    if cache is None or "expand_dominated" not in cache.model_fields_set:
         base["expand_dominated"] = EXPAND_DOMINATED
     return CacheSpec(**{**base, "seconds_per_variable": None, "scores_per_variable": scores})
 

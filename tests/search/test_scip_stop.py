@@ -38,7 +38,7 @@ def knotted_cache(n: int = 30, m: int = 30, seed: int = 0) -> ParentSetCache:
 def no_scip_time_limit(monkeypatch):
     """SCIP without its own time limit; records whether a callback saw the stop."""
     seen = threading.Event()
-    real_due, real_params = common.ScipStop.due, ilp_mod.scip_parameters
+    real_due, real_params = common.ScipStop.due, common.scip_parameters
 
     def due(self):
         out = real_due(self)
@@ -50,8 +50,7 @@ def no_scip_time_limit(monkeypatch):
         return real_params(seed, None, nodes)
 
     monkeypatch.setattr(common.ScipStop, "due", due)
-    monkeypatch.setattr(ilp_mod, "scip_parameters", params)
-    monkeypatch.setattr(twilp_mod, "scip_parameters", params)
+    monkeypatch.setattr(common, "scip_parameters", params)
     return seen
 
 

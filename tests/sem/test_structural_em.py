@@ -250,10 +250,12 @@ def test_default_budgets_scale_with_the_data_and_reproduce(asia):
     assert got.scores_per_variable == sem_budgets(masked.n_vars, masked.n_samples)[0]
     assert got.seconds_per_variable is None and got.method == "independence"
     assert got.expand_dominated is False  # the SEM's exploration (EXPAND_DOMINATED)
-    # a spec whose budget is replaced gets it too, unless its setting is kept
+    # a spec whose budget is replaced gets it too, unless it sets expand_dominated
+    unset = CacheSpec(score="bdeu")
+    assert unset.expand_dominated is True  # CacheSpec's default, not the SEM's
+    assert sem_cache_spec(unset, "bic", masked, scaled=True).expand_dominated is False
     given = CacheSpec(expand_dominated=True)
-    assert sem_cache_spec(given, "bic", masked, scaled=True).expand_dominated is False
-    assert sem_cache_spec(given, "bic", masked, scaled=True, keep_expand=True).expand_dominated
+    assert sem_cache_spec(given, "bic", masked, scaled=True).expand_dominated is True
     # a caller's spec wins
     paper = CacheSpec(seconds_per_variable=1.0)
     assert sem_cache_spec(paper, "bic", masked) is paper

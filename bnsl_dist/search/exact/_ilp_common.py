@@ -9,7 +9,12 @@
 - :func:`eades_order`: the Eades-Lin-Smyth feedback-arc-set ordering heuristic;
 - :func:`stream_thread` / :func:`hold_back`: run a blocking solve on a thread, stream
   what its callbacks emit (the solver thread only collects), and turn it into strictly
-  improving incumbents whose last one carries the final bound.
+  improving incumbents whose last one carries the final bound; :func:`incumbents`: a
+  solver's whole run of incumbents from its greedy start and such a stream;
+- the SCIP solves (``ilp``'s lazy encoding, ``twilp``): :func:`scip_stream` runs one on
+  a thread with a :class:`ScipStop`, :func:`scip_callback` is the start their
+  callbacks share (stop at the deadline, or when their own incumbent is proved
+  optimal), :func:`solve_scip` the solve itself (parameters, hint, callback events).
 
 Cluster separation lives in :mod:`bnsl_dist.search.exact._ilp_separation`. All
 helpers are deterministic: ties are broken by index.
@@ -25,6 +30,8 @@ NIPS 2015, §3 (ASOBS: best parent set avoiding descendants).
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import queue
 import threading
 import time
@@ -35,12 +42,19 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bnsl_dist.cache.parent_sets import ParentSetCache
+from bnsl_dist.search.base import Incumbent, Stopwatch
 
 _T = TypeVar("_T")
 
 __all__ = ["Families", "Found", "Final", "generated_row", "repair", "order_search", "lp_order",
-           "greedy_dag", "eades_order", "stream_thread", "hold_back", "bits", "ScipStop",
-           "StepCosts", "STEP_COSTS"]
+           "greedy_dag", "eades_order", "stream_thread", "hold_back", "incumbents", "bits",
+           "ScipStop", "StepCosts", "STEP_COSTS", "load_mathopt", "scip_parameters",
+           "scip_stream", "scip_callback", "solve_scip", "SEED_MAX"]
+
+#: Solver seeds are drawn from ``0 .. SEED_MAX - 1``.
+SEED_MAX = 2**31 - 1
+#: Seconds kept for building incumbents after SCIP stops.
+TIME_MARGIN = 0.03
 
 
 class Found(NamedTuple):
@@ -376,7 +390,7 @@ STEP_COSTS = StepCosts()
 
 
 def stream_thread(work: Callable[[Callable[[Any], None]], Any],
-                  stop: Callable[[], None]) -> Iterator[Any]:
+                  stop: Callable[[], None]) -> Generator[Any, None, Any]:
     """Run ``work(emit)`` on a thread; yield every object it emits, in order.
 
     The generator's return value (``result = yield from stream_thread(...)``) is what
@@ -408,15 +422,15 @@ def stream_thread(work: Callable[[Callable[[Any], None]], Any],
             t.join()
 
 
-def hold_back(stream: Generator[Found, None, Final], make: Callable[[Found, float], Any],
+def hold_back(stream: Generator[Found, None, Final], make: Callable[[Found], Any],
               finish: Callable[[Any, Final], Any], best: float = -np.inf
               ) -> Generator[Any, None, Final | None]:
     """Turn a solver's :class:`Found` stream into strictly improving incumbents.
 
     Each incumbent is held back until the next one arrives (or the solve ends), so that
-    the last one carries the final proven bound: ``make(found, best_so_far)`` builds an
-    incumbent, ``finish(incumbent, final)`` updates the last one. Returns the
-    :class:`Final` of the stream.
+    the last one carries the final proven bound: ``make(found)`` builds an incumbent,
+    ``finish(incumbent, final)`` updates the last one. Returns the :class:`Final` of the
+    stream.
     """
     pending = None
     final: Final | None = None
@@ -431,9 +445,132 @@ def hold_back(stream: Generator[Found, None, Final], make: Callable[[Found, floa
                 best = found.score
                 if pending is not None:
                     yield pending
-                pending = make(found, best)
+                pending = make(found)
     finally:
         stream.close()
     if pending is not None:
         yield finish(pending, final) if final is not None else pending
     return final
+
+
+def _finish(inc: Incumbent, final: Final) -> Incumbent:
+    """The last incumbent with the solve's final bound (optimal when it meets it)."""
+    bounds = [b for b in (inc.bound, final.bound) if b is not None]
+    bound = max(min(bounds, default=inc.score), inc.score)
+    if final.optimal or bound - inc.score <= 1e-9 * max(1.0, abs(inc.score)):
+        return dataclasses.replace(inc, bound=inc.score, info=dict(inc.info, optimal=True))
+    return dataclasses.replace(inc, bound=bound)
+
+
+def _prepend(first: Found, stream: Generator[Found, None, Final]
+             ) -> Generator[Found, None, Final]:
+    yield first
+    return (yield from stream)
+
+
+def incumbents(first: Found, upper: float, stream: Callable[[], Generator[Found, None, Final]],
+               make: Callable[[Found, float], Incumbent]
+               ) -> Generator[Incumbent, None, int | None]:
+    """An exact solver's incumbents: ``first`` (its greedy start), then each strictly
+    better solution of ``stream()``, the last with the final bound (see :func:`hold_back`).
+
+    ``make(found, bound)`` builds an incumbent whose ``info`` has ``"optimal": False``;
+    ``bound`` is the solver's bound clipped to ``[found.score, upper]``. When ``first``
+    reaches ``upper`` (every variable has its best set) it is optimal and no solve
+    runs. Returns the solve's iteration count (``None`` when none ran).
+    """
+    def build(found: Found) -> Incumbent:
+        bound = upper if found.bound is None else min(upper, float(found.bound))
+        return make(found, max(bound, found.score))
+
+    if first.score >= upper:
+        yield _finish(build(first), Final(upper, True, 0))
+        return None
+    final = yield from hold_back(_prepend(first, stream()), build, _finish)
+    return None if final is None else final.iterations
+
+
+def load_mathopt() -> Any:
+    """OR-Tools MathOpt (imported on first use)."""
+    from ortools.math_opt.python import mathopt
+
+    return mathopt
+
+
+def scip_parameters(seed: int, seconds: float | None, nodes: int | None) -> Any:
+    """Single-threaded exact SCIP parameters (no relative gap tolerance)."""
+    mo = load_mathopt()
+    p = mo.SolveParameters(threads=1, random_seed=seed, relative_gap_tolerance=0.0,
+                           absolute_gap_tolerance=1e-9)
+    if seconds is not None:
+        p.time_limit = datetime.timedelta(seconds=max(0.01, seconds))
+    if nodes is not None:
+        p.node_limit = max(1, int(nodes))
+    return p
+
+
+def scip_stream(watch: Stopwatch, solve: Callable[[Callable[[Found], None], ScipStop], Final]
+                ) -> Generator[Found, None, Final]:
+    """What ``solve(emit, stopper)`` emits, run on a thread (:func:`stream_thread`); the
+    :class:`ScipStop` is due at the deadline of ``watch`` or when the stream is closed."""
+    stopper = ScipStop(watch.remaining)
+    return stream_thread(lambda emit: solve(emit, stopper), stopper.stop)
+
+
+def scip_callback(stopper: ScipStop, node_cuts: bool, best: Sequence[float],
+                  body: Callable[[Any, Any], None]) -> Callable[[Any], Any]:
+    """A SCIP (MathOpt) callback: it terminates the solve when ``stopper`` is due, or when
+    SCIP's dual bound proves ``best[0]`` (the solver's own best score, unknown to SCIP)
+    optimal, and otherwise runs ``body(data, result)``: on every solution, and at a
+    node's LP point only with ``node_cuts`` and the stop not due (more cuts would keep
+    SCIP re-solving the LP)."""
+    mo = load_mathopt()
+
+    def cb(data: Any) -> Any:
+        out = mo.CallbackResult()
+        out.terminate = stopper.due()
+        if data.solution is None or (data.event == mo.Event.MIP_NODE
+                                     and (out.terminate or not node_cuts)):
+            return out
+        if data.mip_stats.dual_bound <= best[0] + 1e-9 * max(1.0, abs(best[0])):
+            out.terminate = True  # our own incumbent is proved optimal
+        body(data, out)
+        return out
+
+    return cb
+
+
+def solve_scip(model: Any, watch: Stopwatch, seed: int, hint: dict[Any, float],
+               node_cuts: bool, cb: Callable[[Any], Any],
+               last: Callable[[dict[Any, float], int], None], load_seconds: float = 0.0
+               ) -> Final:
+    """Solve ``model`` by SCIP (single-threaded, seeded, from the solution ``hint``)
+    within the budget of ``watch``, with ``cb`` at every new solution and node LP point
+    (lazy constraints; cuts with ``node_cuts``); ``last(values, nodes)`` sees SCIP's
+    final solution. Callbacks and results carry the non-zero values only.
+
+    SCIP's time limit keeps :data:`TIME_MARGIN` for building incumbents and
+    ``load_seconds`` for loading the model (its clock starts after that).
+    """
+    mo = load_mathopt()
+    seconds = None if watch.budget.seconds is None else (watch.remaining() - TIME_MARGIN
+                                                         - load_seconds)
+    if seconds is not None and seconds <= 0.0:
+        return Final(None, False, 0)
+    nonzero = mo.SparseVectorFilter(skip_zero_values=True)
+    res = mo.solve(model, mo.SolverType.GSCIP,
+                   params=scip_parameters(seed, seconds, watch.iterations_left()),
+                   model_params=mo.ModelSolveParameters(
+                       solution_hints=[mo.SolutionHint(variable_values=hint)],
+                       variable_values_filter=nonzero),
+                   callback_reg=mo.CallbackRegistration(
+                       events={mo.Event.MIP_SOLUTION, mo.Event.MIP_NODE},  # MIP_NODE: stops
+                       add_lazy_constraints=True, add_cuts=node_cuts,
+                       mip_solution_filter=nonzero, mip_node_filter=nonzero),
+                   cb=cb)
+    nodes = int(res.solve_stats.node_count)
+    if res.has_primal_feasible_solution():
+        last(res.variable_values(), nodes)
+    bound = res.termination.objective_bounds.dual_bound
+    optimal = res.termination.reason == mo.TerminationReason.OPTIMAL
+    return Final(float(bound) if np.isfinite(bound) else None, optimal, nodes)

@@ -46,9 +46,7 @@ AISTATS 2010, §3 (cluster constraints).
 
 from __future__ import annotations
 
-import dataclasses
-import datetime
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 import numpy as np
@@ -58,16 +56,21 @@ from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.search.base import Budget, Incumbent, Stopwatch, register
 from bnsl_dist.search.exact._ilp_common import (
+    SEED_MAX,
     Families,
     Final,
     Found,
     ScipStop,
     generated_row,
     greedy_dag,
-    hold_back,
+    incumbents,
+    load_mathopt,
     lp_order,
     order_search,
     repair,
+    scip_callback,
+    scip_stream,
+    solve_scip,
     stream_thread,
 )
 from bnsl_dist.search.exact._ilp_separation import (
@@ -80,26 +83,6 @@ __all__ = ["ILP", "solve_clique_ilp", "ENCODINGS"]
 
 #: The encodings of :class:`ILP`.
 ENCODINGS = ("lazy", "cuts", "order")
-_SEED_MAX = 2**31 - 1
-_TIME_MARGIN = 0.03  # seconds kept for building incumbents after the solver stops
-
-
-def _mathopt() -> Any:
-    from ortools.math_opt.python import mathopt
-
-    return mathopt
-
-
-def scip_parameters(seed: int, seconds: float | None, nodes: int | None) -> Any:
-    """Single-threaded exact SCIP parameters (no relative gap tolerance)."""
-    mo = _mathopt()
-    p = mo.SolveParameters(threads=1, random_seed=seed, relative_gap_tolerance=0.0,
-                           absolute_gap_tolerance=1e-9)
-    if seconds is not None:
-        p.time_limit = datetime.timedelta(seconds=max(0.01, seconds))
-    if nodes is not None:
-        p.node_limit = max(1, int(nodes))
-    return p
 
 
 def _lp_repairs(fam: Families, x: NDArray[np.float64], tol: float = 1e-6) -> list[list[int]]:
@@ -128,7 +111,7 @@ def _family_model(fam: Families) -> Any:
     (better conditioned) plus a constant offset."""
     from ortools.math_opt import model_pb2
 
-    mo = _mathopt()
+    mo = load_mathopt()
     m = fam.n_sets
     mp = model_pb2.ModelProto(name="bnsl_ilp")
     mp.variables.ids.extend(range(m))
@@ -155,7 +138,7 @@ def _scip_lazy(fam: Families, watch: Stopwatch, seed: int, hint: Sequence[int],
                node_cuts: bool, emit: Callable[[Found], None], stopper: ScipStop,
                subip: bool = False) -> Final:
     """Branch-and-cut in SCIP (MathOpt): lazy cluster constraints, fractional cuts."""
-    mo = _mathopt()
+    mo = load_mathopt()
     model = _family_model(fam)
     var = model.get_variable  # variable i is set i (created on demand: 300k cost seconds)
 
@@ -164,7 +147,12 @@ def _scip_lazy(fam: Families, watch: Stopwatch, seed: int, hint: Sequence[int],
         return generated_row([var(i) for i in idx], 1.0, lb, ub, lazy)
 
     best = [fam.score(hint)]
-    events = {mo.Event.MIP_SOLUTION, mo.Event.MIP_NODE}  # MIP_NODE: the stop check too
+
+    def record(chosen: list[int], bound: float | None, nodes: int) -> None:
+        s = fam.score(chosen)
+        if s > best[0]:
+            best[0] = s
+            emit(Found(watch.elapsed(), chosen, s, bound, nodes))
 
     def values(sol: dict[Any, float]) -> NDArray[np.float64]:
         x = np.zeros(fam.n_sets)
@@ -172,75 +160,41 @@ def _scip_lazy(fam: Families, watch: Stopwatch, seed: int, hint: Sequence[int],
             x[v.id] = val
         return x
 
-    def cb(data: Any) -> Any:
-        out = mo.CallbackResult()
-        out.terminate = stopper.due()
-        if data.solution is None or (data.event == mo.Event.MIP_NODE
-                                     and (out.terminate or not node_cuts)):
-            return out
+    def body(data: Any, out: Any) -> None:
         x = values(data.solution)
         stats = data.mip_stats
-        if stats.dual_bound <= best[0] + 1e-9 * max(1.0, abs(best[0])):
-            out.terminate = True  # our own incumbent (unknown to SCIP) is proved optimal
+        nodes = int(stats.explored_nodes)
         if data.event == mo.Event.MIP_SOLUTION:
             chosen = fam.chosen_from_values(x)
             cuts = integer_clusters(fam, chosen)
             for c in cuts:
                 out.generated_constraints.append(cluster_row(c, True))
             if not cuts:
-                s = fam.score(chosen)
-                if s > best[0]:
-                    best[0] = s
-                    emit(Found(watch.elapsed(), chosen, s, stats.dual_bound,
-                               int(stats.explored_nodes)))
+                record(chosen, stats.dual_bound, nodes)
         else:  # MIP_NODE: the LP-repair heuristic and fractional separation, each
             # only when its estimated cost fits before the deadline (seconds each on
             # large caches, and SCIP cannot interrupt them)
             for chosen in stopper.attempt("ilp.repair", fam.n_sets,
                                           lambda: _lp_repairs(fam, x)) or ():
-                s = fam.score(chosen)
-                if s > best[0]:
-                    best[0] = s
-                    emit(Found(watch.elapsed(), chosen, s, stats.dual_bound,
-                               int(stats.explored_nodes)))
-            cuts = stopper.attempt("ilp.separate", fam.n_sets,
+                record(chosen, stats.dual_bound, nodes)
+            frac = stopper.attempt("ilp.separate", fam.n_sets,
                                    lambda: fractional_clusters(fam, x))
-            if cuts == [] and subip:  # the heuristic ran and found nothing
-                cuts = stopper.attempt("ilp.subip", fam.n_sets,
+            if frac == [] and subip:  # the heuristic ran and found nothing
+                frac = stopper.attempt("ilp.subip", fam.n_sets,
                                        lambda: subip_clusters(fam, x))
-            for c in cuts or ():
+            for c in frac or ():
                 out.generated_constraints.append(cluster_row(c, False))
-        return out
 
-    b = watch.budget
-    # SCIP's clock starts after it has loaded the model: keep time for that (~2e-5 s/set).
-    seconds = None if b.seconds is None else (watch.remaining() - _TIME_MARGIN
-                                              - 2e-5 * fam.n_sets)
-    params = scip_parameters(seed, seconds, watch.iterations_left())
-    # A partial hint (the chosen sets): SCIP completes it by propagating Σ z = 1.
-    nonzero = mo.SparseVectorFilter(skip_zero_values=True)
-    mparams = mo.ModelSolveParameters(
-        solution_hints=[mo.SolutionHint(variable_values={var(int(i)): 1.0 for i in hint})],
-        variable_values_filter=nonzero)
-    if seconds is not None and seconds <= 0.0:
-        return Final(None, False, 0)
-    res = mo.solve(model, mo.SolverType.GSCIP, params=params, model_params=mparams,
-                   callback_reg=mo.CallbackRegistration(
-                       events=events, add_lazy_constraints=True, add_cuts=node_cuts,
-                       mip_solution_filter=nonzero, mip_node_filter=nonzero),
-                   cb=cb)
-    nodes = int(res.solve_stats.node_count)
-    if res.has_primal_feasible_solution():
-        x = values(res.variable_values())
-        chosen = fam.chosen_from_values(x)
+    def last(sol: dict[Any, float], nodes: int) -> None:
+        chosen = fam.chosen_from_values(values(sol))
         if not integer_clusters(fam, chosen):
-            s = fam.score(chosen)
-            if s > best[0]:
-                best[0] = s
-                emit(Found(watch.elapsed(), chosen, s, None, nodes))
-    bound = res.termination.objective_bounds.dual_bound
-    optimal = res.termination.reason == mo.TerminationReason.OPTIMAL
-    return Final(float(bound) if np.isfinite(bound) else None, optimal, nodes)
+            record(chosen, None, nodes)
+
+    # A partial hint (the chosen sets): SCIP completes it by propagating Σ z = 1.
+    # SCIP's clock starts after it has loaded the model: keep time for that (~2e-5 s/set).
+    return solve_scip(model, watch, seed, {var(int(i)): 1.0 for i in hint}, node_cuts,
+                      scip_callback(stopper, node_cuts, best, body), last,
+                      load_seconds=2e-5 * fam.n_sets)
 
 
 @register("ilp")
@@ -304,51 +258,30 @@ class ILP:
             rng: np.random.Generator) -> Generator[Incumbent, None, int | None]:
         watch = budget.stopwatch()
         fam = Families(cache)
-        seed = int(rng.integers(0, _SEED_MAX))
+        seed = int(rng.integers(0, SEED_MAX))
         upper = float(fam.best.sum())
-        info0 = {"encoding": self.encoding}
 
-        def make(found: Found, _best: float) -> Incumbent:
-            bound = upper if found.bound is None else min(upper, float(found.bound))
+        def make(found: Found, bound: float) -> Incumbent:
             return Incumbent(found.elapsed, found.score, cache.dag_from_indices(found.chosen),
-                             iterations=found.iterations, bound=max(bound, found.score),
-                             info=dict(info0, optimal=False))
-
-        def finish(inc: Incumbent, final: Final) -> Incumbent:
-            bound = inc.bound if final.bound is None else min(inc.bound, final.bound)
-            bound = max(bound, inc.score)
-            if final.optimal or bound - inc.score <= 1e-9 * max(1.0, abs(inc.score)):
-                return dataclasses.replace(inc, bound=inc.score, info=dict(info0, optimal=True))
-            return dataclasses.replace(inc, bound=bound)
+                             iterations=found.iterations, bound=bound,
+                             info={"encoding": self.encoding, "optimal": False})
 
         hint = greedy_dag(fam, rng, self.n_greedy)
         first = Found(watch.elapsed(), hint, fam.score(hint), upper, 0)
-        if first.score >= upper:  # every variable has its best set: optimal already
-            yield finish(make(first, first.score), Final(upper, True, 0))
-            return
-        stream = self._stream(fam, watch, seed, hint)
-        final = yield from hold_back(_prepend(first, stream), make, finish)
-        return None if final is None else final.iterations  # the count run
+        return (yield from incumbents(first, upper, lambda: self._stream(fam, watch, seed, hint),
+                                      make))
 
     def _stream(self, fam: Families, watch: Stopwatch, seed: int,
-                hint: list[int]) -> Iterator[Found]:
+                hint: list[int]) -> Generator[Found, None, Final]:
         if self.encoding == "lazy":
-            stopper = ScipStop(watch.remaining)
-            return stream_thread(
-                lambda emit: _scip_lazy(fam, watch, seed, hint, self.node_cuts, emit,
-                                        stopper, self.subip),
-                stopper.stop)
+            return scip_stream(watch, lambda emit, stopper: _scip_lazy(
+                fam, watch, seed, hint, self.node_cuts, emit, stopper, self.subip))
         from bnsl_dist.search.exact import _ilp_cpsat as C
 
         work = C.cpsat_cuts if self.encoding == "cuts" else C.cpsat_order
         stopper = C.Stopper()
         return stream_thread(lambda emit: work(fam, watch, seed, hint, emit, stopper),
                              stopper.stop)
-
-
-def _prepend(first: Found, stream: Iterator[Found]) -> Iterator[Found]:
-    yield first
-    return (yield from stream)
 
 
 def solve_clique_ilp(cache: ParentSetCache, variables: Sequence[int],

@@ -43,7 +43,6 @@ ILP), §5 (cuts and the feasibility heuristic).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
@@ -59,6 +58,7 @@ from bnsl_dist.graph import (
 )
 from bnsl_dist.search.base import Budget, Incumbent, Stopwatch, register
 from bnsl_dist.search.exact._ilp_common import (
+    SEED_MAX,
     Families,
     Final,
     Found,
@@ -66,10 +66,13 @@ from bnsl_dist.search.exact._ilp_common import (
     bits,
     generated_row,
     greedy_dag,
-    hold_back,
+    incumbents,
+    load_mathopt,
     lp_order,
     order_search,
-    stream_thread,
+    scip_callback,
+    scip_stream,
+    solve_scip,
 )
 from bnsl_dist.search.exact._ilp_separation import fractional_clusters, integer_clusters
 from bnsl_dist.search.exact._twilp_heuristics import (
@@ -79,12 +82,8 @@ from bnsl_dist.search.exact._twilp_heuristics import (
     order_width,
     root_graph_arcs,
 )
-from bnsl_dist.search.exact.ilp import _mathopt, _prepend, scip_parameters
 
 __all__ = ["TWILP", "fit_treewidth", "root_graph_arcs", "feasibility_heuristic"]
-
-_SEED_MAX = 2**31 - 1
-_TIME_MARGIN = 0.03
 
 
 # ---------------------------------------------------------------------------- separation
@@ -155,7 +154,7 @@ class _Model:
     """The TWILP model in MathOpt: z per cached set, y per arc i -> j (i in N)."""
 
     def __init__(self, fam: Families, k: int, lazy_triangles: bool) -> None:
-        mo = _mathopt()
+        mo = load_mathopt()
         n = fam.n
         self.fam, self.k, self.n = fam, k, n
         m = self.model = mo.Model(name="twilp")
@@ -296,7 +295,7 @@ def _y_order(ych: list[set[int]], n: int) -> list[int]:
 def _solve(fam: Families, k: int, watch: Stopwatch, seed: int, hint: tuple[list[int], list[int]],
            node_cuts: bool, lazy_triangles: bool, emit: Callable[[Found], None],
            stopper: ScipStop) -> Final:
-    mo = _mathopt()
+    mo = load_mathopt()
     tm = _Model(fam, k, lazy_triangles)
     n = fam.n
     best = [fam.score(hint[0])]
@@ -329,19 +328,12 @@ def _solve(fam: Families, k: int, watch: Stopwatch, seed: int, hint: tuple[list[
                     return
             record(chosen, order, bound, it)
 
-    def cb(data: Any) -> Any:
-        out = mo.CallbackResult()
-        out.terminate = stopper.due()
-        if data.solution is None or (data.event == mo.Event.MIP_NODE
-                                     and (out.terminate or not node_cuts)):
-            return out
+    def body(data: Any, out: Any) -> None:
         st = data.mip_stats
         it = int(st.explored_nodes)
-        if st.dual_bound <= best[0] + 1e-9 * max(1.0, abs(best[0])):
-            out.terminate = True  # our own incumbent (unknown to SCIP) is proved optimal
         if data.event == mo.Event.MIP_SOLUTION:
             integral(data.solution, out, st.dual_bound, it)
-            return out
+            return
         x, yh = tm.values(data.solution)
         # each step only when its estimated cost fits before the deadline (see ScipStop)
         for ch, order in stopper.attempt("twilp.repair", fam.n_sets,
@@ -349,7 +341,6 @@ def _solve(fam: Families, k: int, watch: Stopwatch, seed: int, hint: tuple[list[
             record(ch, order, st.dual_bound, it)
         out.generated_constraints.extend(
             stopper.attempt("twilp.separate", fam.n_sets, lambda: _node_rows(x, yh)) or ())
-        return out
 
     def _node_rows(x: NDArray[np.float64], yh: NDArray[np.float64]) -> list[Any]:
         rows = list(tm.triangle_rows(yh, True)) if lazy_triangles else []
@@ -357,25 +348,9 @@ def _solve(fam: Families, k: int, watch: Stopwatch, seed: int, hint: tuple[list[
         rows.extend(tm.dense(w, False) for w in _fractional_dense_sets(yh, n, k))
         return rows
 
-    seconds = None if watch.budget.seconds is None else watch.remaining() - _TIME_MARGIN
-    if seconds is not None and seconds <= 0:
-        return Final(None, False, 0)
-    params = scip_parameters(seed, seconds, watch.iterations_left())
-    mparams = mo.ModelSolveParameters(
-        solution_hints=[mo.SolutionHint(variable_values=tm.hint(*hint))])
-    events = {mo.Event.MIP_SOLUTION, mo.Event.MIP_NODE}  # MIP_NODE: the stop check too
-    nonzero = mo.SparseVectorFilter(skip_zero_values=True)
-    res = mo.solve(tm.model, mo.SolverType.GSCIP, params=params, model_params=mparams,
-                   callback_reg=mo.CallbackRegistration(
-                       events=events, add_lazy_constraints=True, add_cuts=node_cuts,
-                       mip_solution_filter=nonzero, mip_node_filter=nonzero),
-                   cb=cb)
-    nodes = int(res.solve_stats.node_count)
-    if res.has_primal_feasible_solution():
-        integral(res.variable_values(), None, None, nodes)
-    bound = res.termination.objective_bounds.dual_bound
-    optimal = res.termination.reason == mo.TerminationReason.OPTIMAL
-    return Final(float(bound) if np.isfinite(bound) else None, optimal, nodes)
+    return solve_scip(tm.model, watch, seed, tm.hint(*hint), node_cuts,
+                      scip_callback(stopper, node_cuts, best, body),
+                      lambda sol, nodes: integral(sol, None, None, nodes))
 
 
 def _lp_heuristic(fam: Families, x: NDArray[np.float64], k: int,
@@ -453,40 +428,24 @@ class TWILP:
         fam = Families(cache)
         n = fam.n
         k = min(int(self.k), max(n - 1, 0))
-        seed = int(rng.integers(0, _SEED_MAX))
+        seed = int(rng.integers(0, SEED_MAX))
         upper = float(fam.best.sum())
 
-        def make(found: Found, _best: float) -> Incumbent:
+        def make(found: Found, bound: float) -> Incumbent:
             dag = cache.dag_from_indices(found.chosen)
             cert = TreewidthCertificate(tuple(int(v) for v in found.extra), k)
             if not cert.check(dag):  # pragma: no cover - the orders are valid by construction
                 raise AssertionError("twilp: invalid treewidth certificate")
-            bound = upper if found.bound is None else min(upper, float(found.bound))
             return Incumbent(found.elapsed, found.score, dag, iterations=found.iterations,
-                             bound=max(bound, found.score),
+                             bound=bound,
                              info={"certificate": cert, "k": int(self.k), "optimal": False})
 
-        def finish(inc: Incumbent, final: Final) -> Incumbent:
-            bound = inc.bound if final.bound is None else min(inc.bound, final.bound)
-            bound = max(bound, inc.score)
-            if final.optimal or bound - inc.score <= 1e-9 * max(1.0, abs(inc.score)):
-                return dataclasses.replace(inc, bound=inc.score, info=dict(inc.info, optimal=True))
-            return dataclasses.replace(inc, bound=bound)
-
-        if k == 0:  # a single variable: only the empty DAG
-            chosen = [best_subset(fam, v, 0) for v in range(n)]
-            found = Found(watch.elapsed(), chosen, fam.score(chosen), None, 0, tuple(range(n)))
-            yield finish(make(found, found.score), Final(found.score, True, 0))
-            return
-        chosen, order = fit_treewidth(fam, greedy_dag(fam, rng, self.n_greedy), k)
+        if k == 0:  # n <= 1: the empty DAG, whose score is the upper bound (optimal)
+            chosen, order = [best_subset(fam, v, 0) for v in range(n)], list(range(n))
+        else:
+            chosen, order = fit_treewidth(fam, greedy_dag(fam, rng, self.n_greedy), k)
         first = Found(watch.elapsed(), chosen, fam.score(chosen), upper, 0, tuple(order))
-        if first.score >= upper:
-            yield finish(make(first, first.score), Final(upper, True, 0))
-            return
-        stopper = ScipStop(watch.remaining)
-        stream = stream_thread(
-            lambda emit: _solve(fam, k, watch, seed, (chosen, order), self.node_cuts,
-                                self.lazy_triangles, emit, stopper),
-            stopper.stop)
-        final = yield from hold_back(_prepend(first, stream), make, finish)
-        return None if final is None else final.iterations  # the count run
+        return (yield from incumbents(first, upper, lambda: scip_stream(
+            watch, lambda emit, stopper: _solve(fam, k, watch, seed, (chosen, order),
+                                                self.node_cuts, self.lazy_triangles, emit,
+                                                stopper)), make))
