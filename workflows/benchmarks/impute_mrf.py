@@ -1,0 +1,348 @@
+"""Benchmark: SEM-kMAX against random-forest imputation (mRF / missForest), the
+comparison of Scanagatta et al., IJAR 95 (2018), §7.2, Figures 6-8.
+
+:func:`mrf_impute` is an mRF imputer (Tang & Ishwaran 2017) for categorical data, made
+with scikit-learn's ``RandomForestClassifier`` (multi-output classification: one forest
+for a group of responses, the multivariate forests of mRF):
+
+1. every missing cell starts at its variable's most frequent observed state (mode);
+2. each iteration splits the variables having missing cells at random into mutually
+   exclusive groups of ``round(alpha x n)`` variables (``alpha`` -> 1/n is missForest);
+   each group in turn is regressed on all the other variables (their current
+   imputation) by one multi-output forest, trained on the rows where every variable of
+   the group is observed, and the group's missing cells take the forest's predictions;
+3. it stops when the fraction of imputed cells changed by an iteration stops
+   decreasing, and then returns the imputation before that iteration (missForest's
+   rule), or after ``max_iterations``.
+
+Unlike randomForestSRC's mRF (the paper's), whose forests grow on every row and impute
+missing responses inside the nodes, the forests here learn from the rows complete in
+their group: small groups (``alpha``) keep those rows many at high missing rates.
+
+The benchmark expands ``configs/grids/sem-imputation-2018-reduced.yaml`` into its cells
+(:func:`bnsl_dist.pipeline.grid.expand_grid`), rebuilds each cell's masked data exactly
+as the SEM cell did (:func:`bnsl_dist.pipeline.run.sem_cell_inputs`: same seeds, same
+hidden cells), imputes it with mRF and records per cell key the accuracy
+(:func:`bnsl_dist.sem.imputation_accuracy`), wall and CPU seconds and iterations. Each
+cell is paired with the SEM record of the same key (``--records``: a records file or a
+results folder); the table gives per data set and missing rate the mean accuracy of
+SEM-kMAX (posterior-marginal completion and joint MPE, the paper's), mRF and the mode,
+the accuracy ratio SEM (MPE) / mRF (Fig. 7) and the time ratio SEM / mRF (Fig. 8), and
+the figure SEM against mRF accuracy per cell (Fig. 6 left). SEM's wall seconds are
+those the grid recorded (2 workers, other load); mRF's are measured here: the time ratio
+is indicative only.
+
+Needs scikit-learn (``pip install -e .[peers]``). Writes ``out/mrf.json``, ``out/mrf.md``
+and ``out/mrf.png`` (``--out`` another folder).
+
+Run: ``python -m workflows.benchmarks.impute_mrf [--datasets kdd,plants] [--seeds 0,1]
+[--missing-rates 0.01,0.2] [--n-estimators 20] [--alpha 0.05] [--max-iterations 5]
+[--max-samples 2000] [--records PATH] [--out DIR] [--append]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bnsl_dist.data.dataset import CategoricalData
+from bnsl_dist.sem import imputation_accuracy, mode_impute
+from workflows.benchmarks import _common
+from workflows.benchmarks._common import write_result
+
+GRID = Path(__file__).resolve().parents[2] / "configs" / "grids" / "sem-imputation-2018-reduced.yaml"
+RECORDS = (Path(__file__).resolve().parents[1] / "results" / "sem-imputation-2018-reduced"
+           / "records.parquet")
+
+
+def _forest_class() -> Any:
+    try:
+        from sklearn.ensemble import RandomForestClassifier
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise SystemExit("impute_mrf needs scikit-learn: pip install -e .[peers]") from None
+    return RandomForestClassifier
+
+
+def mrf_impute(data: CategoricalData, *, n_estimators: int = 100, alpha: float = 0.1,
+               max_iterations: int = 10, seed: int = 0, n_jobs: int = 1,
+               max_samples: int | None = None, min_samples_leaf: int = 1
+               ) -> tuple[CategoricalData, dict[str, Any]]:
+    """Impute the missing cells of ``data`` by mRF (see the module docstring).
+
+    Parameters
+    ----------
+    data : CategoricalData
+        Data with missing cells (``data.missing``); not modified.
+    n_estimators : int
+        Trees per forest.
+    alpha : float
+        Fraction of the variables per group, in (0, 1]; at most 1/n gives one variable
+        per group (missForest).
+    max_iterations : int
+        Most iterations.
+    seed : int
+        Randomness of the groups and of the forests; the same seed, the same result.
+    n_jobs : int
+        Threads of each forest.
+    max_samples : int or None
+        Rows of each tree's bootstrap sample at most (None: as many as training rows).
+    min_samples_leaf : int
+        Rows per leaf at least.
+
+    Returns
+    -------
+    (CategoricalData, dict)
+        The completed data (no missing cells) and facts of the run: ``iterations``,
+        ``changed`` (fraction of imputed cells changed, per iteration), ``groups`` (per
+        iteration), ``min_train_rows`` (the fewest training rows of a forest) and
+        ``stop`` (``"diverged"`` or ``"max_iterations"``, or ``"no_missing"``).
+    """
+    forest = _forest_class()
+    if not 0 < alpha <= 1 or max_iterations < 1:
+        raise ValueError(f"alpha must be in (0, 1] and max_iterations at least 1, got "
+                         f"{alpha} and {max_iterations}")
+    if data.missing is None or not data.missing.any():
+        return mode_impute(data), {"iterations": 0, "changed": [], "groups": 0,
+                                   "min_train_rows": data.n_samples, "stop": "no_missing"}
+    miss = data.missing
+    codes = mode_impute(data).codes.astype(np.int64)
+    rng = np.random.default_rng(seed)
+    targets = np.flatnonzero(miss.any(axis=0))
+    size = max(1, round(alpha * data.n_vars))
+    changed: list[float] = []
+    min_rows = data.n_samples
+    stop = "max_iterations"
+    for _ in range(max_iterations):
+        new = codes.copy()
+        order = rng.permutation(targets)
+        for group in (order[i:i + size] for i in range(0, order.size, size)):
+            others = np.setdiff1d(np.arange(data.n_vars), group)
+            hole = miss[:, group]
+            train = ~hole.any(axis=1)
+            n_train = int(train.sum())
+            min_rows = min(min_rows, n_train)
+            if n_train == 0 or others.size == 0:
+                continue  # nothing to learn from: the cells keep their imputation
+            rf = forest(n_estimators=n_estimators, n_jobs=n_jobs,
+                        min_samples_leaf=min_samples_leaf,
+                        max_samples=max_samples if max_samples and max_samples < n_train
+                        else None, random_state=int(rng.integers(2**31 - 1)))
+            y = new[np.ix_(train, group)]
+            rf.fit(new[np.ix_(train, others)], y[:, 0] if group.size == 1 else y)
+            # the current imputation of the other variables predicts the group's holes
+            rows = ~train
+            got = np.asarray(rf.predict(new[np.ix_(rows, others)])).reshape(-1, group.size)
+            block = new[np.ix_(rows, group)]
+            block[hole[rows]] = got[hole[rows]]
+            new[np.ix_(rows, group)] = block
+        frac = float((new[miss] != codes[miss]).mean())
+        changed.append(frac)
+        if len(changed) > 1 and frac > changed[-2]:
+            stop = "stopped_decreasing"  # missForest: keep the imputation before
+            break
+        codes = new
+        if frac == 0:
+            stop = "converged"
+            break
+    return data.with_codes(codes, None), {
+        "iterations": len(changed), "changed": changed, "group_size": size,
+        "min_train_rows": min_rows, "stop": stop}
+
+
+# ---------------------------------------------------------------------------- benchmark
+def run_cells(datasets: list[str], seeds: list[int] | None, rates: list[float] | None,
+              settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """The mRF run of each cell of the grid on ``datasets`` (and ``seeds``, ``rates``
+    when given), one at a time; printed as they end."""
+    from bnsl_dist.config import load_grid
+    from bnsl_dist.pipeline.grid import expand_grid
+    from bnsl_dist.pipeline.run import sem_cell_inputs
+
+    cells = [c for c in expand_grid(load_grid(GRID)) if c.dataset in datasets
+             and (seeds is None or c.seed in seeds)
+             and (rates is None or c.sem is not None and c.sem.missing_rate in rates)]
+    runs = []
+    for cell in cells:
+        assert cell.sem is not None
+        truth, masked = sem_cell_inputs(cell)
+        load0 = os.getloadavg()
+        w0, c0 = time.perf_counter(), time.process_time()
+        completed, facts = mrf_impute(masked, seed=cell.seed, **settings)
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+        runs.append({"key": cell.key, "dataset": cell.dataset,
+                     "missing_rate": cell.sem.missing_rate, "seed": cell.seed,
+                     "n_vars": truth.n_vars, "n_samples": truth.n_samples,
+                     "missing_cells": int(masked.missing.sum())
+                     if masked.missing is not None else 0,
+                     "accuracy": imputation_accuracy(truth, masked, completed),
+                     "accuracy_mode": imputation_accuracy(truth, masked, mode_impute(masked)),
+                     "wall_seconds": wall, "cpu_seconds": cpu, **facts,
+                     "load_before": load0, "load_after": os.getloadavg(), "nice": os.nice(0)})
+        print(json.dumps(runs[-1]), flush=True)
+    return runs
+
+
+def pair(runs: list[dict[str, Any]], records: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Each mRF run with the SEM record of its key (``sem_*`` fields; absent when the
+    records have no such key)."""
+    from bnsl_dist.results.export import load_records
+
+    frame = load_records(records).frame()
+    by_key = {k: (json.loads(e), float(w))
+              for k, e, w in zip(frame["key"], frame["extra"], frame["wall_seconds"],
+                                 strict=True)}
+    out = []
+    for r in runs:
+        got = by_key.get(r["key"])
+        if got is None:
+            out.append(dict(r))
+            continue
+        extra, wall = got
+        out.append({**r, "sem_accuracy": extra["imputation_accuracy"],
+                    "sem_accuracy_mpe": extra["imputation_accuracy_mpe"],
+                    "sem_accuracy_mode": extra["imputation_accuracy_mode"],
+                    "sem_missing_cells": extra["missing_cells"], "sem_wall_seconds": wall})
+    return out
+
+
+def _stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    paired = [r for r in rows if "sem_accuracy" in r]
+    out: dict[str, Any] = {"n": len(rows), "n_paired": len(paired),
+                           "mrf": float(np.mean([r["accuracy"] for r in rows])),
+                           "mode": float(np.mean([r["accuracy_mode"] for r in rows])),
+                           "mrf_wall_seconds": float(np.mean([r["wall_seconds"] for r in rows])),
+                           "mrf_cpu_seconds": float(np.mean([r["cpu_seconds"] for r in rows]))}
+    if paired:
+        out.update({
+            "sem_marginal": float(np.mean([r["sem_accuracy"] for r in paired])),
+            "sem_mpe": float(np.mean([r["sem_accuracy_mpe"] for r in paired])),
+            "accuracy_ratio": float(np.mean([r["sem_accuracy_mpe"] / r["accuracy"]
+                                             for r in paired])),
+            "accuracy_ratio_marginal": float(np.mean([r["sem_accuracy"] / r["accuracy"]
+                                                      for r in paired])),
+            "time_ratio": float(np.mean([r["sem_wall_seconds"] / r["wall_seconds"]
+                                         for r in paired])),
+            "sem_wall_seconds": float(np.mean([r["sem_wall_seconds"] for r in paired])),
+            "sem_better": sum(r["sem_accuracy_mpe"] > r["accuracy"] for r in paired),
+            "mrf_better": sum(r["sem_accuracy_mpe"] < r["accuracy"] for r in paired),
+            "same_mask": all(r["sem_missing_cells"] == r["missing_cells"]
+                             and r["sem_accuracy_mode"] == r["accuracy_mode"] for r in paired)})
+    return out
+
+
+def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per data set and missing rate, and per missing rate over the data sets (the
+    aggregation of Figs. 7 and 8): the means of :func:`_stats`. Ratios are means of the
+    per-cell ratios; SEM's accuracy in them is its joint-MPE completion (the paper's)."""
+    keys = sorted({(r["dataset"], r["missing_rate"]) for r in runs})
+    rates = sorted({r["missing_rate"] for r in runs})
+    return {"cells": [{"dataset": d, "missing_rate": m,
+                       **_stats([r for r in runs if (r["dataset"], r["missing_rate"]) == (d, m)])}
+                      for d, m in keys],
+            "rates": [{"missing_rate": m, **_stats([r for r in runs if r["missing_rate"] == m])}
+                      for m in rates]}
+
+
+def table(summary: dict[str, Any]) -> str:
+    """The markdown tables of :func:`summarise`."""
+    head = ("| {first} | missing | cells | SEM-kMAX marginal | SEM-kMAX MPE | mRF | mode | "
+            "SEM/mRF accuracy (MPE) | SEM better / mRF better | SEM/mRF time |")
+    rule = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+
+    def line(first: str, s: dict[str, Any]) -> str:
+        sem = (f"{s['sem_marginal']:.4f} | {s['sem_mpe']:.4f}" if s["n_paired"] else "— | —")
+        ratio = (f"{s['accuracy_ratio']:.4f} | {s['sem_better']} / {s['mrf_better']} | "
+                 f"{s['time_ratio']:.2f}" if s["n_paired"] else "— | — | —")
+        return (f"| {first} | {s['missing_rate']:.0%} | {s['n']} | {sem} | {s['mrf']:.4f} | "
+                f"{s['mode']:.4f} | {ratio} |")
+
+    lines = [head.format(first="data set"), rule]
+    lines += [line(s["dataset"], s) for s in summary["cells"]]
+    lines += ["", head.format(first="all data sets"), rule]
+    lines += [line("all", s) for s in summary["rates"]]
+    return "\n".join(lines)
+
+
+def plot(runs: list[dict[str, Any]], path: Path) -> None:
+    """SEM-kMAX (MPE) against mRF accuracy, one point per cell (Fig. 6 left)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from bnsl_dist._io import atomic_writer
+
+    fig, ax = plt.subplots(figsize=(5, 5))
+    paired = [r for r in runs if "sem_accuracy_mpe" in r]
+    for m in sorted({r["missing_rate"] for r in paired}):
+        sub = [r for r in paired if r["missing_rate"] == m]
+        ax.scatter([r["accuracy"] for r in sub], [r["sem_accuracy_mpe"] for r in sub],
+                   s=12, label=f"{m:.0%} missing")
+    lo = min([r["accuracy"] for r in paired] + [r["sem_accuracy_mpe"] for r in paired] + [1.0])
+    ax.plot([lo, 1], [lo, 1], color="grey", linewidth=0.8)
+    ax.set_xlabel("mRF imputation accuracy")
+    ax.set_ylabel("SEM-kMAX imputation accuracy (MPE)")
+    ax.set_title("SEM-kMAX vs mRF, one point per cell")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    atomic_writer(path, lambda fh: fig.savefig(fh, format="png", dpi=120))
+    plt.close(fig)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--datasets", default="kdd,plants,baudio,jester,bnetflix,accidents,"
+                                          "tretail,pumsb_star")
+    ap.add_argument("--seeds", default=None, help="e.g. 0,1 (default: the grid's)")
+    ap.add_argument("--missing-rates", default=None, help="e.g. 0.01,0.2 (default: the grid's)")
+    ap.add_argument("--n-estimators", type=int, default=20)
+    ap.add_argument("--alpha", type=float, default=0.05)
+    ap.add_argument("--max-iterations", type=int, default=5)
+    ap.add_argument("--max-samples", type=int, default=2000)
+    ap.add_argument("--min-samples-leaf", type=int, default=1)
+    ap.add_argument("--records", default=str(RECORDS),
+                    help="SEM records: a records file or a results folder")
+    ap.add_argument("--out", default=None, help="output folder (default: the benchmarks' out/)")
+    ap.add_argument("--append", action="store_true",
+                    help="keep the runs of an existing mrf.json (those of the same key replaced)")
+    args = ap.parse_args()
+    _forest_class()  # the clear error before any work
+    if args.out:
+        _common.OUT_DIR = Path(args.out)
+    settings = {"n_estimators": args.n_estimators, "alpha": args.alpha,
+                "max_iterations": args.max_iterations, "max_samples": args.max_samples,
+                "min_samples_leaf": args.min_samples_leaf, "n_jobs": 1}
+    new = run_cells(args.datasets.split(","),
+                    None if args.seeds is None else [int(s) for s in args.seeds.split(",")],
+                    None if args.missing_rates is None
+                    else [float(m) for m in args.missing_rates.split(",")], settings)
+    old: list[dict[str, Any]] = []
+    json_path = _common.OUT_DIR / "mrf.json"
+    if args.append and json_path.is_file():
+        old = json.loads(json_path.read_text())["runs"]
+        if json.loads(json_path.read_text())["settings"] != settings:
+            raise SystemExit(f"{json_path}: its runs had other settings; run without --append")
+    done = {r["key"] for r in new}
+    runs = pair([r for r in old if r["key"] not in done] + new, args.records)
+    runs.sort(key=lambda r: (r["dataset"], r["missing_rate"], r["seed"]))
+    summary = summarise(runs)
+    from bnsl_dist._io import atomic_write_text
+
+    path = write_result("mrf", {"settings": settings, "grid": str(GRID.name),
+                                "records": str(args.records), "runs": runs,
+                                "summary": summary})
+    atomic_write_text(_common.OUT_DIR / "mrf.md", table(summary) + "\n")
+    plot(runs, _common.OUT_DIR / "mrf.png")
+    print(table(summary))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
