@@ -91,7 +91,8 @@ def mrf_impute(data: CategoricalData, *, n_estimators: int = 100, alpha: float =
     n_jobs : int
         Threads of each forest.
     max_samples : int or None
-        Rows of each tree's bootstrap sample at most (None: as many as training rows).
+        Training rows of each forest at most, drawn at random from the rows complete in
+        its group (None: all of them); its trees bootstrap from those.
     min_samples_leaf : int
         Rows per leaf at least.
 
@@ -99,16 +100,17 @@ def mrf_impute(data: CategoricalData, *, n_estimators: int = 100, alpha: float =
     -------
     (CategoricalData, dict)
         The completed data (no missing cells) and facts of the run: ``iterations``,
-        ``changed`` (fraction of imputed cells changed, per iteration), ``groups`` (per
-        iteration), ``min_train_rows`` (the fewest training rows of a forest) and
-        ``stop`` (``"diverged"`` or ``"max_iterations"``, or ``"no_missing"``).
+        ``changed`` (fraction of imputed cells changed, per iteration), ``group_size``,
+        ``min_train_rows`` (the fewest rows complete in a group) and ``stop``
+        (``"stopped_decreasing"``, ``"converged"``, ``"max_iterations"`` or
+        ``"no_missing"``).
     """
     forest = _forest_class()
     if not 0 < alpha <= 1 or max_iterations < 1:
         raise ValueError(f"alpha must be in (0, 1] and max_iterations at least 1, got "
                          f"{alpha} and {max_iterations}")
     if data.missing is None or not data.missing.any():
-        return mode_impute(data), {"iterations": 0, "changed": [], "groups": 0,
+        return mode_impute(data), {"iterations": 0, "changed": [], "group_size": 0,
                                    "min_train_rows": data.n_samples, "stop": "no_missing"}
     miss = data.missing
     codes = mode_impute(data).codes.astype(np.int64)
@@ -124,19 +126,19 @@ def mrf_impute(data: CategoricalData, *, n_estimators: int = 100, alpha: float =
         for group in (order[i:i + size] for i in range(0, order.size, size)):
             others = np.setdiff1d(np.arange(data.n_vars), group)
             hole = miss[:, group]
-            train = ~hole.any(axis=1)
-            n_train = int(train.sum())
-            min_rows = min(min_rows, n_train)
-            if n_train == 0 or others.size == 0:
+            rows = hole.any(axis=1)  # the rows to predict; the others train
+            train = np.flatnonzero(~rows)
+            min_rows = min(min_rows, train.size)
+            if train.size == 0 or others.size == 0:
                 continue  # nothing to learn from: the cells keep their imputation
+            if max_samples is not None and train.size > max_samples:
+                train = np.sort(rng.choice(train, max_samples, replace=False))
             rf = forest(n_estimators=n_estimators, n_jobs=n_jobs,
                         min_samples_leaf=min_samples_leaf,
-                        max_samples=max_samples if max_samples and max_samples < n_train
-                        else None, random_state=int(rng.integers(2**31 - 1)))
+                        random_state=int(rng.integers(2**31 - 1)))
             y = new[np.ix_(train, group)]
             rf.fit(new[np.ix_(train, others)], y[:, 0] if group.size == 1 else y)
             # the current imputation of the other variables predicts the group's holes
-            rows = ~train
             got = np.asarray(rf.predict(new[np.ix_(rows, others)])).reshape(-1, group.size)
             block = new[np.ix_(rows, group)]
             block[hole[rows]] = got[hole[rows]]
