@@ -251,28 +251,43 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
                       for m in rates]}
 
 
-def table(summary: dict[str, Any]) -> str:
-    """The markdown tables of :func:`summarise`."""
+def table(summary: dict[str, Any], settings: dict[str, Any]) -> str:
+    """The markdown tables of :func:`summarise`, after a note on the settings."""
+    same = all(s.get("same_mask", True) for s in summary["rates"])
+    paired = sum(s["n_paired"] for s in summary["rates"])
+    note = (f"mRF settings: {json.dumps(settings)}. Accuracy: fraction of the hidden cells "
+            "restored, mean over the cells (seeds); SEM-kMAX from the grid's records "
+            f"(same key, {paired} cells paired; masks "
+            f"{'identical' if same else 'DIFFERENT'}: missing cells and mode accuracy equal "
+            "to the records'). Ratios are means of per-cell ratios, SEM's accuracy its "
+            "joint-MPE completion (the paper's). Time: wall seconds; SEM's were recorded by "
+            "the grid (2 workers) and mRF's here (one process, nice 10), both on a shared, "
+            "loaded 2-core machine: indicative only.")
     head = ("| {first} | missing | cells | SEM-kMAX marginal | SEM-kMAX MPE | mRF | mode | "
-            "SEM/mRF accuracy (MPE) | SEM better / mRF better | SEM/mRF time |")
-    rule = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+            "SEM/mRF accuracy | SEM better / mRF better | SEM s | mRF s | SEM/mRF time |")
+    rule = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 
     def line(first: str, s: dict[str, Any]) -> str:
         sem = (f"{s['sem_marginal']:.4f} | {s['sem_mpe']:.4f}" if s["n_paired"] else "— | —")
         ratio = (f"{s['accuracy_ratio']:.4f} | {s['sem_better']} / {s['mrf_better']} | "
-                 f"{s['time_ratio']:.2f}" if s["n_paired"] else "— | — | —")
+                 f"{s['sem_wall_seconds']:.1f} | {s['mrf_wall_seconds']:.1f} | "
+                 f"{s['time_ratio']:.2f}" if s["n_paired"]
+                 else f"— | — | — | {s['mrf_wall_seconds']:.1f} | —")
         return (f"| {first} | {s['missing_rate']:.0%} | {s['n']} | {sem} | {s['mrf']:.4f} | "
                 f"{s['mode']:.4f} | {ratio} |")
 
-    lines = [head.format(first="data set"), rule]
+    lines = ["### SEM-kMAX against mRF (Scanagatta et al. 2018, §7.2, Figs. 6-8)", "", note,
+             "", head.format(first="data set"), rule]
     lines += [line(s["dataset"], s) for s in summary["cells"]]
-    lines += ["", head.format(first="all data sets"), rule]
+    lines += ["", "Per missing rate over the data sets (Figs. 7 and 8):", "",
+              head.format(first="data sets"), rule]
     lines += [line("all", s) for s in summary["rates"]]
     return "\n".join(lines)
 
 
 def plot(runs: list[dict[str, Any]], path: Path) -> None:
-    """SEM-kMAX (MPE) against mRF accuracy, one point per cell (Fig. 6 left)."""
+    """Per cell, SEM-kMAX (MPE) against mRF: accuracy (Fig. 6 left) and wall seconds
+    (Fig. 6 right, log scales), the diagonal drawn."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -280,20 +295,28 @@ def plot(runs: list[dict[str, Any]], path: Path) -> None:
 
     from bnsl_dist._io import atomic_writer
 
-    fig, ax = plt.subplots(figsize=(5, 5))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 5))
     paired = [r for r in runs if "sem_accuracy_mpe" in r]
-    for m in sorted({r["missing_rate"] for r in paired}):
-        sub = [r for r in paired if r["missing_rate"] == m]
-        ax.scatter([r["accuracy"] for r in sub], [r["sem_accuracy_mpe"] for r in sub],
-                   s=12, label=f"{m:.0%} missing")
-    lo = min([r["accuracy"] for r in paired] + [r["sem_accuracy_mpe"] for r in paired] + [1.0])
-    ax.plot([lo, 1], [lo, 1], color="grey", linewidth=0.8)
-    ax.set_xlabel("mRF imputation accuracy")
-    ax.set_ylabel("SEM-kMAX imputation accuracy (MPE)")
-    ax.set_title("SEM-kMAX vs mRF, one point per cell")
-    ax.legend(loc="lower right")
+    for ax, (mrf, sem, what) in zip(axes, (("accuracy", "sem_accuracy_mpe", "accuracy"),
+                                           ("wall_seconds", "sem_wall_seconds",
+                                            "wall seconds")), strict=True):
+        for m in sorted({r["missing_rate"] for r in paired}):
+            sub = [r for r in paired if r["missing_rate"] == m]
+            ax.scatter([r[mrf] for r in sub], [r[sem] for r in sub], s=12,
+                       label=f"{m:.0%} missing")
+        both = [r[mrf] for r in paired] + [r[sem] for r in paired]
+        if both:
+            ax.plot([min(both), max(both)], [min(both), max(both)], color="grey",
+                    linewidth=0.8)
+        ax.set_xlabel(f"mRF {what}")
+        ax.set_ylabel(f"SEM-kMAX {what}" + (" (MPE)" if what == "accuracy" else ""))
+        ax.legend(loc="lower right")
+    axes[1].set_xscale("log")
+    axes[1].set_yscale("log")
+    axes[1].xaxis.set_minor_formatter(plt.NullFormatter())
+    fig.suptitle("SEM-kMAX vs mRF, one point per cell")
     fig.tight_layout()
-    atomic_writer(path, lambda fh: fig.savefig(fh, format="png", dpi=120))
+    atomic_writer(path, lambda fh: fig.savefig(fh, format="png", dpi=110))
     plt.close(fig)
 
 
@@ -314,6 +337,8 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="output folder (default: the benchmarks' out/)")
     ap.add_argument("--append", action="store_true",
                     help="keep the runs of an existing mrf.json (those of the same key replaced)")
+    ap.add_argument("--report-only", action="store_true",
+                    help="run nothing: pair and tabulate the runs of the existing mrf.json")
     args = ap.parse_args()
     _forest_class()  # the clear error before any work
     if args.out:
@@ -321,18 +346,27 @@ def main() -> None:
     settings = {"n_estimators": args.n_estimators, "alpha": args.alpha,
                 "max_iterations": args.max_iterations, "max_samples": args.max_samples,
                 "min_samples_leaf": args.min_samples_leaf, "n_jobs": 1}
-    new = run_cells(args.datasets.split(","),
-                    None if args.seeds is None else [int(s) for s in args.seeds.split(",")],
-                    None if args.missing_rates is None
-                    else [float(m) for m in args.missing_rates.split(",")], settings)
-    old: list[dict[str, Any]] = []
     json_path = _common.OUT_DIR / "mrf.json"
-    if args.append and json_path.is_file():
-        old = json.loads(json_path.read_text())["runs"]
-        if json.loads(json_path.read_text())["settings"] != settings:
-            raise SystemExit(f"{json_path}: its runs had other settings; run without --append")
+    old: list[dict[str, Any]] = []
+    if args.append or args.report_only:
+        if json_path.is_file():
+            stored = json.loads(json_path.read_text())
+            old = stored["runs"]
+            if args.report_only:
+                settings = stored["settings"]
+            elif stored["settings"] != settings:
+                raise SystemExit(f"{json_path}: its runs had other settings "
+                                 f"({stored['settings']}); run without --append")
+        elif args.report_only:
+            raise SystemExit(f"{json_path}: no such file to report on")
+    new = [] if args.report_only else run_cells(
+        args.datasets.split(","),
+        None if args.seeds is None else [int(x) for x in args.seeds.split(",")],
+        None if args.missing_rates is None
+        else [float(m) for m in args.missing_rates.split(",")], settings)
     done = {r["key"] for r in new}
-    runs = pair([r for r in old if r["key"] not in done] + new, args.records)
+    runs = pair([{k: v for k, v in r.items() if not k.startswith("sem_")}
+                 for r in old if r["key"] not in done] + new, args.records)
     runs.sort(key=lambda r: (r["dataset"], r["missing_rate"], r["seed"]))
     summary = summarise(runs)
     from bnsl_dist._io import atomic_write_text
@@ -340,9 +374,9 @@ def main() -> None:
     path = write_result("mrf", {"settings": settings, "grid": str(GRID.name),
                                 "records": str(args.records), "runs": runs,
                                 "summary": summary})
-    atomic_write_text(_common.OUT_DIR / "mrf.md", table(summary) + "\n")
+    atomic_write_text(_common.OUT_DIR / "mrf.md", table(summary, settings) + "\n")
     plot(runs, _common.OUT_DIR / "mrf.png")
-    print(table(summary))
+    print(table(summary, settings))
     print(f"wrote {path}")
 
 
