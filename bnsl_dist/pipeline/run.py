@@ -39,8 +39,8 @@ from bnsl_dist.results.records import CellFailure, CellResult
 from bnsl_dist.search.base import AnytimeTrace, Incumbent, optimizer_stream
 from bnsl_dist.search.qds import Screening, screen
 
-__all__ = ["run_cell", "load_data", "true_network", "stage_data", "ensure_cache",
-           "load_cache", "build", "NoSolutionError", "failure_record"]
+__all__ = ["run_cell", "load_data", "sem_cell_inputs", "true_network", "stage_data",
+           "ensure_cache", "load_cache", "build", "NoSolutionError", "failure_record"]
 
 
 class NoSolutionError(RuntimeError):
@@ -420,6 +420,25 @@ def _inference_study(cell: Cell, data: CategoricalData, best: Incumbent,
 _SEM_IMPUTATION: Final = "marginal"
 
 
+def sem_cell_inputs(cell: Cell) -> tuple[CategoricalData, CategoricalData]:
+    """The complete data of a SEM cell and its MCAR-masked copy, exactly as the cell
+    masks them (the first of the two seed sequences its seed spawns), so that another
+    imputer can be run on the same hidden cells.
+
+    Raises
+    ------
+    DataError
+        Not a SEM cell (no data or no SEM settings), or its data cannot be loaded.
+    """
+    from bnsl_dist.data.masking import mask_mcar
+
+    if cell.sem is None or cell.data is None:
+        raise DataError("a sem cell needs data and sem settings")
+    truth = load_data(cell.data)
+    mask_ss = cell.seed_sequence().spawn(2)[0]
+    return truth, mask_mcar(truth, cell.sem.missing_rate, np.random.default_rng(mask_ss))
+
+
 def _run_sem_cell(cell: Cell, t_start: float) -> CellResult:
     """SEM-kMAX imputation (ALGORITHMS.md §9): mask the data MCAR, run structural EM,
     report in ``extra`` the imputation accuracy of the best network's completion by each
@@ -431,16 +450,13 @@ def _run_sem_cell(cell: Cell, t_start: float) -> CellResult:
     The M-step budgets are those of ``bnsl-dist impute`` (data-scaled work counts,
     reproducible) unless the cell's SEM settings give seconds (the paper's protocol);
     the cell's budget caps k-MAX."""
-    from bnsl_dist.data.masking import mask_mcar
     from bnsl_dist.sem import imputation_accuracy, impute, mode_impute, structural_em
     from bnsl_dist.sem.structural_em import sem_cache_spec, sem_search_budget
 
+    truth, masked = sem_cell_inputs(cell)
     sem = cell.sem
-    if sem is None or cell.data is None:  # pragma: no cover - Cell's validator
-        raise DataError("a sem cell needs data and sem settings")
-    truth = load_data(cell.data)
-    mask_ss, sem_ss = cell.seed_sequence().spawn(2)
-    masked = mask_mcar(truth, sem.missing_rate, np.random.default_rng(mask_ss))
+    assert sem is not None  # sem_cell_inputs checked it
+    sem_ss = cell.seed_sequence().spawn(2)[1]
     cache = sem_cache_spec(cell.cache, cell.cache.score, truth,
                            scaled=sem.cache_budget == "data")
     search = sem_search_budget(truth, sem.search_seconds_per_variable, cell.budget)

@@ -1,0 +1,81 @@
+"""The mRF imputer of workflows/benchmarks/impute_mrf.py, and the SEM cell's masked data
+rebuilt by ``sem_cell_inputs`` for it."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bnsl_dist.config import GridConfig
+from bnsl_dist.data.dataset import CategoricalData
+from bnsl_dist.pipeline.grid import expand_grid
+from bnsl_dist.pipeline.run import run_cell, sem_cell_inputs
+from bnsl_dist.sem import imputation_accuracy, mode_impute
+
+pytest.importorskip("sklearn")
+
+from workflows.benchmarks.impute_mrf import mrf_impute, pair, summarise  # noqa: E402
+
+
+def copied_data(n: int = 400) -> tuple[CategoricalData, CategoricalData]:
+    """``b = (a + 1) mod 3`` and ``d = c xor (a > 0)`` with ``a`` and ``c`` observed;
+    ``b``, ``d`` and the noise ``e`` lose 20% of their cells."""
+    rng = np.random.default_rng(3)
+    a, c, e = rng.integers(0, 3, n), rng.integers(0, 2, n), rng.integers(0, 4, n)
+    truth = CategoricalData.from_array(np.column_stack([a, (a + 1) % 3, c, c ^ (a > 0), e]))
+    missing = np.zeros((n, 5), dtype=bool)
+    missing[:, [1, 3, 4]] = rng.random((n, 3)) < 0.2
+    return truth, truth.with_codes(truth.codes, missing)
+
+
+def test_mrf_imputes_a_deterministic_copy_exactly_and_beats_the_mode():
+    truth, masked = copied_data()
+    miss = masked.missing
+    for alpha in (0.2, 0.6):  # one variable per group (missForest), then groups of 3
+        completed, facts = mrf_impute(masked, n_estimators=10, alpha=alpha, seed=1)
+        assert completed.missing is None and facts["group_size"] == max(1, round(5 * alpha))
+        np.testing.assert_array_equal(completed.codes[~miss], truth.codes[~miss])
+        for v in (1, 3):  # functions of observed variables: restored exactly
+            assert (completed.codes[miss[:, v], v] == truth.codes[miss[:, v], v]).all()
+        assert imputation_accuracy(truth, masked, completed) > \
+            imputation_accuracy(truth, masked, mode_impute(masked)) + 0.2
+    # the same seed, the same imputation
+    again, _ = mrf_impute(masked, n_estimators=10, alpha=0.2, seed=1)
+    np.testing.assert_array_equal(again.codes, mrf_impute(masked, n_estimators=10,
+                                                          alpha=0.2, seed=1)[0].codes)
+    with pytest.raises(ValueError, match="alpha"):
+        mrf_impute(masked, alpha=0.0)
+
+
+def test_sem_cell_inputs_give_the_cells_the_sem_cell_hid(tmp_path):
+    grid = GridConfig.model_validate({
+        "name": "s", "kind": "sem", "seed": 4,
+        "datasets": [{"name": "nltcs", "splits": ["test"]}],
+        "cache": {"method": "independence", "score": "bic"},
+        "algorithms": [{"name": "kmax", "k": [2]}], "seeds": [1],
+        "budget": {"iterations": 100}, "sem": {"missing_rates": [0.2], "max_em_iterations": 1}})
+    (cell,) = expand_grid(grid)
+    rec = run_cell(cell)
+    extra = json.loads(rec.extra)
+    truth, masked = sem_cell_inputs(cell)
+    assert masked.missing is not None and int(masked.missing.sum()) == extra["missing_cells"]
+    assert extra["missing_cells"] == pytest.approx(0.2 * truth.codes.size, rel=0.05)
+    assert imputation_accuracy(truth, masked, mode_impute(masked)) == \
+        extra["imputation_accuracy_mode"]
+    # the benchmark pairs an mRF run with the record of its key
+    from bnsl_dist.results.export import export_records
+    from bnsl_dist.results.store import ResultStore
+
+    ResultStore(tmp_path / "res").write_result(rec)
+    export_records(tmp_path / "res", tmp_path / "records.parquet")
+    run = {"key": cell.key, "dataset": "nltcs", "missing_rate": 0.2, "seed": 1,
+           "missing_cells": extra["missing_cells"], "accuracy": 0.5,
+           "accuracy_mode": extra["imputation_accuracy_mode"], "wall_seconds": 2.0,
+           "cpu_seconds": 1.0}
+    (got,) = pair([run], tmp_path / "records.parquet")
+    assert got["sem_accuracy_mpe"] == extra["imputation_accuracy_mpe"]
+    (row,) = summarise([got])["cells"]
+    assert row["same_mask"] and row["accuracy_ratio"] == extra["imputation_accuracy_mpe"] / 0.5
+    assert row["time_ratio"] == pytest.approx(rec.wall_seconds / 2.0)
