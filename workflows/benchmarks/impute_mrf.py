@@ -32,7 +32,7 @@ the figure SEM against mRF accuracy per cell (Fig. 6 left). SEM's wall seconds a
 those the grid recorded (2 workers, other load); mRF's are measured here: the time ratio
 is indicative only.
 
-Needs scikit-learn (``pip install -e .[peers]``). Writes ``out/mrf.json``, ``out/mrf.md``
+Needs scikit-learn (``pip install -e .[bench]``). Writes ``out/mrf.json``, ``out/mrf.md``
 and ``out/mrf.png`` (``--out`` another folder).
 
 Run: ``python -m workflows.benchmarks.impute_mrf [--datasets kdd,plants] [--seeds 0,1]
@@ -65,7 +65,7 @@ def _forest_class() -> Any:
     try:
         from sklearn.ensemble import RandomForestClassifier
     except ImportError:  # pragma: no cover - depends on the environment
-        raise SystemExit("impute_mrf needs scikit-learn: pip install -e .[peers]") from None
+        raise SystemExit("impute_mrf needs scikit-learn: pip install -e .[bench]") from None
     return RandomForestClassifier
 
 
