@@ -13,10 +13,7 @@ from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.pipeline.run import run_cell, sem_cell_inputs
 from bnsl_dist.sem import imputation_accuracy, mode_impute
-
-pytest.importorskip("sklearn")
-
-from workflows.benchmarks.impute_mrf import mrf_impute, pair, summarise  # noqa: E402
+from workflows.benchmarks.impute_mrf import mrf_impute, pair, summarise
 
 
 def copied_data(n: int = 400) -> tuple[CategoricalData, CategoricalData]:
@@ -31,6 +28,7 @@ def copied_data(n: int = 400) -> tuple[CategoricalData, CategoricalData]:
 
 
 def test_mrf_imputes_a_deterministic_copy_exactly_and_beats_the_mode():
+    pytest.importorskip("sklearn")  # the [bench] extra
     truth, masked = copied_data()
     miss = masked.missing
     for alpha in (0.2, 0.6):  # one variable per group (missForest), then groups of 3
