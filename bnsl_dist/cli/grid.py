@@ -54,6 +54,10 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
             or default_n_workers()
         click.echo(format_plan(plan_grid(grid, results, piece), n))
         return
+    plan = plan_grid(grid, results, piece)
+    if not plan.pending:  # every cell stored: no cluster to start
+        click.echo(f"{len(plan.cells)} cells: all already done")
+        return
     with open_client(cfg, **conn) as client:
         summary = run_grid(client, grid, results, progress=not no_progress,
                            report=not no_report, datasets=piece)
