@@ -47,6 +47,21 @@ def test_mrf_imputes_a_deterministic_copy_exactly_and_beats_the_mode():
         mrf_impute(masked, alpha=0.0)
 
 
+def test_mrf_caps_the_groups_of_wide_data_so_rows_stay_complete():
+    pytest.importorskip("sklearn")  # the [bench] extra
+    rng = np.random.default_rng(5)
+    codes = rng.integers(0, 2, size=(300, 60))
+    truth = CategoricalData.from_array(codes)
+    masked = truth.with_codes(codes, rng.random(codes.shape) < 0.2)
+    p = float(masked.missing.mean())
+    cap = int(np.floor(np.log(0.1) / np.log(1 - p)))  # (1 - p) ** size >= 0.1
+    _, facts = mrf_impute(masked, n_estimators=2, alpha=0.5, max_iterations=1, seed=0)
+    assert facts["group_size"] == cap == 10  # not 30 = 0.5 x 60
+    assert facts["min_train_rows"] > 0  # with 30-variable groups: 0.8 ** 30 x 300 < 1 row
+    _, facts = mrf_impute(masked, n_estimators=2, alpha=0.1, max_iterations=1, seed=0)
+    assert facts["group_size"] == 6  # under the cap: alpha decides
+
+
 def test_sem_cell_inputs_give_the_cells_the_sem_cell_hid(tmp_path):
     grid = GridConfig.model_validate({
         "name": "s", "kind": "sem", "seed": 4,

@@ -17,7 +17,12 @@ for a group of responses, the multivariate forests of mRF):
 
 Unlike randomForestSRC's mRF (the paper's), whose forests grow on every row and impute
 missing responses inside the nodes, the forests here learn from the rows complete in
-their group: small groups (``alpha``) keep those rows many at high missing rates.
+their group: small groups (``alpha``) keep those rows many at high missing rates. On wide
+data a group of ``alpha x n`` variables can leave no complete row (bbc: 53 variables, 20%
+missing), so the group size is also capped at ``floor(ln(min_complete) / ln(1 - p))``,
+``p`` the fraction of missing cells: groups of that size are complete, on average, in at
+least ``min_complete`` of the rows (default 0.1: no cap on the 64-180-variable data sets
+of the grid, 10-53 variables on bbc).
 
 The benchmark expands ``configs/grids/sem-imputation-2018-reduced.yaml`` into its cells
 (:func:`bnsl_dist.pipeline.grid.expand_grid`), rebuilds each cell's masked data exactly
@@ -44,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import time
 from pathlib import Path
@@ -70,6 +76,7 @@ def _forest_class() -> Any:
 
 
 def mrf_impute(data: CategoricalData, *, n_estimators: int = 100, alpha: float = 0.1,
+               min_complete: float = 0.1,
                max_iterations: int = 10, seed: int = 0, n_jobs: int = 1,
                max_samples: int | None = None, min_samples_leaf: int = 1
                ) -> tuple[CategoricalData, dict[str, Any]]:
@@ -81,6 +88,9 @@ def mrf_impute(data: CategoricalData, *, n_estimators: int = 100, alpha: float =
         Data with missing cells (``data.missing``); not modified.
     n_estimators : int
         Trees per forest.
+    min_complete : float
+        In (0, 1): groups are no larger than the size complete, on average, in this
+        fraction of the rows (see the module docstring).
     alpha : float
         Fraction of the variables per group, in (0, 1]; at most 1/n gives one variable
         per group (missForest).
@@ -106,9 +116,10 @@ def mrf_impute(data: CategoricalData, *, n_estimators: int = 100, alpha: float =
         ``"no_missing"``).
     """
     forest = _forest_class()
-    if not 0 < alpha <= 1 or max_iterations < 1:
-        raise ValueError(f"alpha must be in (0, 1] and max_iterations at least 1, got "
-                         f"{alpha} and {max_iterations}")
+    if not 0 < alpha <= 1 or max_iterations < 1 or not 0 < min_complete < 1:
+        raise ValueError(f"alpha must be in (0, 1], min_complete in (0, 1) and "
+                         f"max_iterations at least 1, got {alpha}, {min_complete} and "
+                         f"{max_iterations}")
     if data.missing is None or not data.missing.any():
         return mode_impute(data), {"iterations": 0, "changed": [], "group_size": 0,
                                    "min_train_rows": data.n_samples, "stop": "no_missing"}
@@ -117,6 +128,9 @@ def mrf_impute(data: CategoricalData, *, n_estimators: int = 100, alpha: float =
     rng = np.random.default_rng(seed)
     targets = np.flatnonzero(miss.any(axis=0))
     size = max(1, round(alpha * data.n_vars))
+    p = float(miss.mean())
+    if p < 1.0:  # the cap: (1 - p) ** size >= min_complete
+        size = min(size, max(1, math.floor(math.log(min_complete) / math.log1p(-p))))
     changed: list[float] = []
     min_rows = data.n_samples
     stop = "max_iterations"
@@ -329,6 +343,7 @@ def main() -> None:
     ap.add_argument("--missing-rates", default=None, help="e.g. 0.01,0.2 (default: the grid's)")
     ap.add_argument("--n-estimators", type=int, default=20)
     ap.add_argument("--alpha", type=float, default=0.05)
+    ap.add_argument("--min-complete", type=float, default=0.1)
     ap.add_argument("--max-iterations", type=int, default=5)
     ap.add_argument("--max-samples", type=int, default=2000)
     ap.add_argument("--min-samples-leaf", type=int, default=1)
@@ -344,6 +359,7 @@ def main() -> None:
     if args.out:
         _common.OUT_DIR = Path(args.out)
     settings = {"n_estimators": args.n_estimators, "alpha": args.alpha,
+                "min_complete": args.min_complete,
                 "max_iterations": args.max_iterations, "max_samples": args.max_samples,
                 "min_samples_leaf": args.min_samples_leaf, "n_jobs": 1}
     json_path = _common.OUT_DIR / "mrf.json"
