@@ -55,6 +55,11 @@ __all__ = ["Families", "Found", "Final", "generated_row", "repair", "order_searc
 SEED_MAX = 2**31 - 1
 #: Seconds kept for building incumbents after SCIP stops.
 TIME_MARGIN = 0.03
+#: Seconds SCIP takes to load a model, per variable and linear constraint; its clock
+#: starts after the load, so the time limit leaves it out. Without it TWILP ran 0.2-0.3 s
+#: over its budget on kdd (14,000 rows and columns); the ILP's model (a column per parent
+#: set) kept 2e-5 s per set before this rule: workflows/benchmarks/ilp_budget.py.
+LOAD_SECONDS_PER_ROW = 2e-5
 
 
 class Found(NamedTuple):
@@ -542,19 +547,20 @@ def scip_callback(stopper: ScipStop, node_cuts: bool, best: Sequence[float],
 
 def solve_scip(model: Any, watch: Stopwatch, seed: int, hint: dict[Any, float],
                node_cuts: bool, cb: Callable[[Any], Any],
-               last: Callable[[dict[Any, float], int], None], load_seconds: float = 0.0
-               ) -> Final:
+               last: Callable[[dict[Any, float], int], None]) -> Final:
     """Solve ``model`` by SCIP (single-threaded, seeded, from the solution ``hint``)
     within the budget of ``watch``, with ``cb`` at every new solution and node LP point
     (lazy constraints; cuts with ``node_cuts``); ``last(values, nodes)`` sees SCIP's
     final solution. Callbacks and results carry the non-zero values only.
 
     SCIP's time limit keeps :data:`TIME_MARGIN` for building incumbents and
-    ``load_seconds`` for loading the model (its clock starts after that).
+    :data:`LOAD_SECONDS_PER_ROW` per variable and constraint of ``model`` for loading it.
     """
     mo = load_mathopt()
+    load = LOAD_SECONDS_PER_ROW * (model.get_num_variables()
+                                   + model.get_num_linear_constraints())
     seconds = None if watch.budget.seconds is None else (watch.remaining() - TIME_MARGIN
-                                                         - load_seconds)
+                                                         - load)
     if seconds is not None and seconds <= 0.0:
         return Final(None, False, 0)
     nonzero = mo.SparseVectorFilter(skip_zero_values=True)

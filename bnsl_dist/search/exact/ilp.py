@@ -191,10 +191,8 @@ def _scip_lazy(fam: Families, watch: Stopwatch, seed: int, hint: Sequence[int],
             record(chosen, None, nodes)
 
     # A partial hint (the chosen sets): SCIP completes it by propagating Σ z = 1.
-    # SCIP's clock starts after it has loaded the model: keep time for that (~2e-5 s/set).
     return solve_scip(model, watch, seed, {var(int(i)): 1.0 for i in hint}, node_cuts,
-                      scip_callback(stopper, node_cuts, best, body), last,
-                      load_seconds=2e-5 * fam.n_sets)
+                      scip_callback(stopper, node_cuts, best, body), last)
 
 
 @register("ilp")

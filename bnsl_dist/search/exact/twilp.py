@@ -85,12 +85,6 @@ from bnsl_dist.search.exact._twilp_heuristics import (
 
 __all__ = ["TWILP", "fit_treewidth", "root_graph_arcs", "feasibility_heuristic"]
 
-#: Seconds SCIP takes to load the model, per variable and linear constraint: kept out of
-#: its time limit, whose clock starts after the load. Without it TWILP ran 0.2-0.3 s
-#: over its budget on kdd (14,000 rows and columns) and 0.02-0.05 s on nltcs (3,500):
-#: workflows/benchmarks/ilp_budget.py.
-LOAD_SECONDS_PER_ROW = 1.5e-5
-
 
 # ---------------------------------------------------------------------------- separation
 def _prime_cycle_sets(ych: list[set[int]], n: int, k: int) -> list[list[int]]:
@@ -354,11 +348,9 @@ def _solve(fam: Families, k: int, watch: Stopwatch, seed: int, hint: tuple[list[
         rows.extend(tm.dense(w, False) for w in _fractional_dense_sets(yh, n, k))
         return rows
 
-    size = tm.model.get_num_variables() + tm.model.get_num_linear_constraints()
     return solve_scip(tm.model, watch, seed, tm.hint(*hint), node_cuts,
                       scip_callback(stopper, node_cuts, best, body),
-                      lambda sol, nodes: integral(sol, None, None, nodes),
-                      load_seconds=LOAD_SECONDS_PER_ROW * size)
+                      lambda sol, nodes: integral(sol, None, None, nodes))
 
 
 def _lp_heuristic(fam: Families, x: NDArray[np.float64], k: int,
