@@ -22,6 +22,7 @@ from bnsl_dist.sem import (
     random_chain,
     structural_em,
 )
+from tests.naive_imputation import naive_completions, naive_marginal_argmax
 from tests.naive_scores import exhaustive_cache_builder as exhaustive_builder
 
 
@@ -34,13 +35,7 @@ def asia():
 
 
 def _brute_mpe_logp(net, row, miss):
-    best = -np.inf
-    idx = np.nonzero(miss)[0]
-    for vals in itertools.product(*[range(int(net.arities[v])) for v in idx]):
-        r = row.astype(np.int64).copy()
-        r[idx] = vals
-        best = max(best, float(net.log_prob_rows(r[None, :])[0]))
-    return best
+    return float(naive_completions(net, row, miss)[2].max())
 
 
 def test_completion_is_the_brute_force_mpe(asia):
@@ -386,23 +381,6 @@ def test_distributed_sem_equals_serial(asia, batch_size):
     np.testing.assert_array_equal(serial.completed.codes, dist.completed.codes)
 
 
-def _brute_marginal_argmax(net, row, miss):
-    """Each missing cell's posterior-marginal argmax given the row's observed values, by
-    enumerating every completion (ties: the lowest state)."""
-    idx = np.nonzero(miss)[0]
-    post = {int(v): np.zeros(int(net.arities[v])) for v in idx}
-    for vals in itertools.product(*[range(int(net.arities[v])) for v in idx]):
-        r = row.astype(np.int64).copy()
-        r[idx] = vals
-        p = float(np.exp(net.log_prob_rows(r[None, :])[0]))
-        for v, x in zip(idx, vals, strict=True):
-            post[int(v)][x] += p
-    out = row.astype(np.int64).copy()
-    for v in idx:
-        out[v] = int(np.argmax(post[int(v)]))
-    return out
-
-
 def test_marginal_completion_is_the_brute_force_posterior_argmax():
     """complete_rows(..., "marginal") gives each missing cell the argmax of its posterior
     marginal computed by enumeration, on a random network with up to 5 missing cells
@@ -417,7 +395,7 @@ def test_marginal_completion_is_the_brute_force_posterior_argmax():
     filled = complete_rows(net, None, codes, miss, "marginal")
     assert (miss.sum(axis=1) >= 2).sum() >= 20
     for a in range(codes.shape[0]):
-        np.testing.assert_array_equal(filled[a], _brute_marginal_argmax(net, codes[a], miss[a]))
+        np.testing.assert_array_equal(filled[a], naive_marginal_argmax(net, codes[a], miss[a]))
 
 
 def test_marginal_and_mpe_completions_differ_where_they_should():
@@ -432,7 +410,7 @@ def test_marginal_and_mpe_completions_differ_where_they_should():
     miss = np.ones((1, 2), dtype=bool)
     assert complete_rows(net, None, codes, miss, "mpe").tolist() == [[0, 0]]
     assert complete_rows(net, None, codes, miss, "marginal").tolist() == [[1, 0]]
-    assert _brute_marginal_argmax(net, codes[0], miss[0]).tolist() == [1, 0]
+    assert naive_marginal_argmax(net, codes[0], miss[0]).tolist() == [1, 0]
 
 
 @pytest.mark.parametrize("imputation", ["marginal", "mpe", None])
@@ -449,7 +427,7 @@ def test_final_imputation_completes_with_the_best_network(asia, imputation):
         got = res.completed.codes[r]
         if imputation == "marginal":
             np.testing.assert_array_equal(
-                got, _brute_marginal_argmax(res.network, masked.codes[r], masked.missing[r]))
+                got, naive_marginal_argmax(res.network, masked.codes[r], masked.missing[r]))
         else:
             assert float(res.network.log_prob_rows(got[None, :])[0]) == pytest.approx(
                 _brute_mpe_logp(res.network, masked.codes[r], masked.missing[r]), abs=1e-9)
