@@ -92,3 +92,11 @@ def test_sem_cell_inputs_give_the_cells_the_sem_cell_hid(tmp_path):
     (row,) = summarise([got])["cells"]
     assert row["same_mask"] and row["accuracy_ratio"] == extra["imputation_accuracy_mpe"] / 0.5
     assert row["time_ratio"] == pytest.approx(rec.wall_seconds / 2.0)
+    # a run of the same cell group without a SEM record yet (another seed) is counted but
+    # left out of the means, which then compare the same runs
+    unpaired = {**run, "key": "no-record", "seed": 2, "accuracy": 0.9, "accuracy_mode": 0.1,
+                "wall_seconds": 40.0, "cpu_seconds": 30.0}
+    (row,) = summarise(pair([run, unpaired], tmp_path / "records.parquet"))["cells"]
+    assert (row["n"], row["n_paired"]) == (2, 1)
+    assert (row["mrf"], row["mode"], row["mrf_wall_seconds"]) == \
+        (0.5, extra["imputation_accuracy_mode"], 2.0)

@@ -228,12 +228,15 @@ def pair(runs: list[dict[str, Any]], records: str | os.PathLike[str]) -> list[di
 
 
 def _stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Means over ``rows``; once some are paired with a SEM record, over those only, so
+    that every column averages the same runs."""
     paired = [r for r in rows if "sem_accuracy" in r]
+    same = paired or rows
     out: dict[str, Any] = {"n": len(rows), "n_paired": len(paired),
-                           "mrf": float(np.mean([r["accuracy"] for r in rows])),
-                           "mode": float(np.mean([r["accuracy_mode"] for r in rows])),
-                           "mrf_wall_seconds": float(np.mean([r["wall_seconds"] for r in rows])),
-                           "mrf_cpu_seconds": float(np.mean([r["cpu_seconds"] for r in rows]))}
+                           "mrf": float(np.mean([r["accuracy"] for r in same])),
+                           "mode": float(np.mean([r["accuracy_mode"] for r in same])),
+                           "mrf_wall_seconds": float(np.mean([r["wall_seconds"] for r in same])),
+                           "mrf_cpu_seconds": float(np.mean([r["cpu_seconds"] for r in same]))}
     if paired:
         out.update({
             "sem_marginal": float(np.mean([r["sem_accuracy"] for r in paired])),
