@@ -49,12 +49,12 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
     grid = load_grid(grid_file)  # every name checked: algorithms, parameters, data sets
     piece = None if only is None else _piece(grid, only)
     cfg = load_cluster(cluster_file) if cluster_file else grid.cluster
+    plan = plan_grid(grid, results, piece)
     if dry_run:
         n = conn["workers"] or (cfg.workers if cfg and cfg.workers else None) \
             or default_n_workers()
-        click.echo(format_plan(plan_grid(grid, results, piece), n))
+        click.echo(format_plan(plan, n))
         return
-    plan = plan_grid(grid, results, piece)
     if not plan.pending:  # every cell stored: no cluster to start
         click.echo(f"{len(plan.cells)} cells: all already done")
         return
