@@ -189,12 +189,26 @@ class SemConfig(_Model):
     paper: 1), and ``cache_budget: grid`` builds the cache with the grid's ``cache``
     budget (``seconds_per_variable``; the paper: 1) instead of the data-scaled exact
     scores (``data``). In YAML, ``cache_budget`` defaults to ``grid`` when the ``cache``
-    section gives a budget, else ``data``. The grid's ``budget`` caps k-MAX either way."""
+    section gives a budget, else ``data``. The grid's ``budget`` caps k-MAX either way.
+
+    ``budget_scales`` runs every repetition at each of these multiples of both M-step
+    budgets (the paper's tuning study, §7.4, Figures 9-10; default: 1 only). The cells of
+    one repetition mask the same cells at every scale."""
 
     missing_rates: tuple[float, ...]
     max_em_iterations: PositiveInt = 10
     search_seconds_per_variable: PositiveFloat | None = None
     cache_budget: Literal["data", "grid"] = "data"
+    budget_scales: tuple[PositiveFloat, ...] = (1.0,)
+
+    @field_validator("budget_scales")
+    @classmethod
+    def _scales(cls, v: tuple[float, ...]) -> tuple[float, ...]:
+        if not v:
+            raise ValueError("at least one budget scale is required")
+        if len(set(v)) != len(v):
+            raise ValueError(f"duplicate budget scales in {list(v)}")
+        return v
 
     @field_validator("missing_rates")
     @classmethod

@@ -72,13 +72,23 @@ class CacheJob(Spec):
 class SemSpec(Spec):
     """SEM-kMAX imputation of one cell (ALGORITHMS.md §9): the MCAR missing rate, the EM
     iteration cap and the M-step budgets (:class:`bnsl_dist.config.SemConfig`): k-MAX's
-    seconds per variable per M-step (None: the data-scaled iterations) and whether the
-    cache's budget is the data-scaled one or the cell's ``cache`` budget."""
+    seconds per variable per M-step (None: the data-scaled iterations), whether the
+    cache's budget is the data-scaled one or the cell's ``cache`` budget, and a factor on
+    both (``budget_scale``: the paper's tuning study, §7.4)."""
 
     missing_rate: float
     max_em_iterations: PositiveInt = 10
     search_seconds_per_variable: PositiveFloat | None = None
     cache_budget: Literal["data", "grid"] = "data"
+    budget_scale: PositiveFloat = 1.0
+
+    def json_dict(self) -> dict[str, Any]:
+        """The canonical JSON data; a ``budget_scale`` of 1 is left out, so cells (and
+        their keys) of earlier versions stay valid."""
+        out = super().json_dict()
+        if out.get("budget_scale") == 1.0:
+            out.pop("budget_scale")
+        return out
 
 
 class InferenceSpec(InferenceSettings):
@@ -114,6 +124,8 @@ class Cell(Spec):
         for name in ("inference", "holdout"):
             if out.get(name) is None:
                 out.pop(name, None)
+        if self.sem is not None:
+            out["sem"] = self.sem.json_dict()
         return out
 
     @model_validator(mode="after")
@@ -170,11 +182,15 @@ class Cell(Spec):
     def identity(self) -> dict[str, Any]:
         """What makes the cell what it is (its seed stream derives from this). The
         inference study's settings are left out: the model a cell learns does not depend
-        on how many queries it then answers (its key, which names its record, does)."""
+        on how many queries it then answers (its key, which names its record, does). So
+        is a SEM cell's ``budget_scale``, a budget: the cells of one repetition at several
+        budgets mask the same cells and start EM from the same chain."""
+        sem = {} if self.sem is None else self.sem.json_dict()
+        sem.pop("budget_scale", None)
         out = {"grid": self.grid, "kind": self.kind, "dataset": self.dataset,
                "split": self.split, "algorithm": self.algorithm, "label": self.label,
                "params": self.search.params, "k": self.k, "seed": self.seed,
-               "extra": {} if self.sem is None else self.sem.json_dict()}
+               "extra": sem}
         if self.screening is not None:
             out["screening"] = self.screening.json_dict()
         return out

@@ -1,5 +1,5 @@
 """A grid YAML as cells: data sets × splits × algorithms × treewidths × seeds (× SEM
-missing rates; inference grids: the study's settings on every cell, the reference
+missing rates × budget scales; inference grids: the study's settings on every cell, the reference
 learner's cells marked)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ __all__ = ["expand_grid"]
 
 def expand_grid(grid: GridConfig) -> list[Cell]:
     """Every cell of ``grid``, in the nesting order data sets, splits, algorithms,
-    treewidths, missing rates, seeds.
+    treewidths, missing rates, budget scales, seeds.
 
     In a grid with a screening stage (qds), the cells of a data set that lists a
     ``test`` split score their DAG on it (``holdout``: the held-out log-likelihood the
@@ -31,9 +31,9 @@ def expand_grid(grid: GridConfig) -> list[Cell]:
     """
     sems: tuple[SemSpec | None, ...] = (None,)
     if grid.kind == "sem" and grid.sem is not None:
-        sems = tuple(SemSpec(missing_rate=r,
-                             **grid.sem.model_dump(exclude={"missing_rates"}))
-                     for r in grid.sem.missing_rates)
+        common = grid.sem.model_dump(exclude={"missing_rates", "budget_scales"})
+        sems = tuple(SemSpec(missing_rate=r, budget_scale=b, **common)
+                     for r in grid.sem.missing_rates for b in grid.sem.budget_scales)
     inf = grid.inference if grid.kind == "inference" else None
     screens = any(a.screening is not None for a in grid.algorithms)
     cells: list[Cell] = []

@@ -458,8 +458,9 @@ def _run_sem_cell(cell: Cell, t_start: float) -> CellResult:
     assert sem is not None  # sem_cell_inputs checked it
     sem_ss = cell.seed_sequence().spawn(2)[1]
     cache = sem_cache_spec(cell.cache, cell.cache.score, truth,
-                           scaled=sem.cache_budget == "data")
-    search = sem_search_budget(truth, sem.search_seconds_per_variable, cell.budget)
+                           scaled=sem.cache_budget == "data", scale=sem.budget_scale)
+    search = sem_search_budget(truth, sem.search_seconds_per_variable, cell.budget,
+                               scale=sem.budget_scale)
     res = structural_em(masked, k=cell.k or 4, rng=np.random.default_rng(sem_ss),
                         max_iterations=sem.max_em_iterations, cache=cache,
                         search_budget=search, imputation=_SEM_IMPUTATION)

@@ -7,6 +7,11 @@ argmax, the mean accuracy of the same network's joint-MPE completion of each rec
 observed state, the EM iterations run, the share of runs that converged and the mean
 seconds per run; and a figure of the accuracy against the missing rate per data set.
 
+With several M-step budget scales (the paper's tuning study, §7.4), the table gets a
+column for the scale, the figure shows the scale-1 runs, and a tuning table and two
+figures compare the scales: Figure 9's seconds per run against the data set's size and
+Figure 10's accuracy of each scale against the next smaller one, paired per repetition.
+
 Records written before a figure was recorded leave its cells empty.
 
 References
@@ -25,13 +30,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bnsl_dist.reporting.tables import binomial_two_sided_p
 from bnsl_dist.reporting.text import fmt_float, write_text_table
 
-__all__ = ["imputation_frame", "imputation_table", "write_imputation_tables"]
+__all__ = ["imputation_frame", "imputation_table", "tuning_table", "write_imputation_tables"]
 
-_CELL_COLUMNS = ["dataset", "split", "n_vars", "label", "k", "seed", "missing_rate",
-                 "accuracy", "accuracy_mpe", "accuracy_mode", "em_iterations", "converged",
-                 "seconds"]
+_CELL_COLUMNS = ["dataset", "split", "n_vars", "n_samples", "label", "k", "seed",
+                 "missing_rate", "budget_scale", "accuracy", "accuracy_mpe", "accuracy_mode",
+                 "em_iterations", "converged", "seconds"]
+#: What pairs the runs of one repetition at different budget scales.
+_REPETITION = ["dataset", "split", "label", "k", "missing_rate", "seed"]
 
 
 def imputation_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -44,8 +52,9 @@ def imputation_frame(frame: pd.DataFrame) -> pd.DataFrame:
             continue
         rows.append({
             "dataset": r.dataset, "split": r.split, "n_vars": int(r.n_vars),
-            "label": r.label, "k": r.k, "seed": int(r.seed),
+            "n_samples": int(r.n_samples), "label": r.label, "k": r.k, "seed": int(r.seed),
             "missing_rate": float(ex["missing_rate"]),
+            "budget_scale": float(ex.get("budget_scale", 1.0)),
             "accuracy": float(ex["imputation_accuracy"]),
             "accuracy_mpe": float(ex.get("imputation_accuracy_mpe", np.nan)),
             "accuracy_mode": float(ex.get("imputation_accuracy_mode", np.nan)),
@@ -57,17 +66,20 @@ def imputation_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 def imputation_table(cells: pd.DataFrame) -> pd.DataFrame:
     """The study's table (strings), one row per (data set, split, learner, k, missing
-    rate), sorted by data set, learner and rate."""
+    rate and, when the cells have several, budget scale), sorted by data set, learner,
+    rate and scale."""
     out: list[dict[str, str]] = []
-    keys = ["dataset", "split", "n_vars", "label", "k", "missing_rate"]
+    scaled = cells["budget_scale"].nunique() > 1
+    keys = ["dataset", "split", "n_vars", "label", "k", "missing_rate", "budget_scale"]
     for key, g in cells.groupby(keys, sort=True, dropna=False):
-        ds, split, n, label, k, rate = key
+        ds, split, n, label, k, rate, scale = key
         acc = g["accuracy"].to_numpy()
-        kk = "" if k is None or (isinstance(k, float) and np.isnan(k)) else str(int(k))
+        row = {"data set": str(ds), "split": str(split), "n": str(int(n)),
+               "learner": _learner(label, k), "missing": f"{100 * rate:g}%"}
+        if scaled:
+            row["budget ×"] = f"{scale:g}"
         out.append({
-            "data set": str(ds), "split": str(split), "n": str(int(n)),
-            "learner": str(label) + (f" k={kk}" if kk else ""),
-            "missing": f"{100 * rate:g}%", "runs": str(len(g)),
+            **row, "runs": str(len(g)),
             "accuracy": fmt_float(acc.mean(), ".4f"),
             "sd": fmt_float(acc.std(ddof=1) if len(acc) > 1 else np.nan, ".4f"),
             # pandas' means skip the records without a figure (NaN when none has it)
@@ -79,6 +91,111 @@ def imputation_table(cells: pd.DataFrame) -> pd.DataFrame:
             "converged": f"{int(g['converged'].sum())}/{len(g)}",
             "seconds": fmt_float(g["seconds"].mean(), ".1f")})
     return pd.DataFrame(out)
+
+
+def _learner(label: Any, k: Any) -> str:
+    kk = "" if k is None or (isinstance(k, float) and np.isnan(k)) else str(int(k))
+    return str(label) + (f" k={kk}" if kk else "")
+
+
+def _reference_scale(cells: pd.DataFrame) -> float:
+    """The scale the main figure shows: 1 when run, else the median one."""
+    scales = sorted(cells["budget_scale"].unique())
+    return 1.0 if 1.0 in scales else float(scales[len(scales) // 2])
+
+
+def _scale_pairs(cells: pd.DataFrame) -> list[tuple[float, float]]:
+    scales = sorted(float(x) for x in cells["budget_scale"].unique())
+    return list(zip(scales[:-1], scales[1:], strict=True))
+
+
+def tuning_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """The tuning study's table (strings; §7.4, Figures 9–10): per data set (by size,
+    then an "all" row), the mean seconds per run and the mean accuracy of the joint-MPE
+    completion (the paper's) at each budget scale, and for each scale against the next
+    smaller one the mean accuracy gain paired per repetition, the repetitions it raises
+    and lowers and the two-sided sign-test p-value (ties dropped).
+
+    Examples
+    --------
+    >>> c = pd.DataFrame({"dataset": "d", "split": "train", "n_vars": 4, "n_samples": 9,
+    ...     "label": "sem", "k": 4, "missing_rate": 0.1, "seed": [0, 1, 0, 1],
+    ...     "budget_scale": [1.0, 1.0, 2.0, 2.0], "accuracy_mpe": [0.5, 0.6, 0.7, 0.6],
+    ...     "seconds": [1.0, 1.0, 3.0, 2.0]})
+    >>> tuning_table(c).iloc[0][["seconds ×2", "gain ×1→×2", "up/down ×1→×2"]].tolist()
+    ['2.5', '+0.1000', '1/0']
+    """
+    pairs = _scale_pairs(cells)
+    scales = sorted(float(x) for x in cells["budget_scale"].unique())
+    size = cells.groupby("dataset")[["n_vars", "n_samples"]].first()
+    order = sorted(size.index, key=lambda d: (int(size.loc[d, "n_vars"]) *
+                                              int(size.loc[d, "n_samples"]), str(d)))
+    out: list[dict[str, str]] = []
+    for ds in [*order, None]:
+        g = cells if ds is None else cells[cells["dataset"] == ds]
+        row = {"data set": "all" if ds is None else str(ds),
+               "n": "" if ds is None else str(int(size.loc[ds, "n_vars"])),
+               "N": "" if ds is None else str(int(size.loc[ds, "n_samples"]))}
+        for b in scales:
+            at = g[g["budget_scale"] == b]
+            row[f"seconds ×{b:g}"] = fmt_float(at["seconds"].mean(), ".1f")
+            row[f"MPE ×{b:g}"] = fmt_float(at["accuracy_mpe"].mean(), ".4f")
+        for a, b in pairs:
+            wide = g[g["budget_scale"].isin([a, b])].pivot_table(
+                index=_REPETITION, columns="budget_scale", values="accuracy_mpe",
+                aggfunc="first").dropna()
+            gain = (wide[b] - wide[a]).to_numpy() if len(wide) else np.zeros(0)
+            up, down = int((gain > 0).sum()), int((gain < 0).sum())
+            name = f"×{a:g}→×{b:g}"
+            row[f"gain {name}"] = fmt_float(gain.mean() if gain.size else np.nan, "+.4f")
+            row[f"up/down {name}"] = f"{up}/{down}"
+            row[f"p {name}"] = fmt_float(binomial_two_sided_p(up, up + down), ".2g")
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def _tuning_figures(cells: pd.DataFrame, out_dir: Path, grid: str, title: str
+                    ) -> list[Path]:
+    """Figure 9 (seconds per run against n·N, one series per scale) and Figure 10 (the
+    accuracy of each scale against the next smaller one, per data set and rate)."""
+    from bnsl_dist.reporting.plots import plt, save_figure
+
+    scales = sorted(float(x) for x in cells["budget_scale"].unique())
+    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    for i, b in enumerate(scales):
+        at = cells[cells["budget_scale"] == b]
+        per = at.groupby("dataset").agg(n=("n_vars", "first"), N=("n_samples", "first"),
+                                        s=("seconds", "mean"))
+        per = per.assign(size=per["n"] * per["N"]).sort_values("size")
+        ax.plot(per["size"], per["s"], marker="o", ms=3, color=f"C{i}",
+                label=f"budgets ×{b:g}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("data set size n·N (variables × rows)")
+    ax.set_ylabel("seconds per run (mean over rates and seeds)")
+    ax.set_title(f"{title}\nSEM-kMAX run time by M-step budget (cf. Fig. 9)", fontsize=8)
+    ax.legend(fontsize=7)
+    paths = [save_figure(fig, out_dir / f"{grid}__sem_tuning_time.png")]
+
+    pairs = _scale_pairs(cells)
+    fig, axes = plt.subplots(1, len(pairs), figsize=(4.0 * len(pairs), 4.0), squeeze=False)
+    for ax, (a, b) in zip(axes[0], pairs, strict=True):
+        mean = cells.groupby(["dataset", "missing_rate", "budget_scale"])["accuracy_mpe"] \
+            .mean().unstack("budget_scale")
+        both = mean[[a, b]].dropna()
+        for j, rate in enumerate(sorted(both.index.get_level_values("missing_rate").unique())):
+            at = both.xs(rate, level="missing_rate")
+            ax.scatter(at[a], at[b], s=12, color=f"C{j}", label=f"{100 * rate:g}% missing")
+        lo = float(np.nanmin(both.to_numpy())) if len(both) else 0.0
+        hi = float(np.nanmax(both.to_numpy())) if len(both) else 1.0
+        ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8)
+        ax.set_xlabel(f"accuracy (MPE), budgets ×{a:g}")
+        ax.set_ylabel(f"accuracy (MPE), budgets ×{b:g}")
+        ax.legend(fontsize=6)
+    fig.suptitle(f"{title}: per data set and rate, mean over seeds (cf. Fig. 10)",
+                 fontsize=8)
+    paths.append(save_figure(fig, out_dir / f"{grid}__sem_tuning_accuracy.png"))
+    return paths
 
 
 def _figure(cells: pd.DataFrame, path: Path, title: str) -> Path:
@@ -116,8 +233,25 @@ def write_imputation_tables(frame: pd.DataFrame, out_dir: str | Path, grid: str,
              "posterior-marginal argmax; MPE: the same network's joint-MPE completion "
              "of each record (the paper's), its difference paired per run; mode: each "
              "variable's most frequent observed state."]
+    scaled = cells["budget_scale"].nunique() > 1
+    if scaled:
+        notes.append("budget ×: the factor on both M-step budgets (the paper's tuning "
+                     "study, §7.4); the figure shows the runs at "
+                     f"×{_reference_scale(cells):g}.")
     written = write_text_table(imputation_table(cells), out_dir, f"{grid}__imputation",
                                f"SEM-kMAX imputation ({title})", notes)
     if plots:
-        written.append(_figure(cells, Path(out_dir) / f"{grid}__imputation.png", title))
+        ref = cells[cells["budget_scale"] == _reference_scale(cells)]
+        written.append(_figure(ref, Path(out_dir) / f"{grid}__imputation.png", title))
+    if scaled:
+        written += write_text_table(
+            tuning_table(cells), out_dir, f"{grid}__sem_tuning",
+            f"SEM-kMAX M-step budgets (§7.4, Figures 9–10; {title})",
+            ["Per data set (by size n·N) and over all: mean seconds per run and mean "
+             "joint-MPE imputation accuracy (the paper's) at each budget scale; for each "
+             "scale against the next smaller one, the mean accuracy gain paired per "
+             "repetition (data set, rate, seed: the same hidden cells), the repetitions it "
+             "raises/lowers and the two-sided sign-test p (ties dropped)."])
+        if plots:
+            written += _tuning_figures(cells, Path(out_dir), grid, title)
     return written

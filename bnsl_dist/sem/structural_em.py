@@ -205,13 +205,14 @@ EXPAND_DOMINATED = False
 
 
 def sem_cache_spec(cache: CacheSpec | None, score: str, data: CategoricalData, *,
-                   scaled: bool = False) -> CacheSpec:
+                   scaled: bool = False, scale: float = 1.0) -> CacheSpec:
     """The M-step's cache build: ``cache`` when given, else independence selection with
     ``score``; its budget is the exact-score count of :func:`sem_budgets` (reproducible)
     when ``cache`` is None or ``scaled`` (``cache``'s own budget is then replaced), else
     ``cache``'s (``seconds_per_variable``: the paper's wall-clock protocol). The
     data-scaled build also takes :data:`EXPAND_DOMINATED` unless ``cache`` sets
-    ``expand_dominated`` explicitly (then its setting stays).
+    ``expand_dominated`` explicitly (then its setting stays). ``scale`` multiplies the
+    budget, whichever it is (the paper's tuning study, §7.4).
 
     Examples
     --------
@@ -224,22 +225,37 @@ def sem_cache_spec(cache: CacheSpec | None, score: str, data: CategoricalData, *
     (False, True)
     >>> sem_cache_spec(CacheSpec(expand_dominated=True), "bic", d, scaled=True).expand_dominated
     True
+    >>> sem_cache_spec(CacheSpec(seconds_per_variable=0.05), "bic", d, scale=2).seconds_per_variable
+    0.1
+    >>> sem_cache_spec(None, "bic", d, scale=0.5).scores_per_variable == sem_budgets(60, 3000)[0] // 2
+    True
     """
     if cache is not None and not scaled:
-        return cache
-    scores = sem_budgets(data.n_vars, data.n_samples)[0]
-    base = cache.model_dump() if cache is not None else {"score": score}
-    if cache is None or "expand_dominated" not in cache.model_fields_set:
-        base["expand_dominated"] = EXPAND_DOMINATED
-    return CacheSpec(**{**base, "seconds_per_variable": None, "scores_per_variable": scores})
+        spec = cache
+    else:
+        scores = sem_budgets(data.n_vars, data.n_samples)[0]
+        base = cache.model_dump() if cache is not None else {"score": score}
+        if cache is None or "expand_dominated" not in cache.model_fields_set:
+            base["expand_dominated"] = EXPAND_DOMINATED
+        spec = CacheSpec(**{**base, "seconds_per_variable": None,
+                            "scores_per_variable": scores})
+    if scale == 1.0:
+        return spec
+    update: dict[str, Any] = {}
+    if spec.seconds_per_variable is not None:
+        update["seconds_per_variable"] = spec.seconds_per_variable * scale
+    if spec.scores_per_variable is not None:
+        update["scores_per_variable"] = max(1, round(spec.scores_per_variable * scale))
+    return spec.model_copy(update=update)
 
 
 def sem_search_budget(data: CategoricalData, seconds_per_variable: float | None = None,
-                      cap: Budget | None = None) -> Budget:
+                      cap: Budget | None = None, *, scale: float = 1.0) -> Budget:
     """k-MAX's budget per M-step: ``seconds_per_variable`` x variables wall seconds when
     given (the paper's protocol: 1; not reproducible), else the iterations of
-    :func:`sem_budgets` (reproducible); within ``cap``'s seconds and iterations, when set
-    (a seconds cap keeps the run reproducible only while it does not bind).
+    :func:`sem_budgets` (reproducible), multiplied by ``scale`` (the paper's tuning
+    study, §7.4); within ``cap``'s seconds and iterations, when set (a seconds cap keeps
+    the run reproducible only while it does not bind).
 
     Examples
     --------
@@ -249,9 +265,13 @@ def sem_search_budget(data: CategoricalData, seconds_per_variable: float | None 
     True
     >>> sem_search_budget(d, 0.5, Budget(seconds=20.0, max_iterations=100))
     Budget(seconds=20.0, max_iterations=100)
+    >>> sem_search_budget(d, 0.05, scale=2.0).seconds
+    6.0
     """
-    seconds = None if seconds_per_variable is None else seconds_per_variable * data.n_vars
-    iterations = None if seconds is not None else sem_budgets(data.n_vars, data.n_samples)[1]
+    seconds = None if seconds_per_variable is None \
+        else seconds_per_variable * data.n_vars * scale
+    iterations = None if seconds is not None \
+        else max(1, round(sem_budgets(data.n_vars, data.n_samples)[1] * scale))
     if cap is not None:
         seconds = _least(seconds, cap.seconds)
         iterations = _least(iterations, cap.max_iterations)

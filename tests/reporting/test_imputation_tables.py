@@ -79,3 +79,65 @@ def test_tables_cli_writes_the_sem_tables(tmp_path, frame):
     md = (tmp_path / "t" / f"{S.GRID}__imputation.md").read_text()
     assert "| kdd | test | 3 | sem-kmax k=4 | 10% | 1 | 0.9000 |" in md
     assert (tmp_path / "t" / f"{S.GRID}__imputation.png").stat().st_size > 0
+
+
+def scaled_record(dataset: str, scale: float, seed: int, mpe: float, wall: float,
+                  n_samples: int = 100):
+    r = sem_record(dataset, 0.1, seed, mpe, mpe, 0.5, 3, True, wall)
+    extra = {**json.loads(r.extra), **({} if scale == 1.0 else {"budget_scale": scale})}
+    return dataclasses.replace(r, key=f"{r.key}-x{scale}", n_samples=n_samples,
+                               extra=json.dumps(extra))
+
+
+def test_tuning_table_by_hand():
+    """Seconds and accuracy per scale, the gains paired per repetition, the sign test
+    (exact binomial by hand), data sets by size n·N; the main table gains a scale
+    column only when there are several."""
+    from bnsl_dist.reporting.imputation import tuning_table
+
+    recs = [scaled_record("kdd", 1.0, 0, 0.80, 10.0, 5000),
+            scaled_record("kdd", 1.0, 1, 0.70, 20.0, 5000),
+            scaled_record("kdd", 2.0, 0, 0.85, 30.0, 5000),
+            scaled_record("kdd", 2.0, 1, 0.70, 50.0, 5000),
+            scaled_record("plants", 1.0, 0, 0.60, 1.0), scaled_record("plants", 1.0, 1, 0.60, 3.0),
+            scaled_record("plants", 2.0, 0, 0.70, 2.0), scaled_record("plants", 2.0, 1, 0.80, 4.0),
+            scaled_record("plants", 2.0, 2, 0.99, 4.0)]  # seed 2 has no ×1 run: unpaired
+    cells = imputation_frame(records_to_table(recs).to_pandas())
+    t = tuning_table(cells)
+    assert t["data set"].tolist() == ["plants", "kdd", "all"]  # 3·100 < 3·5,000
+    plants, kdd, every = (t.iloc[i] for i in range(3))
+    assert (kdd["seconds ×1"], kdd["seconds ×2"]) == ("15.0", "40.0")
+    assert (kdd["MPE ×1"], kdd["MPE ×2"]) == ("0.7500", "0.7750")
+    assert (kdd["gain ×1→×2"], kdd["up/down ×1→×2"], kdd["p ×1→×2"]) == \
+        ("+0.0250", "1/0", "1")  # one raised, one tie: p = 2 · 1/2
+    assert plants["MPE ×2"] == f"{(0.7 + 0.8 + 0.99) / 3:.4f}"  # all runs at the scale
+    assert (plants["gain ×1→×2"], plants["up/down ×1→×2"], plants["p ×1→×2"]) == \
+        ("+0.1500", "2/0", "0.5")  # paired runs only; p = 2 · (1/2)²
+    assert (every["gain ×1→×2"], every["up/down ×1→×2"], every["p ×1→×2"]) == \
+        ("+0.0875", "3/0", "0.25")  # (0.05 + 0 + 0.1 + 0.2) / 4; p = 2 · (1/2)³
+    main = imputation_table(cells)
+    assert main["budget ×"].tolist() == ["1", "2", "1", "2"]
+    assert "budget ×" not in imputation_table(cells[cells["budget_scale"] == 1.0]).columns
+
+
+def test_tables_cli_writes_the_tuning_study(tmp_path):
+    from click.testing import CliRunner
+
+    from bnsl_dist.cli import main
+    from bnsl_dist.results import ResultStore
+
+    grid = json.loads(S.grid_config().model_dump_json())
+    grid.update(kind="sem", sem={"missing_rates": [0.1], "budget_scales": [1, 2]},
+                algorithms=[{"name": "kmax", "label": "sem-kmax", "k": [4]}], comparisons=[])
+    st = ResultStore(tmp_path / "res")
+    for rec in (scaled_record("kdd", 1.0, 0, 0.80, 10.0),
+                scaled_record("kdd", 2.0, 0, 0.85, 30.0)):
+        st.write_result(rec)
+    st.save_text(f"grids/{S.GRID}.json", json.dumps(grid))
+    r = CliRunner().invoke(main, ["tables", str(tmp_path / "res"), "--out",
+                                  str(tmp_path / "t")])
+    assert r.exit_code == 0, r.output
+    md = (tmp_path / "t" / f"{S.GRID}__sem_tuning.md").read_text()
+    assert "| kdd | 3 | 100 | 10.0 | 0.8000 | 30.0 | 0.8500 | +0.0500 | 1/0 | 1 |" in md
+    for fig in ("sem_tuning_time", "sem_tuning_accuracy", "imputation"):
+        assert (tmp_path / "t" / f"{S.GRID}__{fig}.png").stat().st_size > 0

@@ -129,3 +129,39 @@ def test_grid_on_two_workers_equals_serial_cells(tmp_path):
     got = {r.key: (r.dag_json, r.extra) for r in ResultStore(tmp_path).read_results()}
     assert got == {c.key: (r.dag_json, r.extra)
                    for c in expand_grid(grid) for r in [run_cell(c)]}
+
+
+def test_budget_scales_run_each_repetition_at_each_scale_on_the_same_hidden_cells():
+    """The tuning study (§7.4): ``budget_scales`` multiplies both M-step budgets; the
+    cells of one repetition differ only in that budget (same masked cells, same EM
+    start), and a grid without scales keeps its cells' keys."""
+    from bnsl_dist.pipeline.run import sem_cell_inputs
+
+    plain = expand_grid(sem_grid(seeds=(0, 1)))
+    grid = sem_grid(sem={"budget_scales": [0.5, 1, 3]}, seeds=(0, 1))
+    cells = expand_grid(grid)
+    assert len(cells) == 3 * len(plain) == 6
+    by_scale = {b: [c for c in cells if c.sem.budget_scale == b] for b in (0.5, 1.0, 3.0)}
+    assert [c.key for c in by_scale[1.0]] == [c.key for c in plain]
+    assert len({c.key for c in cells}) == 6
+    for half, one in zip(by_scale[0.5], by_scale[1.0], strict=True):
+        assert half.seed == one.seed
+        assert half.seed_sequence().spawn_key == one.seed_sequence().spawn_key
+        (_, m_half), (_, m_one) = sem_cell_inputs(half), sem_cell_inputs(one)
+        assert np.array_equal(m_half.missing, m_one.missing)
+    # the run's budgets: the data-scaled counts times the scale (k-MAX within the cap)
+    truth = load_data(cells[0].data)
+    scores, iterations = sem_budgets(truth.n_vars, truth.n_samples)
+    rec = run_cell(by_scale[0.5][0])
+    ex = json.loads(rec.extra)
+    assert ex["budget_scale"] == 0.5
+    assert ex["cache_scores_per_variable"] == round(scores * 0.5)
+    assert ex["search_iterations"] == min(round(iterations * 0.5), 300)
+    assert "budget_scale" not in json.loads(run_cell(by_scale[1.0][0]).extra)
+
+
+def test_budget_scales_are_validated():
+    for bad, msg in (([], "at least one budget scale"), ([1, 1], "duplicate budget scales"),
+                     ([0], "greater than 0")):
+        with pytest.raises(ValueError, match=msg):
+            sem_grid(sem={"budget_scales": bad})
