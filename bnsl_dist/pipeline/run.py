@@ -435,8 +435,14 @@ def sem_cell_inputs(cell: Cell) -> tuple[CategoricalData, CategoricalData]:
     if cell.sem is None or cell.data is None:
         raise DataError("a sem cell needs data and sem settings")
     truth = load_data(cell.data)
-    mask_ss = cell.seed_sequence().spawn(2)[0]
-    return truth, mask_mcar(truth, cell.sem.missing_rate, np.random.default_rng(mask_ss))
+    return truth, mask_mcar(truth, cell.sem.missing_rate,
+                            np.random.default_rng(_sem_streams(cell)[0]))
+
+
+def _sem_streams(cell: Cell) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
+    """A SEM cell's two seed streams: its masking's and its structural EM's."""
+    mask_ss, sem_ss = cell.seed_sequence().spawn(2)
+    return mask_ss, sem_ss
 
 
 def _run_sem_cell(cell: Cell, t_start: float) -> CellResult:
@@ -456,7 +462,7 @@ def _run_sem_cell(cell: Cell, t_start: float) -> CellResult:
     truth, masked = sem_cell_inputs(cell)
     sem = cell.sem
     assert sem is not None  # sem_cell_inputs checked it
-    sem_ss = cell.seed_sequence().spawn(2)[1]
+    sem_ss = _sem_streams(cell)[1]
     cache = sem_cache_spec(cell.cache, cell.cache.score, truth,
                            scaled=sem.cache_budget == "data", scale=sem.budget_scale)
     search = sem_search_budget(truth, sem.search_seconds_per_variable, cell.budget,
