@@ -13,7 +13,7 @@ from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.pipeline.run import run_cell, sem_cell_inputs
 from bnsl_dist.sem import imputation_accuracy, mode_impute
-from workflows.benchmarks.impute_mrf import mrf_impute, pair, summarise
+from workflows.benchmarks.impute_mrf import mrf_cells, mrf_impute, pair, summarise
 
 
 def copied_data(n: int = 400) -> tuple[CategoricalData, CategoricalData]:
@@ -100,3 +100,17 @@ def test_sem_cell_inputs_give_the_cells_the_sem_cell_hid(tmp_path):
     assert (row["n"], row["n_paired"]) == (2, 1)
     assert (row["mrf"], row["mode"], row["mrf_wall_seconds"]) == \
         (0.5, extra["imputation_accuracy_mode"], 2.0)
+
+
+def test_mrf_imputes_the_cells_of_the_paper_budgets_once():
+    """The grid runs each repetition at three budget scales on the same hidden cells;
+    mRF imputes each repetition once, the ×1 cell's (its SEM record is the paired one)."""
+    from bnsl_dist.config import load_grid
+    from workflows.benchmarks.impute_mrf import GRID
+
+    grid = load_grid(GRID)
+    assert len(grid.sem.budget_scales) > 1
+    cells = mrf_cells(["kdd"], seeds=[0, 1])
+    assert len(cells) == 2 * len(grid.sem.missing_rates)
+    assert {c.sem.budget_scale for c in cells} == {1.0}
+    assert len({(c.seed, c.sem.missing_rate) for c in cells}) == len(cells)

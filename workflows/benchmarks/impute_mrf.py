@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from bnsl_dist.data.dataset import CategoricalData
+from bnsl_dist.pipeline.cell import Cell
 from bnsl_dist.sem import imputation_accuracy, mode_impute
 from workflows.benchmarks import _common
 from workflows.benchmarks._common import write_result
@@ -172,19 +173,27 @@ def mrf_impute(data: CategoricalData, *, n_estimators: int = 100, alpha: float =
 
 
 # ---------------------------------------------------------------------------- benchmark
-def run_cells(datasets: list[str], seeds: list[int] | None, rates: list[float] | None,
-              settings: dict[str, Any]) -> list[dict[str, Any]]:
-    """The mRF run of each cell of the grid on ``datasets`` (and ``seeds``, ``rates``
-    when given), one at a time; printed as they end."""
+def mrf_cells(datasets: list[str], seeds: list[int] | None = None,
+              rates: list[float] | None = None) -> list[Cell]:
+    """The SEM cells that mRF imputes: the grid's on ``datasets`` (and ``seeds``,
+    ``rates`` when given) at the paper's M-step budgets (×1; the tuning study's other
+    scales hide the same cells)."""
     from bnsl_dist.config import load_grid
     from bnsl_dist.pipeline.grid import expand_grid
+
+    return [c for c in expand_grid(load_grid(GRID)) if c.dataset in datasets
+            and c.sem is not None and c.sem.budget_scale == 1.0
+            and (seeds is None or c.seed in seeds)
+            and (rates is None or c.sem.missing_rate in rates)]
+
+
+def run_cells(datasets: list[str], seeds: list[int] | None, rates: list[float] | None,
+              settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """The mRF run of each of :func:`mrf_cells`, one at a time; printed as they end."""
     from bnsl_dist.pipeline.run import sem_cell_inputs
 
-    cells = [c for c in expand_grid(load_grid(GRID)) if c.dataset in datasets
-             and (seeds is None or c.seed in seeds)
-             and (rates is None or c.sem is not None and c.sem.missing_rate in rates)]
     runs = []
-    for cell in cells:
+    for cell in mrf_cells(datasets, seeds, rates):
         assert cell.sem is not None
         truth, masked = sem_cell_inputs(cell)
         load0 = os.getloadavg()
