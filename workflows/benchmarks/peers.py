@@ -24,7 +24,9 @@ Needs the ``[peers]`` extra (pyagrum, causal-learn) and pgmpy. Writes
 ``out/peers_data/`` (regenerated only if absent).
 
 Run: ``python -m workflows.benchmarks.peers [--networks alarm bn100] [--seconds 10]
-[--tools ...] [--n-samples 5000]``.
+[--tools ...] [--n-samples 5000] [--match TOOL]``; ``--match pyagrum-tabu`` with a budget
+pyAgrum ends within gives bnsl_dist the wall time pyAgrum's converged run took (the
+issue's protocol: a higher BIC within the peer's own time).
 """
 
 from __future__ import annotations
@@ -269,7 +271,14 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--bnsl-optimizer", default="winasobs-ent")
     ap.add_argument("--name", default="peers", help="output file stem")
+    ap.add_argument("--match", default=None, metavar="TOOL",
+                    help="give bnsl_dist the wall time TOOL took (listed before it in "
+                         "--tools; give TOOL a budget it ends within, to let it converge)")
     args = ap.parse_args()
+    if args.match is not None and (args.match not in args.tools or "bnsl_dist" not in args.tools
+                                   or args.tools.index(args.match)
+                                   > args.tools.index("bnsl_dist")):
+        ap.error("--match: name a tool listed before bnsl_dist in --tools")
     budgets = args.seconds * len(args.networks) if len(args.seconds) == 1 else args.seconds
     if len(budgets) != len(args.networks):
         ap.error("--seconds: one value, or one per network")
@@ -277,10 +286,19 @@ def main() -> None:
     for network, budget in zip(args.networks, budgets, strict=True):
         csv = make_csv(network, args.n_samples, args.seed, OUT_DIR / "peers_data")
         df = pd.read_csv(csv, dtype=str)
+        walls: dict[str, float] = {}
         for tool in args.tools:
             load0 = os.getloadavg()[0]
-            res = _run_isolated(tool, csv, budget, args.seed, args.bnsl_optimizer)
-            row = {"network": network, "n": df.shape[1], "rows": len(df), "budget": budget,
+            given = budget
+            if tool == "bnsl_dist" and args.match is not None:
+                if args.match not in walls:
+                    raise RuntimeError(f"{args.match} gave no DAG on {network}: "
+                                       f"no wall time to match")
+                given = walls[args.match]
+            res = _run_isolated(tool, csv, given, args.seed, args.bnsl_optimizer)
+            if "parents" in res:
+                walls[tool] = float(res["wall"])
+            row = {"network": network, "n": df.shape[1], "rows": len(df), "budget": given,
                    "tool": tool, "load": [load0, os.getloadavg()[0]], **res}
             if "parents" in res:
                 if not _is_acyclic(res["parents"]):
