@@ -7,7 +7,7 @@ Formats (compressed with gzip when the name ends in ``.gz``):
   sorted order; the mapping is kept in :attr:`CategoricalData.states`);
   ``.csv`` files, and others whose first line holds a comma, are read by a CSV parser
   (quoted fields, CRLF, a UTF-8 byte-order mark); white space around fields and blank
-  lines are ignored;
+  lines (empty or white space only) are ignored;
 * GOBNILP/BLIP ``.dat``: white-space separated, line 1 names, line 2 arities;
 * Parquet (integer or string/categorical columns).
 
@@ -38,7 +38,8 @@ __all__ = ["read_data", "read_dataset", "write_csv", "MISSING_TOKENS"]
 
 #: Tokens read as a missing value (only where the caller asks for a missing mask).
 MISSING_TOKENS = frozenset({"?", "", "NA"})
-_INT_RE = re.compile(r"^-?\d+$")
+_INT_PATTERN = r"-?\d+"
+_INT_RE = re.compile(rf"^{_INT_PATTERN}$")
 
 MissingPolicy = Literal["error", "mask"]
 LabelPolicy = Literal["auto", "never", "always"]
@@ -49,8 +50,9 @@ class _Raw:
     path: str
     names: list[str] | None
     declared: NDArray[np.int64] | None
-    cols: list[NDArray[Any]]  # int64 codes, or str labels
-    is_label: list[bool]
+    #: per column: int64 codes, or (a label column) codes into ``labels[j]``
+    cols: list[NDArray[Any]]
+    labels: list[list[str] | None]  # a label column's distinct labels ("": missing)
     missing: NDArray[np.bool_] | None
     first_data_line: int  # 1-based line number of the first data row
 
@@ -76,7 +78,7 @@ def _records(buf: io.StringIO, comma: bool, first_line: int) -> Iterator[tuple[i
         reader = csv.reader(buf)
         line = first_line
         for row in reader:
-            if row:
+            if row and (len(row) > 1 or row[0].strip()):  # a white-space line is blank
                 yield line, [t.strip() for t in row]
             line = first_line + reader.line_num
         return
@@ -95,6 +97,104 @@ def _int_table(buf: io.StringIO, comma: bool, width: int) -> NDArray[np.int64] |
         return None
     arr = df.to_numpy()
     return arr if df.shape[1] == width and arr.size and arr.min() >= 0 else None
+
+
+#: A column as (the code of each row into ``uniques``, its distinct stripped tokens).
+_Factorized = tuple[NDArray[np.intp], list[str]]
+
+
+def _factorize(col: Any) -> _Factorized:
+    """``col``'s tokens as codes into their distinct values, white space stripped."""
+    codes, uniq = pd.factorize(col)
+    raw = [str(u) for u in uniq]
+    stripped = [u.strip() for u in raw]
+    if stripped != raw:  # tokens equal once stripped share one value
+        merged, uniq2 = pd.factorize(np.asarray(stripped, dtype=object))
+        return merged[codes], [str(u) for u in uniq2]
+    return codes, stripped
+
+
+def _str_table(buf: io.StringIO, width: int) -> list[_Factorized] | None:
+    """The rest of a comma-separated ``buf`` as factorised columns, read by pandas' C
+    parser; None if its rows are not all ``width`` fields long (the record loop then
+    finds the line)."""
+    try:
+        df = pd.read_csv(buf, header=None, sep=",", dtype="string[pyarrow]", engine="c",
+                         na_filter=False, skip_blank_lines=True)
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        return None
+    if df.shape[1] != width or df.shape[0] == 0 or bool(df.isna().to_numpy().any()):
+        return None  # short rows are padded with NA by pandas: not a table
+    return [_factorize(df[c]) for c in df.columns]
+
+
+def _first_row(codes: NDArray[np.intp], values: Sequence[int]) -> int:
+    """The first row whose code is one of ``values``."""
+    return int(np.flatnonzero(np.isin(codes, list(values)))[0])
+
+
+def _columns(table: list[_Factorized], lines: list[int] | None, *, spath: str,
+             names: list[str] | None, labels: LabelPolicy, allow_labels: bool,
+             missing: MissingPolicy, declared: NDArray[np.int64] | None) -> _Raw | None:
+    """The code or label columns of a table of factorised tokens (each distinct token
+    is checked once). ``lines`` (the 1-based line of each row) makes a problem a
+    :class:`DataError` naming its line and column; without them (the table came from
+    :func:`_str_table`) a problem returns None, and the record loop reads the file
+    again to name it."""
+    n_rows = table[0][0].shape[0]
+    miss = np.zeros((n_rows, len(table)), dtype=bool)
+    for j, (codes, uniq) in enumerate(table):
+        absent = [i for i, u in enumerate(uniq) if u in MISSING_TOKENS]
+        if absent:
+            miss[:, j] = np.isin(codes, absent)
+    if miss.any() and missing != "mask":
+        if lines is None:
+            return None
+        r, c = np.argwhere(miss)[0]
+        tok = table[c][1][table[c][0][r]]
+        raise MissingValueError(f"missing value {tok!r} where none are allowed",
+                                path=spath, line=lines[r], column=_colname(names, int(c)))
+    cols: list[NDArray[Any]] = []
+    label_sets: list[list[str] | None] = []
+    for j, (codes, uniq) in enumerate(table):
+        present = [i for i, u in enumerate(uniq) if u not in MISSING_TOKENS]
+        non_int = [i for i in present if not _is_int(uniq[i])]
+        if labels == "always" or (allow_labels and non_int):
+            cols.append(codes)
+            label_sets.append(["" if u in MISSING_TOKENS else u for u in uniq])
+            continue
+        if non_int:
+            if lines is None:
+                return None
+            r = _first_row(codes, non_int)
+            raise DataError(f"non-integer code {uniq[codes[r]]!r}", path=spath,
+                            line=lines[r], column=_colname(names, j))
+        try:
+            value = np.array([0 if u in MISSING_TOKENS else int(u) for u in uniq],
+                             dtype=np.int64)
+        except OverflowError:
+            raise DataError("code out of range", path=spath, column=_colname(names, j)) from None
+        out = value[codes]
+        if out.size and out.min() < 0:
+            if lines is None:
+                return None
+            r = int(np.argmin(out))
+            raise DataError(f"negative code {out[r]}", path=spath, line=lines[r],
+                            column=_colname(names, j))
+        cols.append(out)
+        label_sets.append(None)
+    first = lines[0] if lines is not None else 0
+    return _Raw(spath, names, declared, cols, label_sets, miss if miss.any() else None, first)
+
+
+def _first_record_line(text: str, start: int, body_line: int) -> int:
+    """The line of the first non-blank record at or after offset ``start``."""
+    line = body_line
+    for chunk in text[start:].split("\n"):
+        if chunk.strip():
+            return line
+        line += 1
+    return body_line
 
 
 def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: MissingPolicy) -> _Raw:
@@ -142,11 +242,25 @@ def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: M
         arr = _int_table(buf, comma, width)
         if arr is not None:
             return _Raw(spath, names, declared, [arr[:, j] for j in range(width)],
-                        [False] * width, None, body_line)
+                        [None] * width, None, body_line)
         buf.seek(start)
         records = _records(buf, comma, body_line)
 
-    # Slow path: find the exact problem, or build label columns / missing masks.
+    settings: dict[str, Any] = {"spath": spath, "names": names, "labels": labels,
+                                "allow_labels": allow_labels, "missing": missing,
+                                "declared": declared}
+    # Labels, missing values: a comma-separated table is read by pandas' C parser.
+    if comma:
+        buf.seek(start)
+        table = _str_table(buf, width)
+        raw = None if table is None else _columns(table, None, **settings)
+        if raw is not None:
+            raw.first_data_line = _first_record_line(text, start, body_line)
+            return raw
+        buf.seek(start)
+        records = _records(buf, comma, body_line)
+
+    # Record by record: find the exact problem, or read white-space separated text.
     rows: list[list[str]] = []
     lines: list[int] = []
     for line, toks in records:
@@ -156,39 +270,10 @@ def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: M
         lines.append(line)
     if not rows:
         raise DataError("no data rows", path=spath)
-    tok = np.array(rows, dtype=str)
-    miss = np.isin(tok, list(MISSING_TOKENS))
-    if miss.any() and missing != "mask":
-        r, c = np.argwhere(miss)[0]
-        raise MissingValueError(f"missing value {str(tok[r, c])!r} where none are allowed",
-                                path=spath, line=lines[r], column=_colname(names, int(c)))
-    cols: list[NDArray[Any]] = []
-    is_label: list[bool] = []
-    for j in range(width):
-        col = tok[:, j]
-        present = ~miss[:, j]
-        vals = col[present]
-        ints = np.array([_is_int(t) for t in vals], dtype=bool) if vals.size else np.ones(0, bool)
-        if labels == "always" or (allow_labels and not ints.all()):
-            cols.append(np.where(present, col, ""))
-            is_label.append(True)
-            continue
-        if not ints.all():
-            r = int(np.nonzero(present)[0][np.argmin(ints)])
-            raise DataError(f"non-integer code {str(col[r])!r}", path=spath, line=lines[r],
-                            column=_colname(names, j))
-        out = np.zeros(col.shape[0], dtype=np.int64)
-        try:
-            out[present] = vals.astype(np.int64)
-        except OverflowError:
-            raise DataError("code out of range", path=spath, column=_colname(names, j)) from None
-        if out.min() < 0:
-            r = int(np.argmin(out))
-            raise DataError(f"negative code {out[r]}", path=spath, line=lines[r],
-                            column=_colname(names, j))
-        cols.append(out)
-        is_label.append(False)
-    return _Raw(spath, names, declared, cols, is_label, miss if miss.any() else None, lines[0])
+    cells = np.array(rows, dtype=object)
+    raw = _columns([_factorize(cells[:, j]) for j in range(width)], lines, **settings)
+    assert raw is not None  # with lines, a problem raises
+    return raw
 
 
 def _colname(names: list[str] | None, j: int) -> str | int:
@@ -211,7 +296,8 @@ def _parse_parquet(path: Path, missing: MissingPolicy) -> _Raw:
         r, c = np.argwhere(miss)[0]
         raise MissingValueError("missing value where none are allowed", path=spath,
                                 line=int(r) + 1, column=_colname(names, int(c)))
-    cols, is_label = [], []
+    cols: list[NDArray[Any]] = []
+    label_sets: list[list[str] | None] = []
     for j, name in enumerate(df.columns):
         s = df[name]
         if pd.api.types.is_integer_dtype(s.dtype) or (
@@ -224,13 +310,14 @@ def _parse_parquet(path: Path, missing: MissingPolicy) -> _Raw:
                 raise DataError(f"negative code {v[r]}", path=spath, line=r + 1,
                                 column=_colname(names, j))
             cols.append(v)
-            is_label.append(False)
+            label_sets.append(None)
         elif pd.api.types.is_float_dtype(s.dtype):
             raise DataError("non-integer code", path=spath, column=_colname(names, j))
         else:
-            cols.append(s.astype("string").fillna("").to_numpy(dtype=str))
-            is_label.append(True)
-    return _Raw(spath, names, None, cols, is_label, miss if miss.any() else None, 1)
+            codes, uniq = pd.factorize(s.astype("string").fillna(""))
+            cols.append(codes)
+            label_sets.append([str(u) for u in uniq])
+    return _Raw(spath, names, None, cols, label_sets, miss if miss.any() else None, 1)
 
 
 def _parse(path: str | os.PathLike[str], header: bool | None, labels: LabelPolicy,
@@ -241,12 +328,22 @@ def _parse(path: str | os.PathLike[str], header: bool | None, labels: LabelPolic
     return _parse_text(p, header, labels, missing)
 
 
-def _label_order(labels: NDArray[Any]) -> list[str]:
-    """Sorted unique labels; numerically when all are integers."""
-    uniq = sorted(set(labels.tolist()) - {""} if labels.size else set())
+def _label_order(labels: set[str]) -> list[str]:
+    """Sorted labels ("", a missing cell's, left out); numerically when all are integers."""
+    uniq = sorted(labels - {""})
     if uniq and all(_is_int(u) for u in uniq):
         uniq.sort(key=int)
     return uniq
+
+
+def _as_labels(raw: _Raw, j: int) -> _Factorized:
+    """Column ``j`` of ``raw`` as codes into its distinct labels (an integer column's
+    values written as text)."""
+    lab = raw.labels[j]
+    if lab is not None:
+        return raw.cols[j], lab
+    values, inverse = np.unique(raw.cols[j], return_inverse=True)
+    return inverse.ravel(), [str(v) for v in values.tolist()]
 
 
 def _combine(raws: Sequence[_Raw], arities: Sequence[int] | None,
@@ -267,13 +364,12 @@ def _combine(raws: Sequence[_Raw], arities: Sequence[int] | None,
     codes = [np.zeros((len(r.cols[0]), width), dtype=np.int64) for r in raws]
     arity = np.zeros(width, dtype=np.int64)
     for j in range(width):
-        if any(r.is_label[j] for r in raws):
-            allv = np.concatenate([r.cols[j].astype(str) for r in raws])
-            order = _label_order(allv)
-            lut = {s: i for i, s in enumerate(order)}
-            for k, r in enumerate(raws):
-                col = r.cols[j].astype(str)
-                codes[k][:, j] = np.array([lut.get(t, 0) for t in col], dtype=np.int64)
+        if any(r.labels[j] is not None for r in raws):
+            split = [_as_labels(r, j) for r in raws]
+            order = _label_order(set().union(*(set(u) for _, u in split)))
+            index = {s: i for i, s in enumerate(order)}
+            for k, (cj, uniq) in enumerate(split):  # a missing cell ("") gets code 0
+                codes[k][:, j] = np.array([index.get(u, 0) for u in uniq], dtype=np.int64)[cj]
             states.append(tuple(order))
             arity[j] = max(len(order), 1)
         else:

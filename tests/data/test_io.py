@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import io
 import re
 
 import numpy as np
@@ -254,3 +255,70 @@ def test_missing_value_error_type(tmp_path):
         with pytest.raises(MissingValueError, match="missing value"):
             read_data(path)
 
+
+
+@st.composite
+def _padded_tables(draw):
+    """A header and rows of label / integer tokens, each maybe padded with blanks or
+    missing ("?", "", "NA"), with blank lines here and there."""
+    n_rows, n_cols = draw(st.integers(1, 10)), draw(st.integers(1, 4))
+    names = [f"v{j}" for j in range(n_cols)]
+    kinds = draw(st.lists(st.booleans(), min_size=n_cols, max_size=n_cols))
+    rows = []
+    for _ in range(n_rows):
+        row = []
+        for is_int in kinds:
+            tok = str(draw(st.integers(0, 3))) if is_int else draw(st.sampled_from(
+                ["lo", "hi", "mid", "x y"]))
+            if draw(st.integers(0, 5)) == 0:
+                tok = draw(st.sampled_from(["?", "", "NA"]))
+            row.append(draw(st.sampled_from(["", " ", "  "])) + tok
+                       + draw(st.sampled_from(["", " "])))
+        rows.append(",".join(row))
+        if draw(st.integers(0, 6)) == 0:
+            rows.append("")
+    return names, rows
+
+
+def _oracle(names, rows):
+    """Codes, states and missing mask by the reader's contract, from the csv module:
+    fields stripped, blank lines (white space only) skipped, labels in sorted order (numeric order when
+    every label is an integer), a missing cell coded 0."""
+    recs = [[t.strip() for t in r] for r in csv.reader(io.StringIO("\n".join(rows)))
+            if len(r) > 1 or r and r[0].strip()]  # white space only: a blank line
+    tok = np.array(recs, dtype=object).reshape(len(recs), len(names))
+    miss = np.isin(tok, ["?", "", "NA"])
+    codes, states = np.zeros(tok.shape, dtype=np.int64), []
+    for j in range(tok.shape[1]):
+        present = [t for t, m in zip(tok[:, j], miss[:, j], strict=True) if not m]
+        if all(_INT.match(t) for t in present):
+            codes[:, j] = [0 if m else int(t) for t, m in zip(tok[:, j], miss[:, j],
+                                                             strict=True)]
+            states.append(None)
+        else:
+            order = sorted(set(present))
+            codes[:, j] = [0 if m else order.index(t) for t, m in zip(tok[:, j], miss[:, j],
+                                                                      strict=True)]
+            states.append(tuple(order))
+    return codes, states, miss
+
+
+@settings(max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(table=_padded_tables())
+def test_padded_fields_blank_lines_and_missing_cells(tmp_path, table):
+    names, rows = table
+    p = tmp_path / "pad.csv"
+    p.write_text(",".join(names) + "\n" + "\n".join(rows) + "\n")
+    codes, states, miss = _oracle(names, rows)
+    if miss.all(axis=0).any():  # a column with no value at all
+        return
+    note(p.read_text())
+    if miss.any():
+        with pytest.raises(MissingValueError):
+            read_data(p)
+    d = read_data(p, missing="mask")
+    np.testing.assert_array_equal(d.codes, codes)
+    np.testing.assert_array_equal(d.missing if d.missing is not None else
+                                  np.zeros_like(miss), miss)
+    assert (d.states or (None,) * d.n_vars) == tuple(states)
