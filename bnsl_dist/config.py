@@ -74,6 +74,15 @@ __all__ = [
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 
+def _distinct(v: tuple[Any, ...], what: str) -> tuple[Any, ...]:
+    """``v`` when it is non-empty and without duplicates (``what``: its plural name)."""
+    if not v:
+        raise ValueError(f"at least one of the {what} is required")
+    if len(set(v)) != len(v):
+        raise ValueError(f"duplicate {what} in {list(v)}")
+    return v
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -98,10 +107,7 @@ class DatasetRef(_Model):
     @field_validator("splits")
     @classmethod
     def _splits(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        if not v:
-            raise ValueError("at least one split is required")
-        if len(set(v)) != len(v):
-            raise ValueError(f"duplicate splits in {list(v)}")
+        _distinct(v, "splits")
         for s in v:
             if not _SLUG.match(s):
                 raise ValueError(f"{s!r} is not a valid split name")
@@ -204,23 +210,15 @@ class SemConfig(_Model):
     @field_validator("budget_scales")
     @classmethod
     def _scales(cls, v: tuple[float, ...]) -> tuple[float, ...]:
-        if not v:
-            raise ValueError("at least one budget scale is required")
-        if len(set(v)) != len(v):
-            raise ValueError(f"duplicate budget scales in {list(v)}")
-        return v
+        return _distinct(v, "budget scales")
 
     @field_validator("missing_rates")
     @classmethod
     def _rates(cls, v: tuple[float, ...]) -> tuple[float, ...]:
-        if not v:
-            raise ValueError("at least one missing rate is required")
         for r in v:
             if not 0.0 < r < 1.0:
                 raise ValueError(f"missing rates must lie in (0, 1), got {r}")
-        if len(set(v)) != len(v):
-            raise ValueError(f"duplicate missing rates in {list(v)}")
-        return v
+        return _distinct(v, "missing rates")
 
 
 class InferenceConfig(InferenceSettings):

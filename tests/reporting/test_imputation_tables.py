@@ -28,6 +28,26 @@ def sem_record(dataset: str, rate: float, seed: int, acc: float, mpe: float | No
     return dataclasses.replace(r, key=f"{r.key}-{rate}", wall_seconds=wall)
 
 
+def tables_cli(tmp_path, sem: dict, records: list) -> None:
+    """`bnsl-dist tables` on a results folder of a sem grid (``sem``) holding ``records``;
+    the tables go to ``tmp_path / "t"``."""
+    from click.testing import CliRunner
+
+    from bnsl_dist.cli import main
+    from bnsl_dist.results import ResultStore
+
+    grid = json.loads(S.grid_config().model_dump_json())
+    grid.update(kind="sem", sem=sem, comparisons=[],
+                algorithms=[{"name": "kmax", "label": "sem-kmax", "k": [4]}])
+    st = ResultStore(tmp_path / "res")
+    for rec in records:
+        st.write_result(rec)
+    st.save_text(f"grids/{S.GRID}.json", json.dumps(grid))
+    r = CliRunner().invoke(main, ["tables", str(tmp_path / "res"), "--out",
+                                  str(tmp_path / "t")])
+    assert r.exit_code == 0, r.output
+
+
 @pytest.fixture
 def frame() -> pd.DataFrame:
     recs = [sem_record("kdd", 0.1, 0, 0.90, 0.88, 0.70, 3, True, 10.0),
@@ -60,22 +80,9 @@ def test_imputation_table_by_hand(frame):
 
 
 def test_tables_cli_writes_the_sem_tables(tmp_path, frame):
-    from click.testing import CliRunner
-
-    from bnsl_dist.cli import main
-    from bnsl_dist.results import ResultStore
-
-    grid = json.loads(S.grid_config().model_dump_json())
-    grid.update(kind="sem", sem={"missing_rates": [0.1, 0.2]},
-                algorithms=[{"name": "kmax", "label": "sem-kmax", "k": [4]}], comparisons=[])
-    st = ResultStore(tmp_path / "res")
-    for rec in (sem_record("kdd", 0.1, 0, 0.90, 0.88, 0.70, 3, True, 10.0),
-                sem_record("kdd", 0.2, 0, 0.75, 0.74, 0.55, 4, True, 30.0)):
-        st.write_result(rec)
-    st.save_text(f"grids/{S.GRID}.json", json.dumps(grid))
-    r = CliRunner().invoke(main, ["tables", str(tmp_path / "res"), "--out",
-                                  str(tmp_path / "t")])
-    assert r.exit_code == 0, r.output
+    tables_cli(tmp_path, {"missing_rates": [0.1, 0.2]},
+               [sem_record("kdd", 0.1, 0, 0.90, 0.88, 0.70, 3, True, 10.0),
+                sem_record("kdd", 0.2, 0, 0.75, 0.74, 0.55, 4, True, 30.0)])
     md = (tmp_path / "t" / f"{S.GRID}__imputation.md").read_text()
     assert "| kdd | test | 3 | sem-kmax k=4 | 10% | 1 | 0.9000 |" in md
     assert (tmp_path / "t" / f"{S.GRID}__imputation.png").stat().st_size > 0
@@ -121,22 +128,9 @@ def test_tuning_table_by_hand():
 
 
 def test_tables_cli_writes_the_tuning_study(tmp_path):
-    from click.testing import CliRunner
-
-    from bnsl_dist.cli import main
-    from bnsl_dist.results import ResultStore
-
-    grid = json.loads(S.grid_config().model_dump_json())
-    grid.update(kind="sem", sem={"missing_rates": [0.1], "budget_scales": [1, 2]},
-                algorithms=[{"name": "kmax", "label": "sem-kmax", "k": [4]}], comparisons=[])
-    st = ResultStore(tmp_path / "res")
-    for rec in (scaled_record("kdd", 1.0, 0, 0.80, 10.0),
-                scaled_record("kdd", 2.0, 0, 0.85, 30.0)):
-        st.write_result(rec)
-    st.save_text(f"grids/{S.GRID}.json", json.dumps(grid))
-    r = CliRunner().invoke(main, ["tables", str(tmp_path / "res"), "--out",
-                                  str(tmp_path / "t")])
-    assert r.exit_code == 0, r.output
+    tables_cli(tmp_path, {"missing_rates": [0.1], "budget_scales": [1, 2]},
+               [scaled_record("kdd", 1.0, 0, 0.80, 10.0),
+                scaled_record("kdd", 2.0, 0, 0.85, 30.0)])
     md = (tmp_path / "t" / f"{S.GRID}__sem_tuning.md").read_text()
     assert "| kdd | 3 | 100 | 10.0 | 0.8000 | 30.0 | 0.8500 | +0.0500 | 1/0 | 1 |" in md
     for fig in ("sem_tuning_time", "sem_tuning_accuracy", "imputation"):

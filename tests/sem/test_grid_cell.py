@@ -161,7 +161,7 @@ def test_budget_scales_run_each_repetition_at_each_scale_on_the_same_hidden_cell
 
 
 def test_budget_scales_are_validated():
-    for bad, msg in (([], "at least one budget scale"), ([1, 1], "duplicate budget scales"),
+    for bad, msg in (([], "at least one of the budget scales"), ([1, 1], "duplicate budget scales"),
                      ([0], "greater than 0")):
         with pytest.raises(ValueError, match=msg):
             sem_grid(sem={"budget_scales": bad})
