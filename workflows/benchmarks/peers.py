@@ -21,7 +21,9 @@ Higher is better.
 
 Needs the ``[peers]`` extra (pyagrum, causal-learn) and pgmpy. Writes
 ``out/peers.json`` and ``out/peers.md``; the generated CSVs are kept in
-``out/peers_data/`` (regenerated only if absent).
+``out/peers_data/`` (regenerated only if absent), each with the DAG of the network it
+was sampled from (``.dag.json``), whose BIC is a row of the table: the issue's bar for
+2,000 variables is a DAG scoring above it.
 
 Run: ``python -m workflows.benchmarks.peers [--networks alarm bn100] [--seconds 10]
 [--tools ...] [--n-samples 5000] [--match TOOL]``; ``--match pyagrum-tabu`` with a budget
@@ -63,31 +65,75 @@ PRELOAD = {"pyagrum-greedy": ["pyagrum"], "pyagrum-tabu": ["pyagrum"],
 
 
 # ---------------------------------------------------------------------------- data
-def make_csv(network: str, n_samples: int, seed: int, folder: Path) -> Path:
-    """The CSV of one network (generated with pyAgrum once, then reused)."""
+def _network(network: str, seed: int) -> Any:
+    """The pyAgrum network ``network`` names, after seeding pyAgrum's generator with
+    ``seed + 1`` (pyAgrum reads 0 as "seed from the clock"): a BNGenerator network and
+    the sample are drawn from it, so the same seed gives the same ones."""
     import pyagrum as gum
 
-    path = folder / f"{network}_n{n_samples}_s{seed}.csv"
-    if path.is_file():
-        return path
-    folder.mkdir(parents=True, exist_ok=True)
-    gum.initRandom(seed)
+    gum.initRandom(seed + 1)
     if network == "alarm":
         with tempfile.TemporaryDirectory() as tmp:
             bif = Path(tmp) / "alarm.bif"
             bif.write_bytes(gzip.decompress((SHARED_DATA / "bif" / "alarm.bif.gz").read_bytes()))
-            bn = gum.loadBN(str(bif))
-    elif network.startswith("bn") and network[2:].isdigit():
+            return gum.loadBN(str(bif))
+    if network.startswith("bn") and network[2:].isdigit():
         n = int(network[2:])
-        bn = gum.BNGenerator().generate(n, int(ARCS_PER_VAR * n), MAX_STATES)
-    else:
-        raise ValueError(f"unknown network {network!r} (alarm or bnN)")
+        return gum.BNGenerator().generate(n, int(ARCS_PER_VAR * n), MAX_STATES)
+    raise ValueError(f"unknown network {network!r} (alarm or bnN)")
+
+
+def _sample(network: str, n_samples: int, seed: int, path: Path) -> dict[str, list[str]]:
+    """Write the CSV of ``network`` to ``path``; return its generating DAG."""
+    import pyagrum as gum
+
+    bn = _network(network, seed)
     gen = gum.BNDatabaseGenerator(bn)
     gen.drawSamples(n_samples)
+    gen.toCSV(str(path))
+    return {bn.variable(i).name(): [bn.variable(p).name() for p in bn.parents(i)]
+            for i in bn.nodes()}
+
+
+def make_csv(network: str, n_samples: int, seed: int, folder: Path) -> Path:
+    """The CSV of one network (generated with pyAgrum once, then reused), with its
+    generating DAG beside it (``<stem>.dag.json``)."""
+    path = folder / f"{network}_n{n_samples}_s{seed}.csv"
+    if path.is_file():
+        return path
+    folder.mkdir(parents=True, exist_ok=True)
     tmp_path = path.with_suffix(".tmp.csv")
-    gen.toCSV(str(tmp_path))
+    dag = _sample(network, n_samples, seed, tmp_path)
+    from bnsl_dist._io import atomic_write_text
+
+    atomic_write_text(path.with_suffix(".dag.json"), json.dumps(dag))
     os.replace(tmp_path, path)
     return path
+
+
+def generating_dag(network: str, n_samples: int, seed: int, folder: Path
+                   ) -> dict[str, list[str]]:
+    """The DAG ``make_csv``'s CSV was sampled from: read from beside it, or (a CSV made
+    before it was kept) regenerated from the same seed, checked to sample the same CSV
+    byte for byte, and kept."""
+    csv = make_csv(network, n_samples, seed, folder)
+    saved = csv.with_suffix(".dag.json")
+    if not saved.is_file() and network == "alarm":  # a fixed network, whatever the sample
+        bn = _network(network, seed)
+        return {bn.variable(i).name(): [bn.variable(p).name() for p in bn.parents(i)]
+                for i in bn.nodes()}
+    if not saved.is_file():
+        with tempfile.TemporaryDirectory() as tmp:
+            again = Path(tmp) / "again.csv"
+            dag = _sample(network, n_samples, seed, again)
+            if again.read_bytes() != csv.read_bytes():
+                raise RuntimeError(f"{csv}: the seed does not regenerate this sample (drawn "
+                                   f"by another pyAgrum, or before the seed was passed on: "
+                                   f"seed 0 drew from the clock); delete it to draw anew")
+        from bnsl_dist._io import atomic_write_text
+
+        atomic_write_text(saved, json.dumps(dag))
+    return dict(json.loads(saved.read_text()))
 
 
 # ---------------------------------------------------------------------------- BIC
@@ -249,7 +295,8 @@ def markdown(result: dict[str, Any]) -> str:
             wall += " (over budget)"
         score = f"{r['bic']:,.1f}" if r.get("bic") is not None else r.get("error", "—")
         arcs = "—" if r.get("arcs") is None else str(r["arcs"])
-        lines.append(f"| {r['network']} | {r['n']} | {r['budget']:g} | {r['tool']} | "
+        budget = "" if r.get("budget") is None else f"{r['budget']:g}"
+        lines.append(f"| {r['network']} | {r['n']} | {budget} | {r['tool']} | "
                      f"{wall} | {arcs} | {score} |")
     for c in result.get("scorer_checks", []):
         lines.append("")
@@ -288,6 +335,11 @@ def main() -> None:
     for network, budget in zip(args.networks, budgets, strict=True):
         csv = make_csv(network, args.n_samples, args.seed, OUT_DIR / "peers_data")
         df = pd.read_csv(csv, dtype=str)
+        truth = generating_dag(network, args.n_samples, args.seed, OUT_DIR / "peers_data")
+        result["rows"].append({"network": network, "n": df.shape[1], "rows": len(df),
+                               "budget": None, "tool": "generating network", "wall": None,
+                               "bic": bic(df, truth),
+                               "arcs": sum(len(p) for p in truth.values())})
         walls: dict[str, float] = {}
         for tool in args.tools:
             load0 = os.getloadavg()[0]
