@@ -77,8 +77,10 @@ def markdown(result: dict[str, Any]) -> str:
                              f"{r.get('error', 'no DAG')} |")
                 continue
             big = r["largest_family"]
-            lines.append(f"| {net} | {r['tool']} ({r['source']}) | {r['budget']:g} | "
-                         f"{r['wall']:.1f} | {big}{' (above d)' if big > d else ''} | "
+            budget = "" if r.get("budget") is None else f"{r['budget']:g}"
+            wall = "—" if r.get("wall") is None else f"{r['wall']:.1f}"
+            lines.append(f"| {net} | {r['tool']} ({r['source']}) | {budget} | {wall} | "
+                         f"{big}{' (above d)' if big > d else ''} | "
                          f"{r['bic']:,.1f} | {o['bic'] - r['bic']:,.1f} |")
     return "\n".join(lines) + "\n"
 
@@ -107,8 +109,11 @@ def main() -> None:
                     peers["settings"].get("seed") != args.seed:
                 continue  # another sample
             for r in peers["rows"]:
-                if r["network"] != net:
-                    continue
+                if r["network"] != net or (r["tool"] == "generating network"
+                                           and any(x["tool"] == r["tool"] and
+                                                   x["network"] == net
+                                                   for x in result["rows"])):
+                    continue  # the generating network once
                 row = {k: v for k, v in r.items() if k not in ("parents", "load")}
                 row["source"] = Path(path).name
                 if "parents" in r:
