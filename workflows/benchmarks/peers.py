@@ -25,7 +25,7 @@ Needs the ``[peers]`` extra (pyagrum, causal-learn) and pgmpy. Writes
 was sampled from (``.dag.json``), whose BIC is a row of the table: the issue's bar for
 2,000 variables is a DAG scoring above it.
 
-Until the seed was passed on (commit after 5e6cfc1), ``--seed 0`` drew each network and
+Until the seed was passed on (c03effc), ``--seed 0`` drew each network and
 sample from the clock: ``peers.md``, ``peers-bn100|bn500.md`` and ``peers-learn-within.md``
 in ``workflows/results/benchmarks/`` are on such samples and cannot be redrawn.
 
