@@ -125,3 +125,33 @@ def test_cli_time_limit_excludes_stage_budgets(tmp_path):
     r = CliRunner().invoke(main, ["learn", "nltcs", "--time-limit", "5", "--seconds", "3",
                                   "--serial", "-o", str(out)])
     assert r.exit_code == 2 and "--seconds" in r.output and not out.exists()
+
+
+def test_cli_short_time_limit_runs_in_process_unless_a_cluster_is_asked_for(tmp_path,
+                                                                              monkeypatch):
+    """Below LOCAL_CLUSTER_MIN_LIMIT with no cluster option, learn --time-limit starts no
+    local cluster (its start would eat the limit); --workers still gets one."""
+    import json
+
+    from click.testing import CliRunner
+
+    import bnsl_dist.orchestrate.cluster as cluster
+    from bnsl_dist.cli import main
+    from bnsl_dist.cli.learn import LOCAL_CLUSTER_MIN_LIMIT
+
+    asked: list[dict] = []
+
+    def no_cluster(**kw):
+        asked.append(kw)
+        raise RuntimeError("a cluster was started")
+
+    monkeypatch.setattr(cluster, "connect", no_cluster)
+    out = tmp_path / "r.json"
+    r = CliRunner().invoke(main, ["learn", "nltcs", "--time-limit", "2", "-q", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    res = json.loads(out.read_text())
+    assert asked == [] and res["mode"] == "time-limit" and len(res["runs"]) == 1
+    assert res["wall_seconds"] < LOCAL_CLUSTER_MIN_LIMIT
+    r = CliRunner().invoke(main, ["learn", "nltcs", "--time-limit", "2", "--workers", "1",
+                                  "-q", "-o", str(tmp_path / "w.json")])
+    assert r.exit_code != 0 and asked and asked[0]["workers"] == 1
