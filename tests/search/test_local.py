@@ -209,6 +209,20 @@ def test_data_tabu_learns_from_data_and_refuses_a_bare_cache():
     assert max(map(len, best.dag.parents)) >= 2
 
 
+def test_data_tabu_start_keeps_its_iteration_cap_beside_seconds():
+    """With both a seconds and an iteration limit, the start optimizer stops at
+    ``start_iterations`` (it ran its whole time share before: ~10^5 orders)."""
+    data = _random_data(4, 6, 400)
+    opt = make_optimizer("tabu-data", start="asobs", start_iterations=3, restarts=0)
+    incs = list(opt.learn(data, Budget(seconds=60.0, max_iterations=2),
+                          np.random.default_rng(0),
+                          cache_builder=exhaustive_cache_builder(max_indegree=1)))
+    starts = [i for i in incs if i.info["stage"] == "start"]
+    assert starts and max(i.iterations for i in starts) <= 3
+    climbs = [i for i in incs if i.info["stage"] != "start"]
+    assert all(i.iterations <= 3 + 2 for i in climbs)  # the start's runs + the climbs
+
+
 def test_bad_settings():
     data = _random_data(0, 3, 50)
     with pytest.raises(InvalidConfigError):

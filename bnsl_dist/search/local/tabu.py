@@ -302,7 +302,8 @@ class DataTabu:
     start_fraction : float
         Share of the seconds left after the cache build given to ``start``.
     start_iterations : int
-        ``start``'s iterations when the budget has no seconds.
+        ``start``'s iterations when the budget counts iterations (with or without
+        seconds: both limits then hold).
     tabu_length, max_no_improve, restarts, perturb, max_indegree :
         As in :func:`tabu_search`.
     candidates : {"all", "cache"}
@@ -357,8 +358,8 @@ class DataTabu:
         opt = make_optimizer(self.start, **self.start_params)
         sb = Budget(seconds=None if budget.seconds is None
                     else max(1e-3, watch.remaining() * float(self.start_fraction)),
-                    max_iterations=int(self.start_iterations) if budget.seconds is None
-                    else None)
+                    max_iterations=None if budget.max_iterations is None
+                    and budget.seconds is not None else int(self.start_iterations))
         start = None
         best = -math.inf
         start_iters = 0
