@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from bnsl_dist._rng import as_rng
-from bnsl_dist.cache.build import warm_up as warm_up_cache
 from bnsl_dist.cache.independence import explore_independence
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.data.dataset import CategoricalData
@@ -38,6 +37,7 @@ from bnsl_dist.graph.dag import DAG
 from bnsl_dist.scores.local import LocalScorer
 from bnsl_dist.search.base import AnytimeTrace, Budget, Incumbent, make_optimizer
 from bnsl_dist.search.local import cache_candidates, tabu_search
+from bnsl_dist.search.warmup import algorithm_spec, warm_up
 
 __all__ = ["learn_within", "LearnResult", "Progress"]
 
@@ -213,8 +213,14 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
             on_progress(Progress(stage, done, total, best, time.perf_counter() - t0, left()))
 
     seconds: dict[str, float] = {}
+    # the kernels of every stage, before the time is split (a fresh process loads them
+    # in about half a second; inside a stage it would overrun that stage's share)
+    warm_up(cache_methods=("independence",),
+            algorithms=[algorithm_spec(search, dict(search_params or {})),
+                        *([algorithm_spec("tabu-data", {"start": search,
+                                                        "start_iterations": 2})]
+                          if polish else [])])
     # ---- cache
-    warm_up_cache()
     n = data.n_vars
     t_stage = time.perf_counter()
     cache_end = None if deadline is None else t_stage + (stage_seconds(0) or 0.0)
