@@ -109,6 +109,15 @@ def _scale_pairs(cells: pd.DataFrame) -> list[tuple[float, float]]:
     return list(zip(scales[:-1], scales[1:], strict=True))
 
 
+def tuned_cells(cells: pd.DataFrame) -> pd.DataFrame:
+    """The cells of the data sets run at every budget scale of ``cells`` (the tuning
+    study's; a data set run at some scales only, as a grid stored in pieces can hold,
+    stays out of it)."""
+    n = cells["budget_scale"].nunique()
+    full = cells.groupby("dataset")["budget_scale"].nunique()
+    return cells[cells["dataset"].isin(full.index[full == n])]
+
+
 def tuning_table(cells: pd.DataFrame) -> pd.DataFrame:
     """The tuning study's table (strings; §7.4, Figures 9–10): per data set (by size,
     then an "all" row), the mean seconds per run and the mean accuracy of the joint-MPE
@@ -243,15 +252,17 @@ def write_imputation_tables(frame: pd.DataFrame, out_dir: str | Path, grid: str,
     if plots:
         ref = cells[cells["budget_scale"] == _reference_scale(cells)]
         written.append(_figure(ref, Path(out_dir) / f"{grid}__imputation.png", title))
-    if scaled:
+    tuned = tuned_cells(cells)
+    if scaled and not tuned.empty:
         written += write_text_table(
-            tuning_table(cells), out_dir, f"{grid}__sem_tuning",
+            tuning_table(tuned), out_dir, f"{grid}__sem_tuning",
             f"SEM-kMAX M-step budgets (§7.4, Figures 9–10; {title})",
-            ["Per data set (by size n·N) and over all: mean seconds per run and mean "
+            ["Per data set run at every scale (by size n·N) and over them all: mean "
+             "seconds per run and mean "
              "joint-MPE imputation accuracy (the paper's) at each budget scale; for each "
              "scale against the next smaller one, the mean accuracy gain paired per "
              "repetition (data set, rate, seed: the same hidden cells), the repetitions it "
              "raises/lowers and the two-sided sign-test p (ties dropped)."])
         if plots:
-            written += _tuning_figures(cells, Path(out_dir), grid, title)
+            written += _tuning_figures(tuned, Path(out_dir), grid, title)
     return written

@@ -135,3 +135,20 @@ def test_tables_cli_writes_the_tuning_study(tmp_path):
     assert "| kdd | 3 | 100 | 10.0 | 0.8000 | 30.0 | 0.8500 | +0.0500 | 1/0 | 1 |" in md
     for fig in ("sem_tuning_time", "sem_tuning_accuracy", "imputation"):
         assert (tmp_path / "t" / f"{S.GRID}__{fig}.png").stat().st_size > 0
+
+
+def test_tuning_study_keeps_the_data_sets_run_at_every_scale(tmp_path):
+    """A grid stored in pieces: plants at x0.5, x1 and x2, kdd at x1 only. The main table
+    has both; the tuning table and figures plants alone (kdd has nothing to pair)."""
+    tables_cli(tmp_path, {"missing_rates": [0.1], "budget_scales": [0.5, 1, 2]},
+               [scaled_record("plants", 0.5, 0, 0.70, 5.0),
+                scaled_record("plants", 1.0, 0, 0.80, 10.0),
+                scaled_record("plants", 2.0, 0, 0.75, 30.0),
+                scaled_record("kdd", 1.0, 0, 0.90, 12.0)])
+    main = (tmp_path / "t" / f"{S.GRID}__imputation.md").read_text()
+    assert "| kdd |" in main and "| plants |" in main
+    md = (tmp_path / "t" / f"{S.GRID}__sem_tuning.md").read_text()
+    assert "| kdd |" not in md
+    assert ("| plants | 3 | 100 | 5.0 | 0.7000 | 10.0 | 0.8000 | 30.0 | 0.7500 | +0.1000 | 1/0 "
+            "| 1 | -0.0500 | 0/1 | 1 |") in md
+    assert "| all |  |  | 5.0 | 0.7000 | 10.0 | 0.8000 | 30.0 | 0.7500 |" in md
