@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -233,3 +234,25 @@ def test_bad_settings():
         list(tabu_search(data, DAG.empty(4), Budget(max_iterations=1)))
     with pytest.raises(InvalidConfigError):
         TabuClimber(data, candidates=[[5], [], []])
+
+
+@pytest.mark.parametrize("score", ["bic", "bdeu"])
+def test_reported_scores_survive_the_memo_being_emptied(monkeypatch, score):
+    """The family memo is emptied whenever it outgrows its cap, between chunks of steps
+    and at restarts; a best DAG found after that may have families scored only before.
+    With a cap of 0 (emptied at every chance) and one step per chunk, every incumbent's
+    score still equals its DAG's score counted naively (it raised KeyError before)."""
+    import bnsl_dist.search.local.tabu as T
+
+    monkeypatch.setattr(T, "_MEMO_CAP", 0)
+    monkeypatch.setattr(T, "_CHUNK_WORK", 1)
+    data = _random_data(7, 8, 300)
+    codes = np.asarray(data.codes)
+    incs = list(tabu_search(data, None, Budget(max_iterations=6), 3, score=score,
+                            tabu_length=3))
+    assert len(incs) > 3
+    for inc in incs:
+        naive = math.fsum(_naive(codes, data.arities, v, set(ps), score)
+                          for v, ps in enumerate(inc.dag.parents))
+        assert math.isclose(inc.score, naive, rel_tol=1e-9, abs_tol=1e-6)
+    assert all(b.score > a.score for a, b in itertools.pairwise(incs))

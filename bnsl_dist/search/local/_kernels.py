@@ -57,6 +57,14 @@ def _family(codes, arities, v, par, k, kind, ess, log_n, nlogn, memo, key, ids, 
 
 
 @nb.njit(cache=True, nogil=True)
+def family_score(codes, arities, v, par, k, kind, ess, log_n, nlogn, memo, key, ids, tmp,
+                 counts):
+    """:func:`_family` for callers outside this module."""
+    return _family(codes, arities, v, par, k, kind, ess, log_n, nlogn, memo, key, ids, tmp,
+                   counts)
+
+
+@nb.njit(cache=True, nogil=True)
 def rescore_column(codes, arities, v, adj, allowed, max_indegree, kind, ess, log_n, nlogn,
                    zc, zp, memo, fam, delta, par, ids, ids2, tmp, counts):
     """Recompute ``fam[v]`` and column v of ``delta`` (OUT) from v's parents in ``adj``."""

@@ -275,13 +275,22 @@ def tabu_search(data: CategoricalData, start: DAG | None, budget: Budget,
 
 
 def _exact(climber: TabuClimber, adj: NDArray[np.bool_]) -> float:
-    """The score of the DAG ``adj`` summed afresh from the memo (no drift from deltas)."""
+    """The score of the DAG ``adj`` summed afresh from the family scores (no drift from
+    deltas): from the memo, or scored again when the memo, emptied whenever it outgrows
+    ``_MEMO_CAP``, no longer holds a family of ``adj`` (one scored before the emptying)."""
     parts = []
     for v in range(climber.n):
+        par = np.flatnonzero(adj[:, v]).astype(np.int64)
         key = climber.zc[v]
-        for p in np.flatnonzero(adj[:, v]):
+        for p in par:
             key ^= climber.zp[p]
-        parts.append(climber.memo[key])  # every family the climb visited is memoised
+        if key in climber.memo:
+            parts.append(climber.memo[key])
+        else:
+            parts.append(K.family_score(climber.codes, climber.arities, v, par, par.size,
+                                        climber.kind, climber.ess, climber.log_n,
+                                        climber.nlogn, climber.memo, key, climber._ids,
+                                        climber._tmp, climber._counts))
     return math.fsum(parts)
 
 
