@@ -30,7 +30,9 @@ sample from the clock: ``peers.md``, ``peers-bn100|bn500.md`` and ``peers-learn-
 in ``workflows/results/benchmarks/`` are on such samples and cannot be redrawn.
 
 Run: ``python -m workflows.benchmarks.peers [--networks alarm bn100] [--seconds 10]
-[--tools ...] [--n-samples 5000] [--match TOOL]``; ``--match pyagrum-tabu`` with a budget
+[--tools ...] [--n-samples 5000] [--match TOOL] [--bnsl-seeds 0 1 2]``
+(``--bnsl-seeds``: bnsl_dist once per seed of its own search, on the same sample: a
+time-limited result varies with the seed and with the timing); ``--match pyagrum-tabu`` with a budget
 pyAgrum ends within gives bnsl_dist the wall time pyAgrum's converged run took (the
 issue's protocol: a higher BIC within the peer's own time).
 """
@@ -300,7 +302,8 @@ def markdown(result: dict[str, Any]) -> str:
         score = f"{r['bic']:,.1f}" if r.get("bic") is not None else r.get("error", "—")
         arcs = "—" if r.get("arcs") is None else str(r["arcs"])
         budget = "" if r.get("budget") is None else f"{r['budget']:g}"
-        lines.append(f"| {r['network']} | {r['n']} | {budget} | {r['tool']} | "
+        tool = r["tool"] + (f" (seed {r['bnsl_seed']})" if "bnsl_seed" in r else "")
+        lines.append(f"| {r['network']} | {r['n']} | {budget} | {tool} | "
                      f"{wall} | {arcs} | {score} |")
     for c in result.get("scorer_checks", []):
         lines.append("")
@@ -323,6 +326,9 @@ def main() -> None:
     ap.add_argument("--n-samples", type=int, default=5000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--bnsl-optimizer", default="winasobs-ent")
+    ap.add_argument("--bnsl-seeds", type=int, nargs="*", default=None,
+                    help="run bnsl_dist once per seed of its own search (default: --seed); "
+                         "the sample stays --seed's")
     ap.add_argument("--name", default="peers", help="output file stem")
     ap.add_argument("--match", default=None, metavar="TOOL",
                     help="give bnsl_dist the wall time TOOL took (listed before it in "
@@ -345,7 +351,10 @@ def main() -> None:
                                "bic": bic(df, truth), "parents": truth,
                                "arcs": sum(len(p) for p in truth.values())})
         walls: dict[str, float] = {}
-        for tool in args.tools:
+        bnsl_seeds = [args.seed] if args.bnsl_seeds is None else args.bnsl_seeds
+        runs = [(t, sd) for t in args.tools
+                for sd in (bnsl_seeds if t == "bnsl_dist" else [args.seed])]
+        for tool, seed in runs:
             load0 = os.getloadavg()[0]
             given = budget
             if tool == "bnsl_dist" and args.match is not None:
@@ -353,11 +362,13 @@ def main() -> None:
                     raise RuntimeError(f"{args.match} gave no DAG on {network}: "
                                        f"no wall time to match")
                 given = walls[args.match]
-            res = _run_isolated(tool, csv, given, args.seed, args.bnsl_optimizer)
+            res = _run_isolated(tool, csv, given, seed, args.bnsl_optimizer)
             if "parents" in res:
                 walls[tool] = float(res["wall"])
             row = {"network": network, "n": df.shape[1], "rows": len(df), "budget": given,
                    "tool": tool, "load": [load0, os.getloadavg()[0]], **res}
+            if tool == "bnsl_dist" and args.bnsl_seeds is not None:
+                row["bnsl_seed"] = seed
             if "parents" in res:
                 if not _is_acyclic(res["parents"]):
                     raise RuntimeError(f"{tool} returned a cyclic graph on {network}")
