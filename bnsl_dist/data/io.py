@@ -38,8 +38,7 @@ __all__ = ["read_data", "read_dataset", "write_csv", "MISSING_TOKENS"]
 
 #: Tokens read as a missing value (only where the caller asks for a missing mask).
 MISSING_TOKENS = frozenset({"?", "", "NA"})
-_INT_PATTERN = r"-?\d+"
-_INT_RE = re.compile(rf"^{_INT_PATTERN}$")
+_INT_RE = re.compile(r"^-?\d+$")
 
 MissingPolicy = Literal["error", "mask"]
 LabelPolicy = Literal["auto", "never", "always"]

@@ -3,6 +3,6 @@
 cache-building kernels are loaded there once, and every worker forked from it starts
 with them in memory instead of importing and loading them itself."""
 
-from bnsl_dist.orchestrate.workers import warm_up
+from bnsl_dist.search.warmup import warm_up
 
 warm_up(("independence",))

@@ -74,7 +74,8 @@ def prepare_cache_distributed(client: Any, cell: Cell) -> ParentSetCache:
 def _warm_workers(client: Any, cell: Cell) -> None:
     """Load the optimizer's numba kernels in every worker before the timed runs, so
     compilation (or loading numba's disk cache) never counts against a budget."""
-    from bnsl_dist.orchestrate.workers import algorithm_spec, register_warmup
+    from bnsl_dist.orchestrate.workers import register_warmup
+    from bnsl_dist.search.warmup import algorithm_spec
 
     register_warmup(client, algorithms=[algorithm_spec(cell.algorithm, cell.search.params,
                                                        cell.k)])

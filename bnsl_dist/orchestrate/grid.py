@@ -52,12 +52,13 @@ from distributed import Client, Future, as_completed, performance_report
 from bnsl_dist.config import ClusterConfig, GridConfig, JobqueueConfig
 from bnsl_dist.exceptions import BNSLError, InvalidConfigError
 from bnsl_dist.orchestrate.explore import explore_job, submit_cache_build
-from bnsl_dist.orchestrate.workers import algorithm_spec, register_warmup
+from bnsl_dist.orchestrate.workers import register_warmup
 from bnsl_dist.pipeline.cell import CacheJob, Cell
 from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.pipeline.run import NoSolutionError, ensure_cache, failure_record, run_cell
 from bnsl_dist.results.records import CellResult
 from bnsl_dist.results.store import ResultStore, StoreStatus
+from bnsl_dist.search.warmup import algorithm_spec
 
 __all__ = ["GridInterrupted", "GridPlan", "GridSummary", "cache_work", "cell_cost",
            "plan_grid",

@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from bnsl_dist.data.dataset import CategoricalData
-from bnsl_dist.orchestrate.workers import algorithm_spec, register_warmup, task_key
+from bnsl_dist.orchestrate.workers import register_warmup, task_key
 from bnsl_dist.pipeline.within import merge_in_time, run_in_time
+from bnsl_dist.search.warmup import algorithm_spec
 
 __all__ = ["learn_in_time_distributed"]
 

@@ -21,10 +21,9 @@ from typing import Any
 from dask.base import tokenize
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from bnsl_dist.search.warmup import AlgorithmSpec, algorithm_spec, warm_up
+from bnsl_dist.search.warmup import AlgorithmSpec, warm_up
 
-__all__ = ["AlgorithmSpec", "WarmupPlugin", "WarmupSpec", "algorithm_spec", "register_warmup",
-           "task_key", "warm_up"]
+__all__ = ["WarmupPlugin", "WarmupSpec", "register_warmup", "task_key"]
 
 WarmupSpec = tuple[tuple[str, ...], tuple[AlgorithmSpec, ...]]
 

@@ -98,14 +98,19 @@ def _learner(label: Any, k: Any) -> str:
     return str(label) + (f" k={kk}" if kk else "")
 
 
+def _scales(cells: pd.DataFrame) -> list[float]:
+    """The budget scales of ``cells``, ascending."""
+    return sorted(float(x) for x in cells["budget_scale"].unique())
+
+
 def _reference_scale(cells: pd.DataFrame) -> float:
     """The scale the main figure shows: 1 when run, else the median one."""
-    scales = sorted(cells["budget_scale"].unique())
-    return 1.0 if 1.0 in scales else float(scales[len(scales) // 2])
+    scales = _scales(cells)
+    return 1.0 if 1.0 in scales else scales[len(scales) // 2]
 
 
-def _scale_pairs(cells: pd.DataFrame) -> list[tuple[float, float]]:
-    scales = sorted(float(x) for x in cells["budget_scale"].unique())
+def _scale_pairs(scales: list[float]) -> list[tuple[float, float]]:
+    """Each scale with the next larger one."""
     return list(zip(scales[:-1], scales[1:], strict=True))
 
 
@@ -134,8 +139,8 @@ def tuning_table(cells: pd.DataFrame) -> pd.DataFrame:
     >>> tuning_table(c).iloc[0][["seconds ×2", "gain ×1→×2", "up/down ×1→×2"]].tolist()
     ['2.5', '+0.1000', '1/0']
     """
-    pairs = _scale_pairs(cells)
-    scales = sorted(float(x) for x in cells["budget_scale"].unique())
+    scales = _scales(cells)
+    pairs = _scale_pairs(scales)
     size = cells.groupby("dataset")[["n_vars", "n_samples"]].first()
     order = sorted(size.index, key=lambda d: (int(size.loc[d, "n_vars"]) *
                                               int(size.loc[d, "n_samples"]), str(d)))
@@ -169,7 +174,7 @@ def _tuning_figures(cells: pd.DataFrame, out_dir: Path, grid: str, title: str
     accuracy of each scale against the next smaller one, per data set and rate)."""
     from bnsl_dist.reporting.plots import plt, save_figure
 
-    scales = sorted(float(x) for x in cells["budget_scale"].unique())
+    scales = _scales(cells)
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
     for i, b in enumerate(scales):
         at = cells[cells["budget_scale"] == b]
@@ -186,11 +191,11 @@ def _tuning_figures(cells: pd.DataFrame, out_dir: Path, grid: str, title: str
     ax.legend(fontsize=7)
     paths = [save_figure(fig, out_dir / f"{grid}__sem_tuning_time.png")]
 
-    pairs = _scale_pairs(cells)
+    pairs = _scale_pairs(scales)
+    mean = cells.groupby(["dataset", "missing_rate", "budget_scale"])["accuracy_mpe"] \
+        .mean().unstack("budget_scale")
     fig, axes = plt.subplots(1, len(pairs), figsize=(4.0 * len(pairs), 4.0), squeeze=False)
     for ax, (a, b) in zip(axes[0], pairs, strict=True):
-        mean = cells.groupby(["dataset", "missing_rate", "budget_scale"])["accuracy_mpe"] \
-            .mean().unstack("budget_scale")
         both = mean[[a, b]].dropna()
         for j, rate in enumerate(sorted(both.index.get_level_values("missing_rate").unique())):
             at = both.xs(rate, level="missing_rate")

@@ -3,23 +3,22 @@ reported (never raised), data-scored optimizers are warmed through their data pa
 
 from __future__ import annotations
 
-import bnsl_dist.orchestrate.workers as W
 import bnsl_dist.search.warmup as warmup
 
 
 def test_warm_up_runs_each_named_kernel_once(monkeypatch):
     monkeypatch.setattr(warmup, "_WARMED", set())
-    specs = [W.algorithm_spec("tabu-data", {"start": "asobs", "start_iterations": 2}),
-             W.algorithm_spec("kg", {}, 2), W.algorithm_spec("asobs-ent")]
-    assert W.warm_up(["independence"], specs) == {}
+    specs = [warmup.algorithm_spec("tabu-data", {"start": "asobs", "start_iterations": 2}),
+             warmup.algorithm_spec("kg", {}, 2), warmup.algorithm_spec("asobs-ent")]
+    assert warmup.warm_up(["independence"], specs) == {}
     assert warmup._WARMED == {("method", "independence"), *(("algorithm", s) for s in specs)}
-    assert W.warm_up(["independence"], specs) == {}  # nothing left to do
+    assert warmup.warm_up(["independence"], specs) == {}  # nothing left to do
 
 
 def test_warm_up_reports_problems(monkeypatch):
     monkeypatch.setattr(warmup, "_WARMED", set())
-    bad = W.algorithm_spec("asobs", {"no_such_parameter": 1})
-    problems = W.warm_up(["no-such-method"], [bad])
+    bad = warmup.algorithm_spec("asobs", {"no_such_parameter": 1})
+    problems = warmup.warm_up(["no-such-method"], [bad])
     assert set(problems) == {"cache:no-such-method", "asobs"}
     assert "no_such_parameter" in problems["asobs"]
     assert warmup._WARMED == set()

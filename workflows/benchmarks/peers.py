@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bnsl_dist._io import atomic_write_text
 from workflows.benchmarks._common import OUT_DIR, SHARED_DATA, write_result
 
 TOOLS = ["pyagrum-greedy", "pyagrum-tabu", "pgmpy-hc", "causallearn-ges", "bnsl_dist"]
@@ -89,6 +90,12 @@ def _network(network: str, seed: int) -> Any:
     raise ValueError(f"unknown network {network!r} (alarm or bnN)")
 
 
+def _dag(bn: Any) -> dict[str, list[str]]:
+    """A pyAgrum network's DAG: each variable's parents, by name."""
+    return {bn.variable(i).name(): [bn.variable(p).name() for p in bn.parents(i)]
+            for i in bn.nodes()}
+
+
 def _sample(network: str, n_samples: int, seed: int, path: Path) -> dict[str, list[str]]:
     """Write the CSV of ``network`` to ``path``; return its generating DAG."""
     import pyagrum as gum
@@ -97,8 +104,7 @@ def _sample(network: str, n_samples: int, seed: int, path: Path) -> dict[str, li
     gen = gum.BNDatabaseGenerator(bn)
     gen.drawSamples(n_samples)
     gen.toCSV(str(path))
-    return {bn.variable(i).name(): [bn.variable(p).name() for p in bn.parents(i)]
-            for i in bn.nodes()}
+    return _dag(bn)
 
 
 def make_csv(network: str, n_samples: int, seed: int, folder: Path) -> Path:
@@ -110,8 +116,6 @@ def make_csv(network: str, n_samples: int, seed: int, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     tmp_path = path.with_suffix(".tmp.csv")
     dag = _sample(network, n_samples, seed, tmp_path)
-    from bnsl_dist._io import atomic_write_text
-
     atomic_write_text(path.with_suffix(".dag.json"), json.dumps(dag))
     os.replace(tmp_path, path)
     return path
@@ -125,9 +129,7 @@ def generating_dag(network: str, n_samples: int, seed: int, folder: Path
     csv = make_csv(network, n_samples, seed, folder)
     saved = csv.with_suffix(".dag.json")
     if not saved.is_file() and network == "alarm":  # a fixed network, whatever the sample
-        bn = _network(network, seed)
-        return {bn.variable(i).name(): [bn.variable(p).name() for p in bn.parents(i)]
-                for i in bn.nodes()}
+        return _dag(_network(network, seed))
     if not saved.is_file():
         with tempfile.TemporaryDirectory() as tmp:
             again = Path(tmp) / "again.csv"
@@ -136,8 +138,6 @@ def generating_dag(network: str, n_samples: int, seed: int, folder: Path
                 raise RuntimeError(f"{csv}: the seed does not regenerate this sample (drawn "
                                    f"by another pyAgrum, or before the seed was passed on: "
                                    f"seed 0 drew from the clock); delete it to draw anew")
-        from bnsl_dist._io import atomic_write_text
-
         atomic_write_text(saved, json.dumps(dag))
     return dict(json.loads(saved.read_text()))
 
@@ -381,8 +381,6 @@ def main() -> None:
             print({k: v for k, v in row.items() if k != "parents"}, flush=True)
             result["rows"].append(row)
             write_result(args.name, result)
-    from bnsl_dist._io import atomic_write_text
-
     atomic_write_text(OUT_DIR / f"{args.name}.md", markdown(result))
     print(markdown(result))
 

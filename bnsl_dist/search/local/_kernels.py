@@ -42,7 +42,8 @@ def _parents(adj, v, out):
 
 
 @nb.njit(cache=True, nogil=True)
-def _family(codes, arities, v, par, k, kind, ess, log_n, nlogn, memo, key, ids, tmp, counts):
+def family_score(codes, arities, v, par, k, kind, ess, log_n, nlogn, memo, key, ids, tmp,
+                 counts):
     """Score of v with parents par[:k] (memoised under ``key``)."""
     if key in memo:
         return memo[key]
@@ -54,14 +55,6 @@ def _family(codes, arities, v, par, k, kind, ess, log_n, nlogn, memo, key, ids, 
                           tmp, counts)
     memo[key] = s
     return s
-
-
-@nb.njit(cache=True, nogil=True)
-def family_score(codes, arities, v, par, k, kind, ess, log_n, nlogn, memo, key, ids, tmp,
-                 counts):
-    """:func:`_family` for callers outside this module."""
-    return _family(codes, arities, v, par, k, kind, ess, log_n, nlogn, memo, key, ids, tmp,
-                   counts)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -95,8 +88,8 @@ def rescore_column(codes, arities, v, adj, allowed, max_indegree, kind, ess, log
                 if par[t] != u:
                     par[n + j] = par[t]  # the upper half of par is scratch
                     j += 1
-            delta[u, v] = _family(codes, arities, v, par[n:], j, kind, ess, log_n, nlogn, memo,
-                                  key ^ zp[u], ids2, tmp, counts) - fv
+            delta[u, v] = family_score(codes, arities, v, par[n:], j, kind, ess, log_n,
+                                       nlogn, memo, key ^ zp[u], ids2, tmp, counts) - fv
         elif not allowed[u, v] or k >= max_indegree:
             delta[u, v] = -np.inf
         else:
@@ -116,8 +109,8 @@ def rescore_column(codes, arities, v, adj, allowed, max_indegree, kind, ess, log
                 for t in range(k):
                     par[n + t] = par[t]
                 par[n + k] = u
-                s = _family(codes, arities, v, par[n:], k + 1, kind, ess, log_n, nlogn, memo,
-                            ku, ids2, tmp, counts)
+                s = family_score(codes, arities, v, par[n:], k + 1, kind, ess, log_n, nlogn,
+                                 memo, ku, ids2, tmp, counts)
             delta[u, v] = s - fv
 
 
