@@ -16,6 +16,11 @@
 Each stage gets ``shares[k] / sum(shares[k:])`` of the time left when it starts, so a
 stage that finishes early hands its time on. An exact-score / iteration form
 (``time_limit=None``) makes a run reproducible on any machine.
+
+The cache stage is :func:`explore_within` over every variable; given a ``cache``,
+:func:`learn_within` runs the search and polish stages alone. So several seeds, or several
+workers (:mod:`bnsl_dist.orchestrate.within`: each explores a slice of the variables),
+share one cache instead of each building its own.
 """
 
 from __future__ import annotations
@@ -37,11 +42,14 @@ from bnsl_dist.graph.dag import DAG
 from bnsl_dist.scores.local import LocalScorer
 from bnsl_dist.search.base import AnytimeTrace, Budget, Incumbent, make_optimizer
 from bnsl_dist.search.local import cache_candidates, tabu_search
-from bnsl_dist.search.warmup import algorithm_spec, warm_up
+from bnsl_dist.search.warmup import AlgorithmSpec, algorithm_spec, warm_up
 
-__all__ = ["learn_within", "LearnResult", "Progress"]
+__all__ = ["learn_within", "explore_within", "cache_from_lists", "cache_share",
+           "stage_algorithms", "LearnResult", "Progress"]
 
 STAGES = ("cache", "search", "polish")
+#: Relative shares of the time of the cache, search and polish stages.
+DEFAULT_SHARES = (0.2, 0.2, 0.6)
 #: ``polish_candidates="auto"`` lets every variable be a candidate parent while the
 #: first scoring of all moves (about n² N row visits) stays under this.
 _ALL_CANDIDATES_WORK = 2e9
@@ -79,10 +87,78 @@ def _check_shares(shares: Sequence[float]) -> tuple[float, float, float]:
     return float(shares[0]), float(shares[1]), float(shares[2])
 
 
+def stage_algorithms(search: str = "winasobs-ent",
+                     search_params: Mapping[str, Any] | None = None,
+                     polish: bool = True) -> list[AlgorithmSpec]:
+    """The optimizers whose kernels the search and polish stages run (to warm them)."""
+    return [algorithm_spec(search, dict(search_params or {})),
+            *([algorithm_spec("tabu-data", {"start": search, "start_iterations": 2})]
+              if polish else [])]
+
+
+def cache_share(shares: Sequence[float] | None = None, polish: bool = True) -> float:
+    """The cache stage's fraction of a whole run's time (``shares`` as in
+    :func:`learn_within`; without polishing its share is left out)."""
+    sh = _check_shares(DEFAULT_SHARES if shares is None else shares)
+    return sh[0] / sum(sh if polish else sh[:2])
+
+
 def _positive_int(name: str, value: int | None) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))
                               or value < 1):
         raise InvalidConfigError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+def explore_within(scorer: LocalScorer, variables: Sequence[int], seconds: float | None, *,
+                   cutoff: float | None = None, max_indegree: int | None = None,
+                   scores_per_variable: int | None = None, candidate_limit: int = 256,
+                   expand_dominated: bool = False,
+                   on_variable: Callable[[int], None] | None = None
+                   ) -> tuple[list[list[tuple[tuple[int, ...], float]]], int]:
+    """Independence selection for ``variables``, one after the other, within ``seconds``.
+
+    Each variable gets an equal share of the time still left, so time one does not use
+    (its open list ran empty) goes to the next ones. A variable reached after
+    ``seconds`` still gets ∅ and every singleton (always scored), one reached after
+    ``cutoff`` seconds (a hard limit, default none) only ∅. ``scores_per_variable``
+    caps each variable's exact scores (with ``seconds=None`` it alone bounds the run,
+    which is then reproducible). ``on_variable(i)`` is called after the i-th variable
+    explored (1-based).
+
+    Returns the (parent set, score) lists, one per variable in ``variables``' order, and
+    the number of exact scores computed.
+    """
+    start = time.perf_counter()
+    end = None if seconds is None else start + max(0.0, float(seconds))
+    hard = None if cutoff is None else start + max(0.0, float(cutoff))
+    lists: list[list[tuple[tuple[int, ...], float]]] = []
+    exact = 0
+    m = len(variables)
+    for j, v in enumerate(variables):
+        now = time.perf_counter()
+        if hard is not None and now >= hard:
+            lists.append([((), scorer.score(int(v), ()))])
+            continue
+        per_var = None if end is None else max(0.0, end - now) / (m - j)
+        sets, st = explore_independence(
+            scorer, int(v), max_indegree=max_indegree, seconds=per_var,
+            max_scores=scores_per_variable, candidate_limit=candidate_limit,
+            expand_dominated=expand_dominated)
+        lists.append(sets)
+        exact += st.exact_scores
+        if on_variable is not None:
+            on_variable(j + 1)
+    return lists, exact
+
+
+def cache_from_lists(data: CategoricalData,
+                     lists: Sequence[Sequence[tuple[tuple[int, ...], float]]], score: str,
+                     ess: float, exact_scores: int) -> ParentSetCache:
+    """The cache of :func:`explore_within`'s lists over all of ``data``'s variables."""
+    return ParentSetCache.from_lists(lists, names=data.names, arities=data.arities,
+                                     meta={"score": score, "ess": ess,
+                                           "n_samples": data.n_samples,
+                                           "exact_scores": int(exact_scores)})
 
 
 def learn_within(data: CategoricalData, time_limit: float | None = None,
@@ -90,11 +166,11 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
                  ess: float = 1.0, max_indegree: int | None = None,
                  scores_per_variable: int | None = None, search_iterations: int | None = None,
                  polish_iterations: int | None = None,
-                 shares: Sequence[float] = (0.2, 0.2, 0.6), search: str = "winasobs-ent",
+                 shares: Sequence[float] = DEFAULT_SHARES, search: str = "winasobs-ent",
                  search_params: Mapping[str, Any] | None = None, polish: bool = True,
                  polish_candidates: str = "auto", polish_from: str = "both",
                  candidate_limit: int = 256,
-                 expand_dominated: bool = False,
+                 expand_dominated: bool = False, cache: ParentSetCache | None = None,
                  on_progress: Callable[[Progress], None] | None = None) -> LearnResult:
     """Learn a DAG from ``data`` within ``time_limit`` seconds in all (cache included).
 
@@ -137,6 +213,10 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
     expand_dominated : bool
         Independence selection expands every scored set, as the paper (True), or not
         the sets a subset one member smaller dominates (False, default here).
+    cache : ParentSetCache, optional
+        A cache of ``data`` (same variables) already built, e.g. once for several seeds:
+        the cache stage and its share are skipped (``scores_per_variable`` is then not
+        needed, nor used).
     on_progress : callable, optional
         Called with a :class:`Progress` after each explored variable and each incumbent
         (its time counts against the budget: keep it cheap).
@@ -176,8 +256,8 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
                 and math.isfinite(time_limit)):
             raise InvalidConfigError(f"time_limit must be a positive number of seconds, "
                                      f"got {time_limit!r}")
-    elif None in (scores_per_variable, search_iterations, polish_iterations) and (
-            polish or None in (scores_per_variable, search_iterations)):
+    elif (cache is None and scores_per_variable is None) or search_iterations is None or (
+            polish and polish_iterations is None):
         raise InvalidConfigError("without time_limit give scores_per_variable, "
                                  "search_iterations and polish_iterations (a reproducible run)")
     for nm, val in (("scores_per_variable", scores_per_variable),
@@ -194,6 +274,9 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
                                  f"{polish_candidates!r}")
     if score not in ("bic", "bdeu"):
         raise InvalidConfigError(f"score must be bic or bdeu, got {score!r}")
+    if cache is not None and tuple(cache.names) != tuple(data.names):
+        raise InvalidConfigError(f"the cache's variables ({cache.n_vars}) are not the "
+                                 f"data's ({data.n_vars}): names differ")
     scorer = LocalScorer(data, score, ess)
     optimizer = make_optimizer(search, **dict(search_params or {}))
     gen = as_rng(rng)
@@ -215,36 +298,19 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
     seconds: dict[str, float] = {}
     # the kernels of every stage, before the time is split (a fresh process loads them
     # in about half a second; inside a stage it would overrun that stage's share)
-    warm_up(cache_methods=("independence",),
-            algorithms=[algorithm_spec(search, dict(search_params or {})),
-                        *([algorithm_spec("tabu-data", {"start": search,
-                                                        "start_iterations": 2})]
-                          if polish else [])])
-    # ---- cache
+    warm_up(cache_methods=("independence",) if cache is None else (),
+            algorithms=stage_algorithms(search, search_params, polish))
     n = data.n_vars
-    t_stage = time.perf_counter()
-    cache_end = None if deadline is None else t_stage + (stage_seconds(0) or 0.0)
-    lists: list[list[tuple[tuple[int, ...], float]]] = []
     exact = 0
-    for v in range(n):
-        per_var = None
-        if cache_end is not None:
-            now = time.perf_counter()
-            if deadline is not None and now >= deadline:
-                lists.append([((), scorer.score(v, ()))])
-                continue
-            per_var = max(0.0, cache_end - now) / (n - v)
-        sets, st = explore_independence(
-            scorer, v, max_indegree=max_indegree, seconds=per_var,
-            max_scores=scores_per_variable, candidate_limit=candidate_limit,
-            expand_dominated=expand_dominated)
-        lists.append(sets)
-        exact += st.exact_scores
-        report("cache", v + 1, n, None)
-    cache = ParentSetCache.from_lists(lists, names=data.names, arities=data.arities,
-                                      meta={"score": score, "ess": ess, "n_samples":
-                                            data.n_samples, "exact_scores": exact})
-    seconds["cache"] = time.perf_counter() - t_stage
+    if cache is None:  # ---- cache
+        t_stage = time.perf_counter()
+        lists, exact = explore_within(
+            scorer, range(n), stage_seconds(0), cutoff=left(), max_indegree=max_indegree,
+            scores_per_variable=scores_per_variable, candidate_limit=candidate_limit,
+            expand_dominated=expand_dominated,
+            on_variable=lambda i: report("cache", i, n, None))
+        cache = cache_from_lists(data, lists, score, ess, exact)
+        seconds["cache"] = time.perf_counter() - t_stage
     # ---- search
     trace = AnytimeTrace()
     t_stage = time.perf_counter()

@@ -84,7 +84,9 @@ def _summary(result: Any, out: Path, source: str) -> None:
               default=None, metavar="SECONDS",
               help="Wall-clock limit of the whole run, cache and cluster start included: "
                    "the pipeline splits it between the cache, the search (--algorithm) and "
-                   "a local search scored from the data. Excludes the per-stage budgets. "
+                   "a local search scored from the data; on a cluster every worker builds a "
+                   "slice of one cache, then each seed searches it. Excludes the per-stage "
+                   "budgets. "
                    "Below 30 s with no cluster option it runs in this process (a local "
                    "cluster's start would take much of it).")
 @cluster_options
@@ -256,8 +258,9 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
                    conn: dict[str, Any], serial: bool, seeds: int | None, base_seed: int,
                    save_cache: str | None, output: str, export: str | None,
                    progress: _Progress, options: dict[str, Any]) -> None:
-    """``learn --time-limit``: :func:`bnsl_dist.within.learn_within` per seed, within the
-    limit counted from the start of the command."""
+    """``learn --time-limit``: :func:`bnsl_dist.within.learn_within` per seed on one shared
+    cache (built in slices by every worker on a cluster), within the limit counted from
+    the start of the command."""
     import time
 
     from bnsl_dist._io import atomic_write_text
@@ -316,7 +319,8 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
                                 f"cluster"):
                 result = learn_in_time_distributed(
                     client, data, time_limit, n, base_seed, opts, started=started,
-                    margin=_GATHER_MARGIN)
+                    margin=_GATHER_MARGIN,
+                    on_stage=progress.console.print if progress.enabled else None)
     out = Path(output)
     result["wall_seconds"] = time.time() - started
     atomic_write_text(out, json.dumps(result, indent=1) + "\n")

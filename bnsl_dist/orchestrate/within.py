@@ -1,38 +1,74 @@
-"""``learn --time-limit`` on Dask: one :func:`~bnsl_dist.pipeline.within.run_in_time`
-task per seed, every task bounded by the same absolute deadline; the data are scattered
-once."""
+"""``learn --time-limit`` on Dask: the cache is built once, each worker exploring a slice of
+the variables (:func:`~bnsl_dist.pipeline.within.explore_slice`) until the cache's share of
+the limit ends, so each variable gets as many times the time of a one-process run as there
+are workers; the cache is scattered once, then one
+:func:`~bnsl_dist.pipeline.within.run_in_time` task per seed searches and polishes on it.
+Every task is bounded by the same absolute deadline; the data are scattered once."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.orchestrate.workers import register_warmup, task_key
-from bnsl_dist.pipeline.within import merge_in_time, run_in_time
-from bnsl_dist.search.warmup import algorithm_spec
+from bnsl_dist.pipeline.within import (
+    cache_deadline,
+    explore_slice,
+    merge_in_time,
+    run_in_time,
+    shared_cache,
+)
+from bnsl_dist.within import stage_algorithms
 
 __all__ = ["learn_in_time_distributed"]
 
 
-def learn_in_time_distributed(client: Any, data: CategoricalData, time_limit: float,
+def learn_in_time_distributed(client: Any, data: CategoricalData, time_limit: float | None,
                               n_seeds: int, base_seed: int = 0,
                               options: Mapping[str, Any] | None = None,
-                              started: float | None = None,
-                              margin: float = 0.0) -> dict[str, Any]:
-    """The best of ``n_seeds`` time-limited runs, one task each; ``time_limit`` counts
-    from ``started`` (a ``time.time()``, e.g. when the command began, so the cluster's
-    start is inside the limit) and ``margin`` seconds are kept for gathering."""
+                              started: float | None = None, margin: float = 0.0,
+                              on_stage: Callable[[str], None] | None = None
+                              ) -> dict[str, Any]:
+    """The best of ``n_seeds`` time-limited runs on one cache built by every worker.
+
+    ``time_limit`` counts from ``started`` (a ``time.time()``, e.g. when the command
+    began, so the cluster's start is inside the limit) and ``margin`` seconds are kept
+    for gathering. ``time_limit=None``: bounded by ``options``' caps
+    (``scores_per_variable``, ``search_iterations``, ``polish_iterations``), and the
+    result is the same as :func:`~bnsl_dist.pipeline.within.learn_in_time`'s serially.
+    ``on_stage`` is told when the cache is built and the seeds start.
+    """
     t0 = time.time() if started is None else started
     opts = dict(options or {})
-    register_warmup(client, cache_methods=("independence",), algorithms=[
-        algorithm_spec(str(opts.get("search", "winasobs-ent")), opts.get("search_params"))])
-    deadline = t0 + float(time_limit) - margin
+    polish = bool(opts.get("polish", True))
+    register_warmup(client, cache_methods=("independence",), algorithms=stage_algorithms(
+        str(opts.get("search", "winasobs-ent")), opts.get("search_params"), polish))
+    deadline = None if time_limit is None else t0 + float(time_limit) - margin
     data_f = client.scatter(data, broadcast=True, hash=False)
-    futures = [client.submit(run_in_time, data_f, deadline, base_seed, i, opts,
+    workers = sorted(client.scheduler_info().get("workers", {})) or [None]
+    n = data.n_vars
+    slices = [list(range(i, n, len(workers))) for i in range(min(len(workers), n))]
+    t_cache = time.time()
+    cache_end = None if deadline is None else cache_deadline(deadline, opts)
+    parts = client.gather([
+        client.submit(explore_slice, data_f, part, cache_end, deadline, opts,
+                      key=task_key("within-cache", base_seed, i, deadline),
+                      workers=None if w is None else [w], allow_other_workers=True,
+                      pure=False)
+        for i, (part, w) in enumerate(zip(slices, workers, strict=False))])
+    cache = shared_cache(data, parts, opts)
+    cache_info = {"seconds": time.time() - t_cache,
+                  "exact_scores": sum(int(p["exact_scores"]) for p in parts),
+                  "n_sets": cache.n_sets, "slices": len(slices)}
+    if on_stage is not None:
+        on_stage(f"cache of {cache.n_sets} parent sets built on {len(slices)} worker(s) in "
+                 f"{cache_info['seconds']:.1f} s; {n_seeds} seed(s) search and polish")
+    cache_f = client.scatter(cache, broadcast=True, hash=False)
+    futures = [client.submit(run_in_time, data_f, deadline, base_seed, i, opts, None, cache_f,
                              key=task_key("within", base_seed, i, deadline), pure=False)
                for i in range(n_seeds)]
     runs = client.gather(futures)
     return merge_in_time(runs, data.names, time_limit=time_limit, options=opts,
-                         wall=time.time() - t0)
+                         wall=time.time() - t0, cache=cache_info)

@@ -1,12 +1,15 @@
 """``learn --time-limit``: the whole run (cache, search, polishing) within one wall-clock
-limit, per seed, and the seeds' runs merged into one result.
+limit, and the seeds' runs merged into one result.
 
-Each seed is one call of :func:`bnsl_dist.within.learn_within` bounded by a shared
-absolute deadline (``time.time()``), so runs that start later (a Dask task queued behind
-another) still end in time; the best DAG over the seeds is reported (ties: the earlier
-seed). Serially the seeds share the limit one after the other
+One seed is one call of :func:`bnsl_dist.within.learn_within`. Several seeds share one
+cache: it is built first, in the cache's share of the limit (:func:`explore_slice`, over
+all the variables here, over one slice of them per worker on Dask), then each seed runs
+the search and polish stages on it (:func:`run_in_time` with ``cache``), bounded by a
+shared absolute deadline (``time.time()``), so runs that start later (a Dask task queued
+behind another) still end in time. The best DAG over the seeds is reported (ties: the
+earlier seed). Serially the seeds take equal shares of what the cache left
 (:func:`learn_in_time`); :func:`bnsl_dist.orchestrate.within.learn_in_time_distributed`
-runs one task per seed.
+runs a task per slice, then one per seed.
 """
 
 from __future__ import annotations
@@ -17,23 +20,74 @@ from typing import Any
 
 import numpy as np
 
+from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.pipeline.learn import SCHEMA_VERSION
 from bnsl_dist.pipeline.provenance import provenance
-from bnsl_dist.within import Progress, learn_within
+from bnsl_dist.scores.local import LocalScorer
+from bnsl_dist.within import Progress, cache_from_lists, cache_share, explore_within, learn_within
 
-__all__ = ["run_in_time", "learn_in_time", "merge_in_time"]
+__all__ = ["run_in_time", "learn_in_time", "merge_in_time", "explore_slice", "shared_cache",
+           "cache_deadline"]
+
+#: learn_within's options that the cache stage reads.
+_CACHE_OPTIONS = ("max_indegree", "scores_per_variable", "candidate_limit",
+                  "expand_dominated")
 
 
-def run_in_time(data: CategoricalData, deadline: float, base_seed: int, index: int,
-                options: Mapping[str, Any],
-                on_progress: Callable[[Progress], None] | None = None) -> dict[str, Any]:
-    """Seed ``index``'s :func:`learn_within` until the absolute ``deadline``
-    (``time.time()``); its stream is ``SeedSequence(base_seed).spawn(n)[index]``. Plain
+def cache_deadline(deadline: float, options: Mapping[str, Any],
+                   now: float | None = None) -> float:
+    """When the shared cache stage ends (``time.time()``): its share of the time left
+    until ``deadline`` (``options``' ``shares`` and ``polish``, as in learn_within)."""
+    now = time.time() if now is None else now
+    return now + max(0.0, deadline - now) * cache_share(options.get("shares"),
+                                                       options.get("polish", True))
+
+
+def explore_slice(data: CategoricalData, variables: Sequence[int], cache_end: float | None,
+                  deadline: float | None, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Independence selection for ``variables`` (:func:`bnsl_dist.within.explore_within`)
+    spread until ``cache_end``; variables reached after ``deadline`` get ∅ only (both
+    ``time.time()``; None: bounded by ``options["scores_per_variable"]`` alone). Plain
     data out (a Dask task)."""
+    now = time.time()
+    scorer = LocalScorer(data, str(options.get("score", "bic")), float(options.get("ess", 1.0)))
+    kw = {k: options[k] for k in _CACHE_OPTIONS if k in options}
+    t0 = time.perf_counter()
+    lists, exact = explore_within(scorer, list(variables),
+                                  None if cache_end is None else cache_end - now,
+                                  cutoff=None if deadline is None else deadline - now, **kw)
+    return {"variables": [int(v) for v in variables], "lists": lists,
+            "exact_scores": int(exact), "seconds": time.perf_counter() - t0}
+
+
+def shared_cache(data: CategoricalData, slices: Sequence[Mapping[str, Any]],
+                 options: Mapping[str, Any]) -> ParentSetCache:
+    """One cache from :func:`explore_slice`'s results, which together cover every variable
+    once."""
+    lists: list[Any] = [None] * data.n_vars
+    for part in slices:
+        for v, sets in zip(part["variables"], part["lists"], strict=True):
+            lists[v] = sets
+    missing = [v for v, sets in enumerate(lists) if sets is None]
+    if missing:
+        raise ValueError(f"no slice explored variables {missing[:10]}")
+    return cache_from_lists(data, lists, str(options.get("score", "bic")),
+                            float(options.get("ess", 1.0)),
+                            sum(int(p["exact_scores"]) for p in slices))
+
+
+def run_in_time(data: CategoricalData, deadline: float | None, base_seed: int, index: int,
+                options: Mapping[str, Any],
+                on_progress: Callable[[Progress], None] | None = None,
+                cache: ParentSetCache | None = None) -> dict[str, Any]:
+    """Seed ``index``'s :func:`learn_within` until the absolute ``deadline``
+    (``time.time()``; None: the iteration caps of ``options`` alone), on ``cache`` if
+    given; its stream is ``SeedSequence(base_seed).spawn(n)[index]``. Plain data out (a
+    Dask task)."""
     rng = np.random.default_rng(np.random.SeedSequence(base_seed, spawn_key=(index,)))
-    limit = max(1e-3, deadline - time.time())
-    res = learn_within(data, limit, rng, on_progress=on_progress, **dict(options))
+    limit = None if deadline is None else max(1e-3, deadline - time.time())
+    res = learn_within(data, limit, rng, on_progress=on_progress, cache=cache, **dict(options))
     return {"seed": [int(base_seed), int(index)], "score": float(res.score),
             "parents": [list(p) for p in res.dag.parents],
             "seconds": {k: float(v) for k, v in res.seconds.items()},
@@ -43,35 +97,53 @@ def run_in_time(data: CategoricalData, deadline: float, base_seed: int, index: i
                            for i in res.trace.incumbents]}
 
 
-def learn_in_time(data: CategoricalData, time_limit: float, n_seeds: int = 1,
+def learn_in_time(data: CategoricalData, time_limit: float | None, n_seeds: int = 1,
                   base_seed: int = 0, options: Mapping[str, Any] | None = None,
                   on_progress: Callable[[Progress], None] | None = None,
                   started: float | None = None) -> dict[str, Any]:
-    """The seeds one after the other in this process, each with an equal share of what is
-    left of ``time_limit`` (counted from ``started``, a ``time.time()``, default now)."""
+    """The seeds one after the other in this process. One seed: :func:`learn_within`
+    within what is left of ``time_limit`` (counted from ``started``, a ``time.time()``,
+    default now). Several: one cache in the cache's share, then each seed an equal share
+    of what is left. ``time_limit=None``: bounded by ``options``' caps (reproducible; the
+    same result as on any number of Dask workers)."""
     t0 = time.time() if started is None else started
-    deadline = t0 + float(time_limit)
+    opts = dict(options or {})
+    deadline = None if time_limit is None else t0 + float(time_limit)
+    cache = cache_info = None
+    if n_seeds > 1:
+        t_cache = time.time()
+        part = explore_slice(data, range(data.n_vars),
+                             None if deadline is None else cache_deadline(deadline, opts),
+                             deadline, opts)
+        cache = shared_cache(data, [part], opts)
+        cache_info = {"seconds": time.time() - t_cache, "exact_scores": part["exact_scores"],
+                      "n_sets": cache.n_sets, "slices": 1}
     runs = []
     for i in range(n_seeds):
-        share = (deadline - time.time()) / (n_seeds - i)
-        runs.append(run_in_time(data, time.time() + share, base_seed, i, options or {},
-                                on_progress))
-    return merge_in_time(runs, data.names, time_limit=time_limit, options=options or {},
-                         wall=time.time() - t0)
+        end = None if deadline is None else time.time() + (deadline - time.time()) / (n_seeds - i)
+        runs.append(run_in_time(data, end, base_seed, i, opts, on_progress, cache))
+    return merge_in_time(runs, data.names, time_limit=time_limit, options=opts,
+                         wall=time.time() - t0, cache=cache_info)
 
 
 def merge_in_time(runs: Sequence[dict[str, Any]], names: Sequence[str], *,
-                  time_limit: float, options: Mapping[str, Any],
-                  wall: float) -> dict[str, Any]:
+                  time_limit: float | None, options: Mapping[str, Any],
+                  wall: float, cache: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The result JSON of a time-limited learn (README "Result JSON", ``mode``
-    "time-limit"): the best run's DAG and score, every run's stage times and trace."""
+    "time-limit"): the best run's DAG and score, every run's stage times and trace, and
+    the shared cache's stage (``cache``: seconds, exact scores, sets, slices) when the
+    seeds shared one."""
     from bnsl_dist.graph.dag import DAG
 
     best = max(range(len(runs)), key=lambda r: (runs[r]["score"], -r))
     dag = DAG.from_parents(runs[best]["parents"], list(names))
-    return {"schema_version": SCHEMA_VERSION, "mode": "time-limit",
-            "dag": dag.to_json_dict(), "score": runs[best]["score"],
-            "best_seed": runs[best]["seed"], "time_limit": float(time_limit),
-            "wall_seconds": float(wall), "options": dict(options),
-            "runs": [{k: v for k, v in r.items() if k != "parents"} for r in runs],
-            "provenance": provenance()}
+    out = {"schema_version": SCHEMA_VERSION, "mode": "time-limit",
+           "dag": dag.to_json_dict(), "score": runs[best]["score"],
+           "best_seed": runs[best]["seed"],
+           "time_limit": None if time_limit is None else float(time_limit),
+           "wall_seconds": float(wall), "options": dict(options),
+           "runs": [{k: v for k, v in r.items() if k != "parents"} for r in runs],
+           "provenance": provenance()}
+    if cache is not None:
+        out["cache"] = dict(cache)
+    return out

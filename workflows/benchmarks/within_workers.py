@@ -1,0 +1,121 @@
+"""Benchmark: ``bnsl-dist learn --time-limit`` on a local cluster, source tree against tree.
+
+The same command — ``learn CSV --time-limit S --workers W --seed B`` — runs from each
+source tree (``--trees``: PYTHONPATH and working directory, as ``asobs_large``'s optimizer
+part), the trees alternating and their order reversed every other repetition, on the
+seeded peers samples (``peers.make_csv``: pyAgrum's BNGenerator, N = 5,000). Every DAG is
+scored by the peers' independent BIC (``peers.bic``), the generating network's too.
+
+It compares how the time of several workers is spent: each seed building its own cache
+(the design before the shared cache) against one cache built in slices by every worker
+and then searched by every seed (:mod:`bnsl_dist.orchestrate.within`).
+
+Run: ``python -m workflows.benchmarks.within_workers --trees /path/to/old /path/to/new
+[--networks bn500] [--seconds 30 60] [--workers 2] [--seeds 0 1 2]``; writes
+``out/within_workers.json`` and ``.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from bnsl_dist._io import atomic_write_text
+from workflows.benchmarks._common import OUT_DIR, write_result
+from workflows.benchmarks.peers import bic, generating_dag, make_csv
+
+_CLI = "import sys; from bnsl_dist.cli import main; sys.argv[0] = 'bnsl-dist'; main()"
+#: Compiles (or loads) every stage's kernels in a tree, so no timed run pays for it.
+_WARM = ("import numpy as np; from bnsl_dist.data import CategoricalData; "
+         "from bnsl_dist.within import learn_within; learn_within(CategoricalData.from_array("
+         "np.random.default_rng(0).integers(0, 2, (300, 5))), 3.0, 0)")
+
+
+def run_tree(tree: str, csv: Path, seconds: float, workers: int, seed: int,
+             df: pd.DataFrame) -> dict[str, Any]:
+    """One ``learn --time-limit`` from ``tree``; its DAG scored independently."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "r.json"
+        env = {**os.environ, "PYTHONPATH": tree}
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", _CLI, "learn", str(csv), "--time-limit",
+                        str(seconds), "--workers", str(workers), "--seed", str(seed), "-q",
+                        "-o", str(out)], env=env, cwd=tree, check=True, capture_output=True,
+                       text=True)
+        wall = time.perf_counter() - t0
+        res = json.loads(out.read_text())
+    parents = {c: list(ps) for c, ps in res["dag"]["parents"].items()}
+    score = bic(df, parents)
+    cache = res.get("cache")
+    return {"tree": tree, "seconds": seconds, "workers": workers, "seed": seed,
+            "bic": score, "reported": res["score"], "wall": wall,
+            "shared_cache": cache is not None,
+            "n_sets": cache["n_sets"] if cache else [r["n_sets"] for r in res["runs"]],
+            "cache_seconds": cache["seconds"] if cache else
+            [r["seconds"].get("cache") for r in res["runs"]],
+            "load": os.getloadavg()[0]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--trees", nargs="+", required=True)
+    ap.add_argument("--networks", nargs="*", default=["bn500"])
+    ap.add_argument("--seconds", type=float, nargs="*", default=[30.0])
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
+    ap.add_argument("--n-samples", type=int, default=5000)
+    ap.add_argument("--name", default="within_workers")
+    args = ap.parse_args()
+    rows: list[dict[str, Any]] = []
+    truth: dict[str, float] = {}
+    folder = OUT_DIR / "peers_data"
+    for tree in args.trees:
+        subprocess.run([sys.executable, "-c", _WARM], env={**os.environ, "PYTHONPATH": tree},
+                       cwd=tree, check=True, capture_output=True)
+    for net in args.networks:
+        csv = make_csv(net, args.n_samples, 0, folder)
+        df = pd.read_csv(csv, dtype=str)
+        truth[net] = bic(df, generating_dag(net, args.n_samples, 0, folder))
+        for sec in args.seconds:
+            for rep, seed in enumerate(args.seeds):
+                for tree in args.trees if rep % 2 == 0 else args.trees[::-1]:
+                    row = {"network": net, **run_tree(tree, csv, sec, args.workers, seed, df)}
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+    lines = [f"# learn --time-limit on {args.workers} local workers, tree against tree",
+             "", f"Command: `python -m workflows.benchmarks.within_workers "
+             f"{' '.join(sys.argv[1:])}`", "",
+             "BIC in nats by the peers' independent scorer (higher is better); runs "
+             "interleaved, one row per tree and limit: median over seeds "
+             f"{args.seeds}.", "",
+             "| network | limit (s) | tree | shared cache | median BIC | per seed | "
+             "median wall (s) | generating DAG |", "|---|---:|---|---|---:|---|---:|---:|"]
+    for net in args.networks:
+        for sec in args.seconds:
+            for tree in args.trees:
+                sel = [r for r in rows if r["network"] == net and r["seconds"] == sec
+                       and r["tree"] == tree]
+                per_seed = ", ".join(f"{r['bic']:,.1f}" for r in sel)
+                lines.append(
+                    f"| {net} | {sec:g} | `{tree}` | {sel[0]['shared_cache']} | "
+                    f"{statistics.median(r['bic'] for r in sel):,.1f} | "
+                    f"{per_seed} | "
+                    f"{statistics.median(r['wall'] for r in sel):.1f} | {truth[net]:,.1f} |")
+    path = write_result(args.name, {"settings": vars(args), "generating_bic": truth,
+                                    "rows": rows})
+    atomic_write_text(OUT_DIR / f"{args.name}.md", "\n".join(lines) + "\n")
+    print(path)
+
+
+if __name__ == "__main__":
+    main()
