@@ -272,8 +272,6 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
         given.append("a .jkl cache as DATA")
     if screening_spec(options) is not None:
         given.append("qds screening")
-    if save_cache is not None:
-        given.append("--save-cache")
     if params_given := ctx.params.get("params"):
         given.append("--param " + " ".join(params_given))
     if given:
@@ -294,6 +292,7 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
                                      f"{algorithm!r} is not one")
         opts["search"] = algorithm
     data = load_data(source)
+    built: list[Any] = []  # the shared cache, written after the result (--save-cache)
     if not serial and all(conn.get(k) is None for k in ("workers", "scheduler",
                                                         "scheduler_file")) \
             and time_limit < LOCAL_CLUSTER_MIN_LIMIT:
@@ -308,7 +307,8 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
 
         with progress.phase("learning within the time limit"):
             result = learn_in_time(data, time_limit - _SERIAL_MARGIN, seeds or 1,
-                                   base_seed, opts, progress.within, started=started)
+                                   base_seed, opts, progress.within, started=started,
+                                   on_cache=built.append)
     else:
         from bnsl_dist.orchestrate.cluster import connect
         from bnsl_dist.orchestrate.within import learn_in_time_distributed
@@ -320,10 +320,15 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
                 result = learn_in_time_distributed(
                     client, data, time_limit, n, base_seed, opts, started=started,
                     margin=_GATHER_MARGIN,
-                    on_stage=progress.console.print if progress.enabled else None)
+                    on_stage=progress.console.print if progress.enabled else None,
+                    on_cache=built.append)
     out = Path(output)
     result["wall_seconds"] = time.time() - started
     atomic_write_text(out, json.dumps(result, indent=1) + "\n")
+    if save_cache is not None:
+        from bnsl_dist.cache import write_jkl
+
+        write_jkl(built[0], save_cache)
     if export is not None:
         _export(export, result["dag"], data, out)
     if progress.enabled:

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.orchestrate.workers import register_warmup, task_key
 from bnsl_dist.pipeline.within import (
@@ -29,7 +30,8 @@ def learn_in_time_distributed(client: Any, data: CategoricalData, time_limit: fl
                               n_seeds: int, base_seed: int = 0,
                               options: Mapping[str, Any] | None = None,
                               started: float | None = None, margin: float = 0.0,
-                              on_stage: Callable[[str], None] | None = None
+                              on_stage: Callable[[str], None] | None = None,
+                              on_cache: Callable[[ParentSetCache], None] | None = None
                               ) -> dict[str, Any]:
     """The best of ``n_seeds`` time-limited runs on one cache built by every worker.
 
@@ -38,7 +40,8 @@ def learn_in_time_distributed(client: Any, data: CategoricalData, time_limit: fl
     for gathering. ``time_limit=None``: bounded by ``options``' caps
     (``scores_per_variable``, ``search_iterations``, ``polish_iterations``), and the
     result is the same as :func:`~bnsl_dist.pipeline.within.learn_in_time`'s serially.
-    ``on_stage`` is told when the cache is built and the seeds start.
+    ``on_stage`` is told when the cache is built and the seeds start; ``on_cache`` gets
+    the cache.
     """
     t0 = time.time() if started is None else started
     opts = dict(options or {})
@@ -59,6 +62,8 @@ def learn_in_time_distributed(client: Any, data: CategoricalData, time_limit: fl
                       pure=False)
         for i, (part, w) in enumerate(zip(slices, workers, strict=False))])
     cache = shared_cache(data, parts, opts)
+    if on_cache is not None:
+        on_cache(cache)
     cache_info = {"seconds": time.time() - t_cache,
                   "exact_scores": sum(int(p["exact_scores"]) for p in parts),
                   "n_sets": cache.n_sets, "slices": len(slices)}

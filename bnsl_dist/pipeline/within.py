@@ -1,15 +1,15 @@
 """``learn --time-limit``: the whole run (cache, search, polishing) within one wall-clock
 limit, and the seeds' runs merged into one result.
 
-One seed is one call of :func:`bnsl_dist.within.learn_within`. Several seeds share one
-cache: it is built first, in the cache's share of the limit (:func:`explore_slice`, over
-all the variables here, over one slice of them per worker on Dask), then each seed runs
-the search and polish stages on it (:func:`run_in_time` with ``cache``), bounded by a
-shared absolute deadline (``time.time()``), so runs that start later (a Dask task queued
-behind another) still end in time. The best DAG over the seeds is reported (ties: the
-earlier seed). Serially the seeds take equal shares of what the cache left
-(:func:`learn_in_time`); :func:`bnsl_dist.orchestrate.within.learn_in_time_distributed`
-runs a task per slice, then one per seed.
+The seeds share one cache, built first in the cache's share of the limit
+(:func:`explore_slice` over all the variables here, over one slice of them per worker on
+Dask). Then each seed runs :func:`bnsl_dist.within.learn_within`'s search and polish
+stages on it (:func:`run_in_time` with ``cache``), bounded by a shared absolute deadline
+(``time.time()``), so runs that start later (a Dask task queued behind another) still end
+in time. The best DAG over the seeds is reported (ties: the earlier seed). Serially the
+seeds take equal shares of what the cache left (:func:`learn_in_time`);
+:func:`bnsl_dist.orchestrate.within.learn_in_time_distributed` runs a task per slice, then
+one per seed.
 """
 
 from __future__ import annotations
@@ -45,18 +45,20 @@ def cache_deadline(deadline: float, options: Mapping[str, Any],
 
 
 def explore_slice(data: CategoricalData, variables: Sequence[int], cache_end: float | None,
-                  deadline: float | None, options: Mapping[str, Any]) -> dict[str, Any]:
+                  deadline: float | None, options: Mapping[str, Any],
+                  on_variable: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Independence selection for ``variables`` (:func:`bnsl_dist.within.explore_within`)
     spread until ``cache_end``; variables reached after ``deadline`` get ∅ only (both
-    ``time.time()``; None: bounded by ``options["scores_per_variable"]`` alone). Plain
-    data out (a Dask task)."""
+    ``time.time()``; None: bounded by ``options["scores_per_variable"]`` alone).
+    ``on_variable(i)`` after the i-th variable explored. Plain data out (a Dask task)."""
     now = time.time()
     scorer = LocalScorer(data, str(options.get("score", "bic")), float(options.get("ess", 1.0)))
     kw = {k: options[k] for k in _CACHE_OPTIONS if k in options}
     t0 = time.perf_counter()
     lists, exact = explore_within(scorer, list(variables),
                                   None if cache_end is None else cache_end - now,
-                                  cutoff=None if deadline is None else deadline - now, **kw)
+                                  cutoff=None if deadline is None else deadline - now,
+                                  on_variable=on_variable, **kw)
     return {"variables": [int(v) for v in variables], "lists": lists,
             "exact_scores": int(exact), "seconds": time.perf_counter() - t0}
 
@@ -100,24 +102,34 @@ def run_in_time(data: CategoricalData, deadline: float | None, base_seed: int, i
 def learn_in_time(data: CategoricalData, time_limit: float | None, n_seeds: int = 1,
                   base_seed: int = 0, options: Mapping[str, Any] | None = None,
                   on_progress: Callable[[Progress], None] | None = None,
-                  started: float | None = None) -> dict[str, Any]:
-    """The seeds one after the other in this process. One seed: :func:`learn_within`
-    within what is left of ``time_limit`` (counted from ``started``, a ``time.time()``,
-    default now). Several: one cache in the cache's share, then each seed an equal share
-    of what is left. ``time_limit=None``: bounded by ``options``' caps (reproducible; the
-    same result as on any number of Dask workers)."""
+                  started: float | None = None,
+                  on_cache: Callable[[ParentSetCache], None] | None = None
+                  ) -> dict[str, Any]:
+    """The seeds one after the other in this process, on one cache built first in its
+    share of ``time_limit`` (counted from ``started``, a ``time.time()``, default now; the
+    split of :func:`learn_within`), each seed an equal share of what is left.
+    ``time_limit=None``: bounded by ``options``' caps (reproducible; the same result as
+    on any number of Dask workers). ``on_cache`` gets the cache once built."""
     t0 = time.time() if started is None else started
     opts = dict(options or {})
     deadline = None if time_limit is None else t0 + float(time_limit)
-    cache = cache_info = None
-    if n_seeds > 1:
-        t_cache = time.time()
-        part = explore_slice(data, range(data.n_vars),
-                             None if deadline is None else cache_deadline(deadline, opts),
-                             deadline, opts)
-        cache = shared_cache(data, [part], opts)
-        cache_info = {"seconds": time.time() - t_cache, "exact_scores": part["exact_scores"],
-                      "n_sets": cache.n_sets, "slices": 1}
+    n = data.n_vars
+    t_cache = time.time()
+
+    def explored(i: int) -> None:
+        if on_progress is not None:
+            now = time.time()
+            on_progress(Progress("cache", i, n, None, now - t0,
+                                 None if deadline is None else max(0.0, deadline - now)))
+
+    part = explore_slice(data, range(n),
+                         None if deadline is None else cache_deadline(deadline, opts),
+                         deadline, opts, on_variable=explored)
+    cache = shared_cache(data, [part], opts)
+    if on_cache is not None:
+        on_cache(cache)
+    cache_info = {"seconds": time.time() - t_cache, "exact_scores": part["exact_scores"],
+                  "n_sets": cache.n_sets, "slices": 1}
     runs = []
     for i in range(n_seeds):
         end = None if deadline is None else time.time() + (deadline - time.time()) / (n_seeds - i)
