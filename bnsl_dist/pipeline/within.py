@@ -93,7 +93,7 @@ def run_in_time(data: CategoricalData, deadline: float | None, base_seed: int, i
     return {"seed": [int(base_seed), int(index)], "score": float(res.score),
             "parents": [list(p) for p in res.dag.parents],
             "seconds": {k: float(v) for k, v in res.seconds.items()},
-            "exact_scores": int(res.exact_scores), "n_sets": int(res.cache.n_sets),
+            "n_sets": int(res.cache.n_sets),
             "incumbents": [{"elapsed": float(i.elapsed), "score": float(i.score),
                             "stage": (i.info or {}).get("stage")}
                            for i in res.trace.incumbents]}
