@@ -159,3 +159,20 @@ def test_cli_time_limit_saves_the_shared_cache(tmp_path):
         for parents, s in cache.sets_of(v):
             assert math.isclose(s, naive_bic(codes, d.arities, v, list(parents)),
                                 rel_tol=1e-6, abs_tol=1e-6)
+
+
+@pytest.mark.dask
+def test_dask_cache_slices_follow_worker_threads(child_data):
+    """A worker of two threads explores two slices; the count-capped result is still the
+    serial one."""
+    from distributed import Client, LocalCluster
+
+    from bnsl_dist.orchestrate.within import learn_in_time_distributed
+
+    serial = learn_in_time(child_data, None, n_seeds=1, base_seed=3, options=CAPS)
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        dist = learn_in_time_distributed(client, child_data, None, 1, 3, CAPS)
+    assert dist["cache"]["slices"] == 2
+    assert dist["cache"]["exact_scores"] == serial["cache"]["exact_scores"]
+    assert dist["dag"] == serial["dag"] and dist["score"] == serial["score"]

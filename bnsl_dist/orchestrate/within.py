@@ -1,5 +1,5 @@
-"""``learn --time-limit`` on Dask: the cache is built once, each worker exploring a slice of
-the variables (:func:`~bnsl_dist.pipeline.within.explore_slice`) until the cache's share of
+"""``learn --time-limit`` on Dask: the cache is built once, each worker thread exploring a
+slice of the variables (:func:`~bnsl_dist.pipeline.within.explore_slice`) until the cache's share of
 the limit ends, so each variable gets as many times the time of a one-process run as there
 are workers; the cache is scattered once, then one
 :func:`~bnsl_dist.pipeline.within.run_in_time` task per seed searches and polishes on it.
@@ -50,9 +50,11 @@ def learn_in_time_distributed(client: Any, data: CategoricalData, time_limit: fl
         str(opts.get("search", "winasobs-ent")), opts.get("search_params"), polish))
     deadline = None if time_limit is None else t0 + float(time_limit) - margin
     data_f = client.scatter(data, broadcast=True, hash=False)
-    workers = sorted(client.scheduler_info().get("workers", {})) or [None]
+    info = client.scheduler_info().get("workers", {})
+    # one slice per worker thread, pinned to it (a worker of t threads takes t slices)
+    slots = [w for w in sorted(info) for _ in range(int(info[w].get("nthreads", 1)))] or [None]
     n = data.n_vars
-    slices = [list(range(i, n, len(workers))) for i in range(min(len(workers), n))]
+    slices = [list(range(i, n, len(slots))) for i in range(min(len(slots), n))]
     t_cache = time.time()
     cache_end = None if deadline is None else cache_deadline(deadline, opts)
     parts = client.gather([
@@ -60,7 +62,7 @@ def learn_in_time_distributed(client: Any, data: CategoricalData, time_limit: fl
                       key=task_key("within-cache", base_seed, i, deadline),
                       workers=None if w is None else [w], allow_other_workers=True,
                       pure=False)
-        for i, (part, w) in enumerate(zip(slices, workers, strict=False))])
+        for i, (part, w) in enumerate(zip(slices, slots, strict=False))])
     cache = shared_cache(data, parts, opts)
     if on_cache is not None:
         on_cache(cache)
