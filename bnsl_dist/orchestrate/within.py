@@ -1,7 +1,7 @@
 """``learn --time-limit`` on Dask: the cache is built once, each worker thread exploring a
-slice of the variables (:func:`~bnsl_dist.pipeline.within.explore_slice`) until the cache's share of
-the limit ends, so each variable gets as many times the time of a one-process run as there
-are workers; the cache is scattered once, then one
+slice of the variables (:func:`~bnsl_dist.pipeline.within.explore_slice`) until the cache's
+share of the limit ends, so each variable gets as many times the time of a one-process
+run as there are threads; the cache is scattered once, then one
 :func:`~bnsl_dist.pipeline.within.run_in_time` task per seed searches and polishes on it.
 Every task is bounded by the same absolute deadline; the data are scattered once."""
 
@@ -70,7 +70,7 @@ def learn_in_time_distributed(client: Any, data: CategoricalData, time_limit: fl
                   "exact_scores": sum(int(p["exact_scores"]) for p in parts),
                   "n_sets": cache.n_sets, "slices": len(slices)}
     if on_stage is not None:
-        on_stage(f"cache of {cache.n_sets} parent sets built on {len(slices)} worker(s) in "
+        on_stage(f"cache of {cache.n_sets} parent sets built in {len(slices)} slice(s) in "
                  f"{cache_info['seconds']:.1f} s; {n_seeds} seed(s) search and polish")
     cache_f = client.scatter(cache, broadcast=True, hash=False)
     futures = [client.submit(run_in_time, data_f, deadline, base_seed, i, opts, None, cache_f,
