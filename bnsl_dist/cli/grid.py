@@ -129,3 +129,19 @@ def export_cmd(results: str, out: str, dags: str, max_mb: float | None) -> None:
     sizes = ", ".join(f"{p.name} {p.stat().st_size} bytes" for p in records_files(path))
     click.echo(f"{path}: {recs.table.num_rows} results, {len(recs.failures)} failures, "
                f"grids {sorted(recs.grids)}; {sizes}")
+
+
+@grid_group.command("import")
+@click.argument("records", metavar="FILE", type=click.Path(dir_okay=False, exists=True))
+@click.option("--results", required=True, type=click.Path(file_okay=False),
+              help="Results folder to write the cells into (created if absent).")
+def import_cmd(records: str, results: str) -> None:
+    """Write every cell of the records FILE into the results folder: the inverse of
+    `grid export`. A `grid run` on that folder then skips those cells, e.g. to resume a
+    grid on another machine from its committed records. Results already in the folder
+    are kept."""
+    from bnsl_dist.results.export import import_records
+
+    c = import_records(records, results)
+    click.echo(f"{results}: {c['results']} results written, {c['kept']} already there, "
+               f"{c['failures']} failures, {c['grids']} grid(s)")

@@ -51,8 +51,8 @@ from bnsl_dist.results.records import (
 )
 from bnsl_dist.results.store import ResultStore
 
-__all__ = ["RecordSet", "RECORDS_FORMAT", "export_records", "read_records", "load_records",
-           "part_paths", "records_files"]
+__all__ = ["RecordSet", "RECORDS_FORMAT", "export_records", "import_records", "read_records",
+           "load_records", "part_paths", "records_files"]
 
 #: The value of the ``bnsl_dist.records`` metadata key of files this module writes.
 RECORDS_FORMAT = "bnsl_dist.records/1"
@@ -177,6 +177,43 @@ def export_records(results: str | os.PathLike[str], out: str | os.PathLike[str],
         if stale not in paths:
             stale.unlink()
     return target
+
+
+def import_records(source: str | os.PathLike[str], results: str | os.PathLike[str]
+                   ) -> dict[str, int]:
+    """Write a records file's results, failures and grids into the results folder
+    ``results``, cell by cell: the inverse of :func:`export_records`, so that ``grid
+    run`` on that folder skips those cells (a grid resumed on another machine from its
+    committed records). A result already in the folder is kept, not replaced; a failure
+    is written only for a cell with neither a result nor a failure there; each grid of
+    the file is written as ``grids/<name>.json`` (replacing the folder's of that name,
+    which ``grid run`` rewrites with the grid it runs). Every write is atomic. Returns
+    the counts ``results``, ``kept``, ``failures`` and ``grids`` written or kept.
+
+    Raises
+    ------
+    DataError
+        ``source`` is not a records file (see :func:`read_records`).
+    """
+    recs = read_records(source)
+    store = ResultStore(results)
+    done, failed = store.done_keys(), store.failed_keys()
+    counts = {"results": 0, "kept": 0, "failures": 0, "grids": 0}
+    for r in recs.results():
+        if r.key in done:
+            counts["kept"] += 1
+            continue
+        store.write_result(r)
+        done.add(r.key)
+        counts["results"] += 1
+    for f in recs.failures:
+        if f.key not in done and f.key not in failed:
+            store.write_failure(f)
+            counts["failures"] += 1
+    for name, grid in sorted(recs.grids.items()):
+        store.save_text(f"grids/{name}.json", json.dumps(grid, indent=1) + "\n")
+        counts["grids"] += 1
+    return counts
 
 
 def part_paths(first: str | os.PathLike[str], count: int) -> list[Path]:

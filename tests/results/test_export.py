@@ -247,3 +247,42 @@ def test_cli_export_in_parts(tmp_path):
     assert "records.2.parquet" in r.output and f"{len(S.records())} results" in r.output
     r = CliRunner().invoke(main, ["tables", str(out), "--no-plots"])
     assert r.exit_code == 0, r.output
+
+
+def test_import_is_the_inverse_of_export(tmp_path):
+    """A records file written into an empty folder exports to the same rows, failures and
+    grids; a result already in the folder is kept; a grid run sees the cells as done."""
+    from bnsl_dist.results.export import import_records
+    from bnsl_dist.results.store import ResultStore
+
+    recs = S.records()
+    S.write_store(tmp_path / "res", recs)
+    first = export_records(tmp_path / "res", tmp_path / "a.parquet")
+    c = import_records(first, tmp_path / "new")
+    assert c == {"results": len(recs), "kept": 0, "failures": 1, "grids": 1}
+    again = read_records(export_records(tmp_path / "new", tmp_path / "b.parquet"))
+    orig = read_records(first)
+    assert _rows(again.table) == _rows(orig.table)
+    assert again.failures == orig.failures and again.grids == orig.grids
+    assert ResultStore(tmp_path / "new").done_keys() == {r.key for r in recs}
+    # a result already there is not replaced, and its cell's failure is not written back
+    mine = dataclasses.replace(recs[0], best_score=-1.0)
+    other = tmp_path / "other"
+    ResultStore(other).write_result(mine)
+    c = import_records(first, other)
+    assert c["kept"] == 1 and c["results"] == len(recs) - 1
+    kept = {r.key: r for r in load_records(other).results()}[mine.key]
+    assert kept.best_score == -1.0
+
+
+def test_cli_import(tmp_path):
+    S.write_store(tmp_path / "res")
+    out = export_records(tmp_path / "res", tmp_path / "r.parquet")
+    r = CliRunner().invoke(main, ["grid", "import", str(out), "--results", str(tmp_path / "n")])
+    assert r.exit_code == 0, r.output
+    assert f"{len(S.records())} results written, 0 already there, 1 failures" in r.output
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"PAR1 not really")
+    r = CliRunner().invoke(main, ["grid", "import", str(bad), "--results", str(tmp_path / "m")])
+    assert r.exit_code != 0 and str(bad) in r.output and "not a records file" in r.output
+    assert not (tmp_path / "m").exists()
