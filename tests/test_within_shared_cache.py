@@ -113,17 +113,21 @@ def test_dask_shared_cache_equals_serial_and_a_timed_run_uses_every_worker(child
     from bnsl_dist.orchestrate.within import learn_in_time_distributed
 
     serial = learn_in_time(child_data, None, n_seeds=2, base_seed=5, options=CAPS)
-    stages: list[str] = []
+    seen: list = []
     with connect(workers=2, announce=False, dashboard=False) as client:
-        dist = learn_in_time_distributed(client, child_data, None, 2, 5, CAPS,
-                                         on_stage=stages.append)
+        dist = learn_in_time_distributed(client, child_data, None, 2, 5, CAPS)
         timed = learn_in_time_distributed(client, child_data, 6.0, 2, 0,
-                                          {"max_indegree": 3})
+                                          {"max_indegree": 3}, on_progress=seen.append)
     assert dist["cache"]["slices"] == 2 and dist["cache"]["n_sets"] == serial["cache"]["n_sets"]
     assert dist["cache"]["exact_scores"] == serial["cache"]["exact_scores"]
     assert [(r["seed"], r["score"]) for r in dist["runs"]] == \
         [(r["seed"], r["score"]) for r in serial["runs"]]
-    assert dist["dag"] == serial["dag"] and len(stages) == 1
+    assert dist["dag"] == serial["dag"]
+    # the live display: both stages, time left falling, best scores from the workers
+    assert seen[0].stage.startswith("cache") and seen[-1].stage.startswith("search")
+    assert all(a.time_left >= b.time_left for a, b in zip(seen, seen[1:], strict=False))
+    reported = [p.best_score for p in seen if p.best_score is not None]
+    assert reported and max(reported) <= timed["score"] + 1e-6
     assert timed["cache"]["slices"] == 2 and len(timed["runs"]) == 2
     assert {r["n_sets"] for r in timed["runs"]} == {timed["cache"]["n_sets"]}
     parents = DAG.from_json_dict(timed["dag"]).parents

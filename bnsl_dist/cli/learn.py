@@ -320,7 +320,7 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
                 result = learn_in_time_distributed(
                     client, data, time_limit, n, base_seed, opts, started=started,
                     margin=_GATHER_MARGIN,
-                    on_stage=progress.console.print if progress.enabled else None,
+                    on_progress=progress.within if progress.enabled else None,
                     on_cache=built.append)
     out = Path(output)
     result["wall_seconds"] = time.time() - started

@@ -21,16 +21,54 @@ from bnsl_dist.pipeline.within import (
     run_in_time,
     shared_cache,
 )
-from bnsl_dist.within import stage_algorithms
+from bnsl_dist.within import Progress, stage_algorithms
 
 __all__ = ["learn_in_time_distributed"]
+
+def _seed_task(data: CategoricalData, deadline: float | None, base_seed: int, index: int,
+               options: Mapping[str, Any], cache: ParentSetCache,
+               topic: str | None) -> dict[str, Any]:
+    """One seed's search and polish (:func:`run_in_time`) on a worker; each improvement of
+    its best score is logged to the scheduler's ``topic`` for the client's live display
+    (as many events as the seed's trace has incumbents)."""
+    on_progress = None
+    if topic is not None:
+        from distributed import get_worker
+
+        worker = get_worker()
+
+        def on_progress(p: Progress) -> None:
+            if p.best_score is not None:
+                worker.log_event(topic, {"seed": index, "best": float(p.best_score)})
+
+    return run_in_time(data, deadline, base_seed, index, options, on_progress, cache)
+
+
+def _gather(client: Any, futures: list[Any], stage: str, t0: float, deadline: float | None,
+            best: list[float], on_progress: Callable[[Progress], None] | None) -> Any:
+    """The futures' results; meanwhile ``on_progress`` hears the stage, the best score the
+    seeds reported and the time left, twice a second."""
+    if on_progress is None:
+        return client.gather(futures)
+    from distributed import wait
+
+    while True:
+        now = time.time()
+        on_progress(Progress(stage, 0, 0, max(best) if best else None, now - t0,
+                             None if deadline is None else max(0.0, deadline - now)))
+        try:
+            wait(futures, timeout=0.5)
+            break
+        except TimeoutError:
+            continue
+    return client.gather(futures)
 
 
 def learn_in_time_distributed(client: Any, data: CategoricalData, time_limit: float | None,
                               n_seeds: int, base_seed: int = 0,
                               options: Mapping[str, Any] | None = None,
                               started: float | None = None, margin: float = 0.0,
-                              on_stage: Callable[[str], None] | None = None,
+                              on_progress: Callable[[Progress], None] | None = None,
                               on_cache: Callable[[ParentSetCache], None] | None = None
                               ) -> dict[str, Any]:
     """The best of ``n_seeds`` time-limited runs on one cache built by every worker.
@@ -40,8 +78,8 @@ def learn_in_time_distributed(client: Any, data: CategoricalData, time_limit: fl
     for gathering. ``time_limit=None``: bounded by ``options``' caps
     (``scores_per_variable``, ``search_iterations``, ``polish_iterations``), and the
     result is the same as :func:`~bnsl_dist.pipeline.within.learn_in_time`'s serially.
-    ``on_stage`` is told when the cache is built and the seeds start; ``on_cache`` gets
-    the cache.
+    ``on_progress`` hears, twice a second, the stage, the best score the seeds reported
+    and the time left; ``on_cache`` gets the cache.
     """
     t0 = time.time() if started is None else started
     opts = dict(options or {})
@@ -57,25 +95,33 @@ def learn_in_time_distributed(client: Any, data: CategoricalData, time_limit: fl
     slices = [list(range(i, n, len(slots))) for i in range(min(len(slots), n))]
     t_cache = time.time()
     cache_end = None if deadline is None else cache_deadline(deadline, opts)
-    parts = client.gather([
+    parts = _gather(client, [
         client.submit(explore_slice, data_f, part, cache_end, deadline, opts,
                       key=task_key("within-cache", base_seed, i, deadline),
                       workers=None if w is None else [w], allow_other_workers=True,
                       pure=False)
-        for i, (part, w) in enumerate(zip(slices, slots, strict=False))])
+        for i, (part, w) in enumerate(zip(slices, slots, strict=False))],
+        f"cache: {n} variables in {len(slices)} slices", t0, deadline, [], on_progress)
     cache = shared_cache(data, parts, opts)
     if on_cache is not None:
         on_cache(cache)
     cache_info = {"seconds": time.time() - t_cache,
                   "exact_scores": sum(int(p["exact_scores"]) for p in parts),
                   "n_sets": cache.n_sets, "slices": len(slices)}
-    if on_stage is not None:
-        on_stage(f"cache of {cache.n_sets} parent sets built in {len(slices)} slice(s) in "
-                 f"{cache_info['seconds']:.1f} s; {n_seeds} seed(s) search and polish")
     cache_f = client.scatter(cache, broadcast=True, hash=False)
-    futures = [client.submit(run_in_time, data_f, deadline, base_seed, i, opts, None, cache_f,
-                             key=task_key("within", base_seed, i, deadline), pure=False)
-               for i in range(n_seeds)]
-    runs = client.gather(futures)
+    topic = None if on_progress is None else task_key("within-best", base_seed, deadline)
+    best: list[float] = []
+    if topic is not None:
+        client.subscribe_topic(topic, lambda event: best.append(float(event[1]["best"])))
+    try:
+        futures = [client.submit(_seed_task, data_f, deadline, base_seed, i, opts, cache_f,
+                                 topic, key=task_key("within", base_seed, i, deadline),
+                                 pure=False)
+                   for i in range(n_seeds)]
+        runs = _gather(client, futures, f"search + polish: {n_seeds} seed(s) on "
+                       f"{cache.n_sets} parent sets", t0, deadline, best, on_progress)
+    finally:
+        if topic is not None:
+            client.unsubscribe_topic(topic)
     return merge_in_time(runs, data.names, time_limit=time_limit, options=opts,
                          wall=time.time() - t0, cache=cache_info)
