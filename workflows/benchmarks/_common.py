@@ -35,3 +35,13 @@ def write_result(name: str, payload: dict[str, Any]) -> Path:
     path = OUT_DIR / f"{name}.json"
     atomic_write_text(path, json.dumps({"machine": machine(), **payload}, indent=1) + "\n")
     return path
+
+
+def write_report(name: str, payload: dict[str, Any], lines: list[str]) -> Path:
+    """:func:`write_result` and ``out/<name>.md`` (the markdown ``lines``), both atomic;
+    returns the JSON's path."""
+    from bnsl_dist._io import atomic_write_text
+
+    path = write_result(name, payload)
+    atomic_write_text(OUT_DIR / f"{name}.md", "\n".join(lines) + "\n")
+    return path

@@ -22,8 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bnsl_dist._io import atomic_write_text
-from workflows.benchmarks._common import OUT_DIR, write_result
+from workflows.benchmarks._common import OUT_DIR, write_report
 from workflows.benchmarks.peers import bic, generating_dag, make_csv
 
 
@@ -76,10 +75,8 @@ def main() -> None:
                              f"{statistics.median(r['bic'] for r in sel):,.1f} | {per_seed} | "
                              f"{statistics.median(r['n_sets'] for r in sel):.0f} | "
                              f"{truth[net]:,.1f} |")
-    path = write_result(args.name, {"settings": vars(args), "generating_bic": truth,
-                                    "rows": rows})
-    atomic_write_text(OUT_DIR / f"{args.name}.md", "\n".join(lines) + "\n")
-    print(path)
+    print(write_report(args.name, {"settings": vars(args), "generating_bic": truth,
+                                   "rows": rows}, lines))
 
 
 if __name__ == "__main__":

@@ -38,8 +38,7 @@ from typing import Any
 
 import pandas as pd
 
-from bnsl_dist._io import atomic_write_text
-from workflows.benchmarks._common import OUT_DIR, write_result
+from workflows.benchmarks._common import OUT_DIR, write_report
 from workflows.benchmarks.peers import bic, generating_dag, make_csv
 
 _CLI = "import sys; from bnsl_dist.cli import main; sys.argv[0] = 'bnsl-dist'; main()"
@@ -160,10 +159,8 @@ def main() -> None:
                 lines.append(f"| {net} | {sec:g} | {sel[0]['n_sets']} | {per_seed} | "
                              f"{statistics.median(r['bic'] for r in sel):,.1f} | "
                              f"{max(r['bic'] for r in sel):,.1f} | {truth[net]:,.1f} |")
-        path = write_result(args.name, {"settings": vars(args), "generating_bic": truth,
-                                        "rows": rows})
-        atomic_write_text(OUT_DIR / f"{args.name}.md", "\n".join(lines) + "\n")
-        print(path)
+        print(write_report(args.name, {"settings": vars(args), "generating_bic": truth,
+                                       "rows": rows}, lines))
         return
     lines = [f"# learn --time-limit on {args.workers} local workers, tree against tree",
              "", f"Command: `python -m workflows.benchmarks.within_workers "
@@ -184,10 +181,8 @@ def main() -> None:
                     f"{statistics.median(r['bic'] for r in sel):,.1f} | "
                     f"{per_seed} | "
                     f"{statistics.median(r['wall'] for r in sel):.1f} | {truth[net]:,.1f} |")
-    path = write_result(args.name, {"settings": vars(args), "generating_bic": truth,
-                                    "rows": rows})
-    atomic_write_text(OUT_DIR / f"{args.name}.md", "\n".join(lines) + "\n")
-    print(path)
+    print(write_report(args.name, {"settings": vars(args), "generating_bic": truth,
+                                   "rows": rows}, lines))
 
 
 if __name__ == "__main__":
