@@ -96,11 +96,16 @@ def stage_algorithms(search: str = "winasobs-ent",
               if polish else [])]
 
 
+def _fraction(sh: tuple[float, float, float], k: int, polish: bool) -> float:
+    """Stage ``k``'s fraction of the time left when it starts (the polish's share left
+    out without polishing)."""
+    return sh[k] / sum(sh[k:] if polish else sh[k:2])
+
+
 def cache_share(shares: Sequence[float] | None = None, polish: bool = True) -> float:
     """The cache stage's fraction of a whole run's time (``shares`` as in
     :func:`learn_within`; without polishing its share is left out)."""
-    sh = _check_shares(DEFAULT_SHARES if shares is None else shares)
-    return sh[0] / sum(sh if polish else sh[:2])
+    return _fraction(_check_shares(DEFAULT_SHARES if shares is None else shares), 0, polish)
 
 
 def _positive_int(name: str, value: int | None) -> None:
@@ -277,7 +282,6 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
     if cache is not None and tuple(cache.names) != tuple(data.names):
         raise InvalidConfigError(f"the cache's variables ({cache.n_vars}) are not the "
                                  f"data's ({data.n_vars}): names differ")
-    scorer = LocalScorer(data, score, ess)
     optimizer = make_optimizer(search, **dict(search_params or {}))
     gen = as_rng(rng)
     g_search, g_polish = gen.spawn(2)
@@ -288,8 +292,7 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
 
     def stage_seconds(k: int) -> float | None:
         rest = left()
-        active = sh[k:] if polish else sh[k:2]
-        return None if rest is None else rest * sh[k] / sum(active)
+        return None if rest is None else rest * _fraction(sh, k, polish)
 
     def report(stage: str, done: int, total: int, best: float | None) -> None:
         if on_progress is not None:
@@ -305,9 +308,9 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
     if cache is None:  # ---- cache
         t_stage = time.perf_counter()
         lists, exact = explore_within(
-            scorer, range(n), stage_seconds(0), cutoff=left(), max_indegree=max_indegree,
-            scores_per_variable=scores_per_variable, candidate_limit=candidate_limit,
-            expand_dominated=expand_dominated,
+            LocalScorer(data, score, ess), range(n), stage_seconds(0), cutoff=left(),
+            max_indegree=max_indegree, scores_per_variable=scores_per_variable,
+            candidate_limit=candidate_limit, expand_dominated=expand_dominated,
             on_variable=lambda i: report("cache", i, n, None))
         cache = cache_from_lists(data, lists, score, ess, exact)
         seconds["cache"] = time.perf_counter() - t_stage

@@ -16,6 +16,7 @@ from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.orchestrate.workers import register_warmup, task_key
 from bnsl_dist.pipeline.within import (
     cache_deadline,
+    cache_stage,
     explore_slice,
     merge_in_time,
     run_in_time,
@@ -105,9 +106,7 @@ def learn_in_time_distributed(client: Any, data: CategoricalData, time_limit: fl
     cache = shared_cache(data, parts, opts)
     if on_cache is not None:
         on_cache(cache)
-    cache_info = {"seconds": time.time() - t_cache,
-                  "exact_scores": sum(int(p["exact_scores"]) for p in parts),
-                  "n_sets": cache.n_sets, "slices": len(slices)}
+    cache_info = cache_stage(cache, time.time() - t_cache, len(slices))
     cache_f = client.scatter(cache, broadcast=True, hash=False)
     topic = None if on_progress is None else task_key("within-best", base_seed, deadline)
     best: list[float] = []

@@ -28,7 +28,7 @@ from bnsl_dist.scores.local import LocalScorer
 from bnsl_dist.within import Progress, cache_from_lists, cache_share, explore_within, learn_within
 
 __all__ = ["run_in_time", "learn_in_time", "merge_in_time", "explore_slice", "shared_cache",
-           "cache_deadline"]
+           "cache_deadline", "cache_stage"]
 
 #: learn_within's options that the cache stage reads.
 _CACHE_OPTIONS = ("max_indegree", "scores_per_variable", "candidate_limit",
@@ -77,6 +77,13 @@ def shared_cache(data: CategoricalData, slices: Sequence[Mapping[str, Any]],
     return cache_from_lists(data, lists, str(options.get("score", "bic")),
                             float(options.get("ess", 1.0)),
                             sum(int(p["exact_scores"]) for p in slices))
+
+
+def cache_stage(cache: ParentSetCache, seconds: float, slices: int) -> dict[str, Any]:
+    """The result JSON's ``cache`` entry: the stage's seconds, the cache's exact scores
+    (:func:`shared_cache` put them in its meta) and sets, and the slices that built it."""
+    return {"seconds": float(seconds), "exact_scores": int(cache.meta["exact_scores"]),
+            "n_sets": cache.n_sets, "slices": int(slices)}
 
 
 def run_in_time(data: CategoricalData, deadline: float | None, base_seed: int, index: int,
@@ -128,8 +135,7 @@ def learn_in_time(data: CategoricalData, time_limit: float | None, n_seeds: int 
     cache = shared_cache(data, [part], opts)
     if on_cache is not None:
         on_cache(cache)
-    cache_info = {"seconds": time.time() - t_cache, "exact_scores": part["exact_scores"],
-                  "n_sets": cache.n_sets, "slices": 1}
+    cache_info = cache_stage(cache, time.time() - t_cache, 1)
     runs = []
     for i in range(n_seeds):
         end = None if deadline is None else time.time() + (deadline - time.time()) / (n_seeds - i)
@@ -140,22 +146,18 @@ def learn_in_time(data: CategoricalData, time_limit: float | None, n_seeds: int 
 
 def merge_in_time(runs: Sequence[dict[str, Any]], names: Sequence[str], *,
                   time_limit: float | None, options: Mapping[str, Any],
-                  wall: float, cache: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                  wall: float, cache: Mapping[str, Any]) -> dict[str, Any]:
     """The result JSON of a time-limited learn (README "Result JSON", ``mode``
     "time-limit"): the best run's DAG and score, every run's stage times and trace, and
-    the shared cache's stage (``cache``: seconds, exact scores, sets, slices) when the
-    seeds shared one."""
+    the shared cache's stage (``cache``, :func:`cache_stage`)."""
     from bnsl_dist.graph.dag import DAG
 
     best = max(range(len(runs)), key=lambda r: (runs[r]["score"], -r))
     dag = DAG.from_parents(runs[best]["parents"], list(names))
-    out = {"schema_version": SCHEMA_VERSION, "mode": "time-limit",
-           "dag": dag.to_json_dict(), "score": runs[best]["score"],
-           "best_seed": runs[best]["seed"],
-           "time_limit": None if time_limit is None else float(time_limit),
-           "wall_seconds": float(wall), "options": dict(options),
-           "runs": [{k: v for k, v in r.items() if k != "parents"} for r in runs],
-           "provenance": provenance()}
-    if cache is not None:
-        out["cache"] = dict(cache)
-    return out
+    return {"schema_version": SCHEMA_VERSION, "mode": "time-limit",
+            "dag": dag.to_json_dict(), "score": runs[best]["score"],
+            "best_seed": runs[best]["seed"],
+            "time_limit": None if time_limit is None else float(time_limit),
+            "wall_seconds": float(wall), "options": dict(options), "cache": dict(cache),
+            "runs": [{k: v for k, v in r.items() if k != "parents"} for r in runs],
+            "provenance": provenance()}

@@ -45,3 +45,11 @@ def write_report(name: str, payload: dict[str, Any], lines: list[str]) -> Path:
     path = write_result(name, payload)
     atomic_write_text(OUT_DIR / f"{name}.md", "\n".join(lines) + "\n")
     return path
+
+
+def bic_cells(rows: list[dict[str, Any]]) -> tuple[str, str]:
+    """A table's median and per-seed cells of ``rows``' ``bic`` (in their order)."""
+    import statistics
+
+    return (f"{statistics.median(r['bic'] for r in rows):,.1f}",
+            ", ".join(f"{r['bic']:,.1f}" for r in rows))

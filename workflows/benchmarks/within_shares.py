@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from workflows.benchmarks._common import OUT_DIR, write_report
+from workflows.benchmarks._common import OUT_DIR, bic_cells, write_report
 from workflows.benchmarks.peers import bic, generating_dag, make_csv
 
 
@@ -52,8 +52,7 @@ def main() -> None:
             for rep, seed in enumerate(args.seeds):
                 for sh in shares if rep % 2 == 0 else shares[::-1]:
                     res = learn_within(data, sec, np.random.default_rng(seed), shares=sh)
-                    parents = {data.names[v]: [data.names[p] for p in ps]
-                               for v, ps in enumerate(res.dag.parents)}
+                    parents = res.dag.to_json_dict()["parents"]
                     rows.append({"network": net, "seconds": sec, "seed": seed,
                                  "shares": list(sh), "bic": bic(df, parents),
                                  "reported": res.score, "n_sets": res.cache.n_sets,
@@ -70,9 +69,8 @@ def main() -> None:
             for sh in shares:
                 sel = [r for r in rows if r["network"] == net and r["seconds"] == sec
                        and tuple(r["shares"]) == sh]
-                per_seed = ", ".join(f"{r['bic']:,.1f}" for r in sel)
-                lines.append(f"| {net} | {sec:g} | {sh} | "
-                             f"{statistics.median(r['bic'] for r in sel):,.1f} | {per_seed} | "
+                median, per_seed = bic_cells(sel)
+                lines.append(f"| {net} | {sec:g} | {sh} | {median} | {per_seed} | "
                              f"{statistics.median(r['n_sets'] for r in sel):.0f} | "
                              f"{truth[net]:,.1f} |")
     print(write_report(args.name, {"settings": vars(args), "generating_bic": truth,

@@ -38,7 +38,7 @@ from typing import Any
 
 import pandas as pd
 
-from workflows.benchmarks._common import OUT_DIR, write_report
+from workflows.benchmarks._common import OUT_DIR, bic_cells, write_report
 from workflows.benchmarks.peers import bic, generating_dag, make_csv
 
 _CLI = "import sys; from bnsl_dist.cli import main; sys.argv[0] = 'bnsl-dist'; main()"
@@ -79,7 +79,6 @@ def emulate(csv: Path, seconds: float, workers: int, startup: float, seeds: list
     import numpy as np
 
     from bnsl_dist.data import read_data
-    from bnsl_dist.graph.dag import DAG
     from bnsl_dist.scores import LocalScorer
     from bnsl_dist.within import cache_from_lists, cache_share, explore_within, learn_within
 
@@ -96,8 +95,7 @@ def emulate(csv: Path, seconds: float, workers: int, startup: float, seeds: list
     for seed in seeds:
         rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0,)))
         res = learn_within(data, run - cache_wall, rng, cache=cache)
-        dag = DAG.from_parents([list(p) for p in res.dag.parents], list(data.names))
-        parents = {c: list(ps) for c, ps in dag.to_json_dict()["parents"].items()}
+        parents = res.dag.to_json_dict()["parents"]
         rows.append({"seconds": seconds, "emulated_workers": workers, "startup": startup,
                      "seed": seed, "bic": bic(df, parents), "reported": res.score,
                      "n_sets": cache.n_sets, "cache_cpu_seconds": cache_cpu,
@@ -155,9 +153,9 @@ def main() -> None:
         for net in args.networks:
             for sec in args.seconds:
                 sel = [r for r in rows if r["network"] == net and r["seconds"] == sec]
-                per_seed = ", ".join(f"{r['bic']:,.1f}" for r in sel)
+                median, per_seed = bic_cells(sel)
                 lines.append(f"| {net} | {sec:g} | {sel[0]['n_sets']} | {per_seed} | "
-                             f"{statistics.median(r['bic'] for r in sel):,.1f} | "
+                             f"{median} | "
                              f"{max(r['bic'] for r in sel):,.1f} | {truth[net]:,.1f} |")
         print(write_report(args.name, {"settings": vars(args), "generating_bic": truth,
                                        "rows": rows}, lines))
@@ -175,11 +173,10 @@ def main() -> None:
             for tree in args.trees:
                 sel = [r for r in rows if r["network"] == net and r["seconds"] == sec
                        and r["tree"] == tree]
-                per_seed = ", ".join(f"{r['bic']:,.1f}" for r in sel)
+                median, per_seed = bic_cells(sel)
                 lines.append(
                     f"| {net} | {sec:g} | `{tree}` | {sel[0]['shared_cache']} | "
-                    f"{statistics.median(r['bic'] for r in sel):,.1f} | "
-                    f"{per_seed} | "
+                    f"{median} | {per_seed} | "
                     f"{statistics.median(r['wall'] for r in sel):.1f} | {truth[net]:,.1f} |")
     print(write_report(args.name, {"settings": vars(args), "generating_bic": truth,
                                    "rows": rows}, lines))
