@@ -54,7 +54,8 @@ def _passes(fc: Any, orders: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     scores, losses = [], []
     for o in np.ascontiguousarray(orders, dtype=np.int64):
         K.run_orders_masked(o[None, :], True, False, 1, fc.offsets, fc.par_offsets,
-                            fc.par_flat, pmask, fc.scores, score, chosen, walk, True)
+                            fc.par_flat, pmask, fc.scores, score, chosen, walk,
+                            K.CLOSURE_SEARCH)
         scores.append(score[0])
         losses.append(best - fc.scores[chosen])
     return np.array(scores), np.array(losses)

@@ -16,7 +16,7 @@ from bnsl_dist.search import Budget, get_optimizer, make_optimizer
 from bnsl_dist.search.ordering import _kernels as K
 from bnsl_dist.search.ordering import _window_kernels as WK
 from bnsl_dist.search.ordering.asobs import candidate_bitsets
-from bnsl_dist.search.ordering.obs import batch_size, cache_masks
+from bnsl_dist.search.ordering.obs import _ClosurePick, batch_size, cache_masks
 from bnsl_dist.search.ordering.samplers import (
     entropy_orders,
     entropy_weights,
@@ -71,6 +71,23 @@ def _asobs_up(cache, order):
                         fc.par_flat, fc.scores, *(np.empty(n, np.int64) for _ in range(3)),
                         np.empty(m, np.int64), np.empty(n, np.bool_),
                         *(np.empty(n + 1, np.int64) for _ in range(3)), chosen)
+    return s, chosen
+
+
+def _asobs_blocks(cache, order, words=1):
+    # blocks of 64 * words positions: one word makes several blocks from 65 variables
+    fc = cache.flat
+    n = fc.n
+    m = int(np.diff(fc.par_offsets).max()) * n + 1
+    b = 64 * words
+    chosen = np.empty(n, dtype=np.int64)
+    s = K.asobs_pass_blocks(np.asarray(order, dtype=np.int64), fc.offsets, fc.par_offsets,
+                            fc.par_flat, fc.scores, np.empty((n, 4), np.int64),
+                            np.empty((n, words), np.uint64), np.empty(m, np.int64),
+                            np.empty(n, np.bool_), np.empty(n + 1, np.int64),
+                            np.empty(n + 1, np.int64), np.empty((b, words), np.uint64),
+                            np.empty((b, words), np.uint64), np.empty((2, words), np.uint64),
+                            chosen)
     return s, chosen
 
 
@@ -134,50 +151,58 @@ def test_asobs_closure_on_more_than_64_variables():
 @settings(max_examples=40, deadline=None)
 @given(st.integers(2, 200), st.integers(0, 10**6), st.integers(1, 12), st.integers(1, 5),
        st.booleans(), st.integers(1, 12), st.integers(0, 10**6))
-def test_ancestor_search_pass_equals_the_naive_asobs_and_the_other_kernels(n, seed, m, d,
+def test_search_and_block_passes_equal_the_naive_asobs_and_the_other_kernels(n, seed, m, d,
                                                                             local, width,
                                                                             oseed):
     # random sets (members anywhere: both ways in the order) or sets of near variables
-    # (deep chains, so labels go stale and are recomputed); several orders per cache
+    # (deep chains: labels go stale and are recomputed; descendants across blocks);
+    # blocks of 64 positions, so up to 4 blocks; several orders per cache
     cache = (_local_cache(n, seed, width, m, d) if local
              else random_cache(n, seed, max_sets_per_var=m, max_indegree=d))
     rng = np.random.default_rng(oseed)
     for _ in range(3):
         order = rng.permutation(n)
-        s, chosen = _asobs_up(cache, order)
+        s, chosen = _asobs_blocks(cache, order)
         want, parents = naive_asobs(cache, order)
         assert [cache.parents_at(int(i)) for i in chosen] == parents
         assert s == pytest.approx(want, abs=1e-9)
         assert list(_asobs(cache, order)[1]) == list(chosen)
         assert list(_asobs_dfs(cache, order)[1]) == list(chosen)
+        assert list(_asobs_up(cache, order)[1]) == list(chosen)
 
 
-@pytest.mark.parametrize(("n", "width"), [(300, 6), (450, 15), (600, 30)])
-def test_ancestor_search_pass_equals_the_descendant_search_on_hundreds_of_variables(n, width):
+@pytest.mark.parametrize(("n", "width", "words"),
+                         [(300, 6, 1), (450, 15, 2), (600, 30, 1), (1300, 30, K.BLOCK_WORDS)])
+def test_search_and_block_passes_equal_the_descendant_search_on_hundreds_of_variables(
+        n, width, words):
     # the descendant-DFS kernel (the oracle here: the naive ASOBS is too slow) on caches
-    # of 300-600 variables with sets of near variables, where descendant sets reach
-    # hundreds of variables; same sets, same score, several orders
+    # of 300-1,300 variables with sets of near variables, where descendant sets reach
+    # hundreds of variables, over 3-10 blocks; same sets, same score, several orders
     cache = _local_cache(n, n + width, width, 12, 4)
     rng = np.random.default_rng(width)
     for _ in range(6):
         order = rng.permutation(n)
-        s, chosen = _asobs_up(cache, order)
+        s, chosen = _asobs_blocks(cache, order, words)
         s_d, chosen_d = _asobs_dfs(cache, order)
         assert list(chosen) == list(chosen_d)
         assert s == s_d
+        assert list(_asobs_up(cache, order)[1]) == list(chosen)
 
 
 @pytest.mark.parametrize("name", ["dna", "plants"])
-def test_ancestor_search_pass_equals_the_descendant_search_on_blip_caches(name, shared_data):
-    # BLIP's caches of dna (180 variables) and plants (69), learned from data
+def test_search_and_block_passes_equal_the_descendant_search_on_blip_caches(name,
+                                                                           shared_data):
+    # BLIP's caches of dna (180 variables, 3 blocks of 64) and plants (69, 2), learned
+    # from data
     cache = load_jkl(shared_data / "jkl" / "blip-is" / f"{name}.train.bic.jkl.gz")
     rng = np.random.default_rng(0)
     for _ in range(10):
         order = rng.permutation(cache.n_vars)
-        s, chosen = _asobs_up(cache, order)
+        s, chosen = _asobs_blocks(cache, order)
         s_d, chosen_d = _asobs_dfs(cache, order)
         assert list(chosen) == list(chosen_d)
         assert s == s_d
+        assert list(_asobs_up(cache, order)[1]) == list(chosen)
 
 
 @pytest.mark.parametrize("name", ["asobs", "asobs-ent", "winasobs"])
@@ -186,8 +211,38 @@ def test_closure_choice_does_not_change_results(name):
     runs = [[(i.score, i.dag.parents, i.iterations) for i in
              make_optimizer(name, closure=c).run(cache, Budget(max_iterations=30),
                                                  np.random.default_rng(2))]
-            for c in ("bitsets", "dfs", "auto")]
+            for c in ("bitsets", "dfs", "blocks", "auto")]
+    assert runs[0] == runs[1] == runs[2] == runs[3]
+
+
+def test_auto_closure_above_search_from_gives_the_results_of_each_kernel():
+    # above SEARCH_FROM "auto" times the search and the blocks on its first batches and
+    # keeps the faster: whichever it keeps, the incumbents are those of either kernel
+    cache = _local_cache(700, 7, 20, 10, 4)
+    runs = [[(i.score, i.dag.parents, i.iterations) for i in
+             make_optimizer("asobs", closure=c).run(cache, Budget(max_iterations=20),
+                                                    np.random.default_rng(5))]
+            for c in ("dfs", "blocks", "auto")]
     assert runs[0] == runs[1] == runs[2]
+    assert len(runs[0]) >= 1
+
+
+def test_closure_pick_warms_up_then_alternates_then_keeps_the_least_time_per_order():
+    pick = _ClosurePick((K.CLOSURE_SEARCH, K.CLOSURE_BLOCKS))
+    seen = []
+    # per order: the search 2 s, the blocks 1 s; the warm-up batch (search) 100 s
+    fake = {K.CLOSURE_SEARCH: 2.0, K.CLOSURE_BLOCKS: 1.0}
+    for step in range(12):
+        c = pick.next()
+        seen.append(c)
+        orders = 1 + step % 3
+        pick.record(c, 100.0 if step == 0 else fake[c] * orders, orders)
+    s, b = K.CLOSURE_SEARCH, K.CLOSURE_BLOCKS
+    assert seen[:7] == [s, s, b, s, b, s, b]
+    assert seen[7:] == [b] * 5
+    # one candidate: no trial, no timing
+    one = _ClosurePick(K.CLOSURE_BITSETS)
+    assert [one.next() for _ in range(3)] == [K.CLOSURE_BITSETS] * 3
 
 
 @pytest.mark.parametrize(("cache", "iters"), [
@@ -196,7 +251,7 @@ def test_closure_choice_does_not_change_results(name):
     (random_cache(150, 5, max_sets_per_var=6, max_indegree=3), 3),
     (load_jkl("wine.BIC.3.jkl.gz", bundled=True), 30),
     (load_jkl("child-5000.blip.jkl.gz", bundled=True), 20)])
-@pytest.mark.parametrize("closure", ["bitsets", "dfs"])
+@pytest.mark.parametrize("closure", ["bitsets", "dfs", "blocks"])
 def test_asobs_with_swaps_equals_the_naive_search_seed_for_seed(cache, iters, closure):
     # same seed and iteration budget -> the same incumbents as the naive ASOBS loop fed
     # the same sampled batches (the orders the optimizer draws, batch by batch)
@@ -221,11 +276,11 @@ def _masked_batch_equals_naive(n, seed, m, d, oseed, words):
     masks = cache_masks(fc, words)
     out = np.empty(3)
     K.run_orders_masked(orders, True, True, 10**6, fc.offsets, fc.par_offsets, fc.par_flat,
-                        masks, fc.scores, out, chosen, best_order, False)
+                        masks, fc.scores, out, chosen, best_order, K.CLOSURE_BITSETS)
     assert want[0] == (3, [cache.parents_at(int(i)) for i in chosen])
     again = np.empty(n, np.int64)  # run_orders: its own masks, mask_words(n) words
     K.run_orders(orders, True, True, 10**6, fc.offsets, fc.par_offsets, fc.par_flat,
-                 fc.scores, np.empty(3), again, best_order, False)
+                 fc.scores, np.empty(3), again, best_order, K.CLOSURE_BITSETS)
     assert list(again) == list(chosen)
     # OBS + swaps alone too (the masked first-fit from a sampled order)
     want_obs = []
@@ -240,7 +295,7 @@ def _masked_batch_equals_naive(n, seed, m, d, oseed, words):
         assert [cache.parents_at(int(i)) for i in ch] == naive_best_for_order(cache, order)[1]
         want_obs.append(sum(float(fc.scores[i]) for i in ch))  # the kernel sums in this order
     K.run_orders_masked(orders, False, True, 10**6, fc.offsets, fc.par_offsets, fc.par_flat,
-                        masks, fc.scores, out, chosen, best_order, False)
+                        masks, fc.scores, out, chosen, best_order, K.CLOSURE_BITSETS)
     assert list(out) == want_obs
     for i in range(fc.par_offsets.size - 1):  # the folded words of each set
         want_mask = [0] * words

@@ -1,26 +1,33 @@
 """Benchmark: the ASOBS pass on many variables, kernel against kernel (one core).
 
-On the 10,000-variable synthetic cache of :mod:`workflows.benchmarks.search` and on
-BLIP's caches of book (n = 500) and cwebkb (n = 839), the same uniform orders are
+On synthetic caches of :mod:`workflows.benchmarks.search` (1,556, 3,000, 5,000 and
+10,000 variables) and on BLIP's caches of book (n = 500) and cwebkb (n = 839), the
+same uniform orders are
 passed, in interleaved rounds, to
 
 * ``dfs`` — :func:`~bnsl_dist.search.ordering._kernels.asobs_pass_dfs`, a depth-first
-  search of each variable's descendants (what ``closure="dfs"`` ran before);
+  search of each variable's descendants (the oracle of the tests);
 * ``up`` — :func:`~bnsl_dist.search.ordering._kernels.asobs_pass_up`, the search up
-  from the members of the scanned sets, pruned by labels (what it runs now);
+  from the members of the scanned sets, pruned by labels (``closure="dfs"``);
+* ``blocks`` — :func:`~bnsl_dist.search.ordering._kernels.asobs_pass_blocks`, closed
+  bitsets over blocks of 64·W positions (``closure="blocks"``), with W =
+  ``BLOCK_WORDS`` and, above 2,048 variables, W = 4 and 16 beside it (``blocks-W``);
 * ``bitsets`` — :func:`~bnsl_dist.search.ordering._kernels.asobs_pass`, closed bitsets
-  (``closure="bitsets"``, the default up to ``DFS_FROM`` variables; skipped on the
-  synthetic cache, where it runs at a tenth of ``dfs``),
+  over all variables (``closure="bitsets"``, the default up to ``SEARCH_FROM``
+  variables; skipped on the synthetic cache, where it runs at a tenth of ``dfs``),
 
 checking that every kernel chose the same sets for every order. Recorded per cache and
 kernel: orders per second (wall) of each round and their median, and the ratio to
 ``dfs`` per round (timings are load-dependent: compare the ratios, measured side by
-side in one run). Then the optimizer (``asobs``, ``closure="dfs"``, bare passes and
+side in one run). Then the optimizer (``asobs``, ``closure="auto"``, bare passes and
 passes + OBS + swaps) runs for ``--seconds`` on the synthetic cache, as in the
 ``orders`` part of the search benchmark (``--trees``: each source tree's optimizer, one
 after the other; ``--opt-caches``: BLIP's caches too). Part ``closure``: the batch
 kernel (pass, and pass + OBS + swaps) with bitsets against the search on BLIP's plants,
-dna, book and cwebkb caches, where ``DFS_FROM`` was picked.
+dna, book and cwebkb caches, where ``SEARCH_FROM`` was picked. Above it no kernel wins
+everywhere (the blocks on the synthetic caches, the search on cwebkb and on a cache of
+2,000 variables learned from data: ``bn2000`` of :mod:`workflows.benchmarks.peers`,
+3,000 exact scores per variable, when pyAgrum is installed), so "auto" times both.
 
 Run: ``python -m workflows.benchmarks.asobs_large [--rounds 5] [--orders 4]
 [--seconds 10] [--parts kernels closure optimizer] [--trees TREE ...]
@@ -67,6 +74,16 @@ def _kernels(cache: ParentSetCache) -> dict[str, Callable[[np.ndarray, np.ndarra
                                               fc.scores, *w_dfs, ch),
         "up": lambda o, ch: K.asobs_pass_up(o, fc.offsets, fc.par_offsets, fc.par_flat,
                                             fc.scores, *w_up, ch)}
+    widths = [K.BLOCK_WORDS] + ([4, 16] if n > 2048 else [])
+    for words in widths:
+        b = 64 * words
+        w_bl = [np.empty((n, 4), np.int64), np.empty((n, words), np.uint64),
+                np.empty(m, np.int64), np.empty(n, np.bool_), *ws(n + 1, n + 1),
+                np.empty((b, words), np.uint64), np.empty((b, words), np.uint64),
+                np.empty((2, words), np.uint64)]
+        name = "blocks" if words == K.BLOCK_WORDS else f"blocks-{words}"
+        out[name] = (lambda w: lambda o, ch: K.asobs_pass_blocks(
+            o, fc.offsets, fc.par_offsets, fc.par_flat, fc.scores, *w, ch))(w_bl)
     if n <= 2048:
         pmask = cache_masks(fc)
         w_bits = [np.empty((n, nw), np.uint64), np.empty((n, nw), np.uint64),
@@ -76,10 +93,31 @@ def _kernels(cache: ParentSetCache) -> dict[str, Callable[[np.ndarray, np.ndarra
     return out
 
 
+def _learned_cache() -> ParentSetCache | None:
+    """Independence selection, 3,000 exact scores per variable, on the peers benchmark's
+    2,000-variable sample (pyAgrum's BNGenerator); None without pyAgrum."""
+    try:
+        import pyagrum  # noqa: F401
+    except ImportError:
+        print("pyAgrum not installed: no learned 2,000-variable cache", file=sys.stderr)
+        return None
+    from bnsl_dist.cache import build_cache
+    from bnsl_dist.data import read_data
+    from workflows.benchmarks.peers import make_csv
+
+    csv = make_csv("bn2000", 5000, 0, OUT_DIR / "peers_data")
+    return build_cache(read_data(csv), scores_per_variable=3000)
+
+
 def part_kernels(rounds: int, n_orders: int) -> list[dict[str, Any]]:
     rows = []
     cases: list[tuple[str, Callable[[], ParentSetCache], int]] = [
-        ("synthetic n=10000", lambda: synthetic_cache(10000), n_orders),
+        (f"synthetic n={n}", lambda n=n: synthetic_cache(n), n_orders * 10_000 // n)
+        for n in (1556, 3000, 5000, 10000)]
+    learned = _learned_cache()
+    if learned is not None:
+        cases.append(("learned n=2000 (bn2000)", lambda: learned, 50 * n_orders))
+    cases += [
         ("book (BLIP cache)", lambda: _blip_cache("book"), 50 * n_orders),
         ("cwebkb (BLIP cache)", lambda: _blip_cache("cwebkb"), 25 * n_orders)]
     for label, make, count in cases:
@@ -114,22 +152,24 @@ def part_kernels(rounds: int, n_orders: int) -> list[dict[str, Any]]:
     return rows
 
 
-def _batch(fc: FlatCache, pmask: np.ndarray, orders: np.ndarray, dfs: bool, swaps: bool
+def _batch(fc: FlatCache, pmask: np.ndarray, orders: np.ndarray, search: bool, swaps: bool
            ) -> tuple[float, np.ndarray]:
     """CPU seconds of the batch kernel on ``orders``, and the orders' scores."""
     out = np.empty(len(orders))
     t0 = time.process_time()
     K.run_orders_masked(orders, True, swaps, 1_000_000, fc.offsets, fc.par_offsets,
                         fc.par_flat, pmask, fc.scores, out, np.empty(fc.n, np.int64),
-                        np.empty(fc.n, np.int64), dfs)
+                        np.empty(fc.n, np.int64),
+                        K.CLOSURE_SEARCH if search else K.CLOSURE_BITSETS)
     return time.process_time() - t0, out
 
 
 def part_closure(rounds: int, orders_x_vars: int) -> list[dict[str, Any]]:
     """ASOBS passes, bare and followed by OBS + swaps (the batch kernel the optimizer
-    runs), with closed bitsets and with the search of ``asobs_pass_up``, on the same
-    orders (interleaved; same scores checked), on BLIP's caches around ``DFS_FROM``:
-    CPU seconds per batch, ratio bitsets / search per round (> 1: the search is faster).
+    runs), with closed bitsets and with the search of ``asobs_pass_up``, on the
+    same orders (interleaved; same scores checked), on BLIP's caches around
+    ``SEARCH_FROM``: CPU seconds per batch, ratio bitsets / search per round (> 1: the
+    search is faster).
     A batch holds ``orders_x_vars`` / n orders."""
     rows = []
     for name in ("plants", "dna", "book", "cwebkb"):
@@ -140,17 +180,17 @@ def part_closure(rounds: int, orders_x_vars: int) -> list[dict[str, Any]]:
         count = max(1, orders_x_vars // n)
 
         warm = np.stack([rng.permutation(n) for _ in range(2)]).astype(np.int64)
-        for dfs, swaps in itertools.product((False, True), repeat=2):
-            _batch(fc, pmask, warm, dfs, swaps)  # compiled
+        for search, swaps in itertools.product((False, True), repeat=2):
+            _batch(fc, pmask, warm, search, swaps)  # compiled
         ratios: dict[bool, list[float]] = {False: [], True: []}
         for _ in range(rounds):
             orders = np.stack([rng.permutation(n) for _ in range(count)]).astype(np.int64)
             for swaps in (False, True):
                 t_bits, s_bits = _batch(fc, pmask, orders, False, swaps)
-                t_up, s_up = _batch(fc, pmask, orders, True, swaps)
-                if not np.array_equal(s_bits, s_up):
+                t_se, s_se = _batch(fc, pmask, orders, True, swaps)
+                if not np.array_equal(s_bits, s_se):
                     raise AssertionError(f"{name}: bitsets and search scored differently")
-                ratios[swaps].append(t_bits / t_up)
+                ratios[swaps].append(t_bits / t_se)
         for swaps, r in ratios.items():
             rows.append({"cache": name, "n": n, "sets": int(fc.scores.size),
                          "local_search": "swap" if swaps else "none",
@@ -168,8 +208,7 @@ from bnsl_dist.search import AnytimeTrace, Budget, make_optimizer
 from workflows.benchmarks.search import _blip_cache, synthetic_cache
 local, seconds, name = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 cache = synthetic_cache(10000) if name == "synthetic" else _blip_cache(name)
-closure = "dfs" if name == "synthetic" else "auto"
-opt = make_optimizer("asobs", closure=closure, local_search=local)
+opt = make_optimizer("asobs", local_search=local)  # closure="auto": what users get
 list(opt.run(cache, Budget(max_iterations=1), np.random.default_rng(1)))  # compiled
 t0, cpu0 = time.perf_counter(), time.process_time()
 tr = AnytimeTrace.collect(opt.run(cache, Budget(seconds=seconds), np.random.default_rng(0)))
@@ -181,9 +220,9 @@ print(json.dumps({"orders": tr.total_iterations, "seconds": wall, "cpu_seconds":
 
 def part_optimizer(seconds: float, trees: list[str], caches: list[str], repeats: int = 1
                    ) -> list[dict[str, Any]]:
-    """The optimizer on each cache ("synthetic": the synthetic cache, ``closure="dfs"``;
-    else BLIP's cache of that name, ``closure="auto"``, bitsets up to ``DFS_FROM``
-    variables) with each source tree's code (PYTHONPATH and working directory:
+    """The optimizer (``closure="auto"``, each tree's own choice) on each cache
+    ("synthetic": the synthetic cache; else BLIP's cache of that name) with each source
+    tree's code (PYTHONPATH and working directory:
     ``python -c`` puts the working directory first), one after the other per setting,
     ``repeats`` times (the trees' order reversed every other time); a row per run."""
     rows = []
@@ -197,7 +236,7 @@ def part_optimizer(seconds: float, trees: list[str], caches: list[str], repeats:
                 r = json.loads(out.strip().splitlines()[-1])
                 rows.append({"cache": "synthetic n=10000" if name == "synthetic" else name,
                              "tree": tree, "local_search": local, "repeat": rep,
-                             "closure": "dfs" if name == "synthetic" else "auto", **r,
+                             "closure": "auto", **r,
                              "orders_per_s": r["orders"] / r["seconds"],
                              "orders_per_cpu_s": r["orders"] / max(r["cpu_seconds"], 1e-9),
                              "load": os.getloadavg()[0]})

@@ -277,7 +277,8 @@ def part_mirror(seconds: float) -> list[dict[str, Any]]:
                     order = (uniform_orders(rng, 1, n) if sampler == "uniform"
                              else weighted_orders(rng, 1, w))
                     K.run_orders(order, True, False, 1, fc.offsets, fc.par_offsets,
-                                 fc.par_flat, fc.scores, out, chosen, best_order, False)
+                                 fc.par_flat, fc.scores, out, chosen, best_order,
+                                 K.CLOSURE_BITSETS)
                     K.topological_order_near(order[0], chosen, fc.par_offsets, fc.par_flat,
                                              topo)
                     o = topo if start == "topological" else topo[::-1].copy()
@@ -323,7 +324,7 @@ def part_masks(seconds: float, repeats: int = 3,
                 while time.perf_counter() - t0 < seconds:
                     K.run_orders_masked(uniform_orders(rng, b, n), True, True, 10**6,
                                         fc.offsets, fc.par_offsets, fc.par_flat, pm,
-                                        fc.scores, out, chosen, order, False)
+                                        fc.scores, out, chosen, order, K.CLOSURE_BITSETS)
                     tops[w].append(float(out.max()))
                 rate[w] = len(tops[w]) * b / (time.perf_counter() - t0)
             k = min(len(t) for t in tops.values())  # same orders: same scores

@@ -239,7 +239,7 @@ def order_search(fam: Families, orders: NDArray[np.int64], max_sweeps: int = 50)
     chosen = np.empty(n, dtype=np.int64)
     order = np.empty(n, dtype=np.int64)
     OK.run_orders(orders, True, True, max_sweeps, fam.offsets, fam.par_offsets, fam.par_flat,
-                  fam.scores, out_scores, chosen, order, False)
+                  fam.scores, out_scores, chosen, order, OK.CLOSURE_BITSETS)
     return [int(i) for i in chosen]
 
 

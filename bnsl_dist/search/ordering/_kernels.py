@@ -491,6 +491,223 @@ def _resolve_up(p, k, lab, pbeg, pend, pflat, stk, nxt_par, run_max):
     return False
 
 
+#: ``closure`` of :func:`run_orders`: how an ASOBS pass tracks descendants.
+CLOSURE_BITSETS = 0
+CLOSURE_SEARCH = 1
+CLOSURE_BLOCKS = 2
+
+#: Words of the slot bitsets of :func:`asobs_pass_blocks`: blocks of 64 * BLOCK_WORDS
+#: positions. 2, 4, 8 and 16 ran within 15% of each other on the synthetic caches of
+#: 3,000-10,000 variables (fewer blocks, wider rows), none ahead in every run; 8 the
+#: most often (part ``kernels`` of workflows/benchmarks/asobs_large.py).
+BLOCK_WORDS = 8
+
+
+@nb.njit(cache=True, nogil=True)
+def asobs_pass_blocks(order, offsets, par_offsets, par_flat, scores, rec, bits, pflat,
+                      has_child, stk, nxt, anc, desc, tmp, chosen):
+    """ASOBS for one order, as :func:`asobs_pass` and :func:`asobs_pass_dfs` (same
+    choices), for thousands of variables: closed bitsets over a block of positions
+    only, and per variable the block members among its ancestors.
+
+    The order is walked from its last position to its first in blocks of B = 64·W
+    positions (W = ``bits.shape[1]``). When v = order[k] is processed it has no parents
+    yet, so p is a descendant of v iff some path v → p exists among the chosen sets. At
+    the start of a block, every variable processed before it (position above the block)
+    gets ``bits[x]``: the block positions among its ancestors at that time, computed on
+    demand by a depth-first search up its chosen parents, memoised per block (a block
+    variable counts as its own bit: it has no parents yet). Inside the block, closed
+    ancestor and descendant bitsets ``anc`` / ``desc`` (B, W), indexed by slot (position
+    − block start), follow the sets chosen since the block began. Then p, processed,
+    descends from v iff ``bits[p]`` meets D = {v} ∪ desc(v): take the last block
+    variable u on a path v → p; the path after u only enters variables processed before
+    the block (the edges chosen inside it all end at block variables), so u is in
+    ``bits[p]``, and u = v or u descends from v. A member processed inside the block
+    is tested against D directly; unprocessed members (position < k) have no parents
+    and never descend from v. After v takes P, A = the slots of the members of P and
+    their ancestors (``bits`` of each, closed with ``anc`` over the processed slots)
+    gains D in ``desc`` (of its unprocessed slots: ``desc`` is read for those only),
+    and every d in D gains A in ``anc``.
+
+    The ancestor searches cost O(processed variables + their parents) per block, n / B
+    times per order, instead of searches from the stale members of every scanned set
+    (:func:`asobs_pass_up`: 1.3-1.7 times slower on the synthetic caches of 3,000-10,000
+    variables, 2.2-2.6 times faster on caches learned from data, whose chains of
+    descendants are short).
+
+    rec (n, 4): per variable its chosen parents ``pflat[rec[x, 0]:rec[x, 1]]``, its
+    position and the block its ``bits`` are for; bits (n, W); pflat (at least the total
+    size of the chosen sets); has_child (n, boolean); stk, nxt (n + 1); anc, desc
+    (B, W); tmp (2, W): workspaces.
+    """
+    n = order.shape[0]
+    nw = bits.shape[1]
+    nb_ = 64 * nw
+    a_set = tmp[0]
+    d_set = tmp[1]
+    for k in range(n):
+        rec[order[k], 2] = k
+        rec[order[k], 3] = -1
+    has_child[:] = False
+    npf = 0
+    total = 0.0
+    for k in range(n - 1, -1, -1):
+        v = order[k]
+        blk = k // nb_
+        base = blk * nb_
+        top = min(base + nb_ - 1, n - 1)
+        if k == top:
+            anc[:, :] = 0
+            desc[:, :] = 0
+        sv = k - base
+        search = has_child[v]
+        w_lo = sv >> 6  # the words of D: w_lo .. w_hi - 1
+        w_hi = w_lo + 1
+        if search:
+            for w in range(nw):
+                d_set[w] = desc[sv, w]
+                if d_set[w]:
+                    w_lo = min(w_lo, w)
+                    w_hi = max(w_hi, w + 1)
+            d_set[sv >> 6] |= _ONE << np.uint64(sv & 63)
+        best = offsets[v + 1] - 1
+        for i in range(offsets[v], offsets[v + 1]):
+            ok = True
+            if search:
+                for t in range(par_offsets[i], par_offsets[i + 1]):
+                    p = par_flat[t]
+                    pp = rec[p, 2]
+                    if pp < k:
+                        continue  # unprocessed: no parents, no ancestors
+                    if pp <= top:  # processed in this block: in D or not
+                        sp = pp - base
+                        if (d_set[sp >> 6] >> np.uint64(sp & 63)) & _ONE:
+                            ok = False
+                            break
+                        continue
+                    _block_bits(p, blk, top, base, rec, bits, pflat, stk, nxt)
+                    for w in range(w_lo, w_hi):
+                        if bits[p, w] & d_set[w]:
+                            ok = False
+                            break
+                    if not ok:
+                        break
+            if ok:
+                best = i
+                break
+        chosen[v] = best
+        total += scores[best]
+        rec[v, 0] = npf
+        for w in range(nw):
+            a_set[w] = 0
+        for t in range(par_offsets[best], par_offsets[best + 1]):
+            q = par_flat[t]
+            pflat[npf] = q
+            npf += 1
+            has_child[q] = True
+            _block_bits(q, blk, top, base, rec, bits, pflat, stk, nxt)
+            for w in range(nw):
+                a_set[w] |= bits[q, w]
+        rec[v, 1] = npf
+        if npf == rec[v, 0]:
+            continue  # no parents: nothing becomes an ancestor of anything
+        # close A with the ancestors of its processed block members (slots above sv;
+        # anc is read for processed slots only, desc for unprocessed ones only)
+        for w in range(nw):
+            x = a_set[w] & _above(sv, w)
+            while x:
+                s = (w << 6) + np.int64(trailing_zeros(x))
+                x &= x - _ONE
+                for u in range(nw):
+                    a_set[u] |= anc[s, u]
+        for w in range(nw):
+            d_set[w] = desc[sv, w]
+        d_set[sv >> 6] |= _ONE << np.uint64(sv & 63)
+        for w in range(sv >> 6, -1, -1):  # unprocessed ancestors gain D
+            x = a_set[w] & ~_above(sv, w)
+            while x:
+                a = (w << 6) + np.int64(trailing_zeros(x))
+                x &= x - _ONE
+                for u in range(nw):
+                    desc[a, u] |= d_set[u]
+        for w in range(nw):  # D, processed now, gains A
+            x = d_set[w]
+            while x:
+                d = (w << 6) + np.int64(trailing_zeros(x))
+                x &= x - _ONE
+                for u in range(nw):
+                    anc[d, u] |= a_set[u]
+    return total
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _above(sv, w):
+    """The bits of word w for slots above sv."""
+    lo = w << 6
+    if sv < lo:
+        return ~np.uint64(0)
+    if sv >= lo + 63:
+        return np.uint64(0)
+    return ~((_ONE << np.uint64(sv - lo + 1)) - _ONE)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _block_bits(p, blk, top, base, rec, bits, pflat, stk, nxt):
+    """Fill ``bits[p]`` for block ``blk`` if not yet (see :func:`asobs_pass_blocks`):
+    a variable of position <= top its own slot bit (or none, below the block), one
+    processed before the block the union over its parents, by an iterative depth-first
+    search memoised in ``rec[:, 3]``."""
+    if rec[p, 3] == blk:
+        return
+    nw = bits.shape[1]
+    rec[p, 3] = blk
+    pp = rec[p, 2]
+    if pp <= top:
+        for w in range(nw):
+            bits[p, w] = 0
+        if pp >= base:
+            s = pp - base
+            bits[p, s >> 6] = _ONE << np.uint64(s & 63)
+        return
+    stk[0] = p
+    nxt[0] = rec[p, 0]
+    d = 1
+    while d > 0:
+        x = stk[d - 1]
+        u = nxt[d - 1]
+        stop = rec[x, 1]
+        pushed = False
+        while u < stop:
+            q = pflat[u]
+            u += 1
+            if rec[q, 3] != blk:
+                rec[q, 3] = blk
+                pq = rec[q, 2]
+                if pq > top:  # processed before the block: its parents first
+                    nxt[d - 1] = u
+                    stk[d] = q
+                    nxt[d] = rec[q, 0]
+                    d += 1
+                    pushed = True
+                    break
+                for w in range(nw):
+                    bits[q, w] = 0
+                if pq >= base:
+                    s = pq - base
+                    bits[q, s >> 6] = _ONE << np.uint64(s & 63)
+        if not pushed:  # every parent of x done
+            b0 = rec[x, 0]
+            b1 = rec[x, 1]
+            for w in range(nw):
+                acc = np.uint64(0)
+                for t in range(b0, b1):
+                    acc |= bits[pflat[t], w]
+                bits[x, w] = acc
+            d -= 1
+
+
+
+
 # ---------------------------------------------------------------------------- orders
 @nb.njit(cache=True, nogil=True)
 def topological_order_near(order, chosen, par_offsets, par_flat, out):
@@ -572,13 +789,14 @@ def _heap_pop(heap, size):
 # ---------------------------------------------------------------------------- batches
 @nb.njit(cache=True, nogil=True)
 def run_orders(orders, use_asobs, use_swaps, max_sweeps, offsets, par_offsets, par_flat,
-               scores, out_scores, best_chosen, best_order, use_dfs):
+               scores, out_scores, best_chosen, best_order, closure):
     """Process a batch of sampled orders (rows of ``orders``); returns the index of the
     best one (first among equals) and fills best_chosen / best_order (OUT) with its DAG
     and the order the DAG is consistent with.
 
-    Per order: ASOBS (``use_asobs``; closed bitsets, or the search of
-    :func:`asobs_pass_up` when ``use_dfs``) or OBS; then, if ``use_swaps``, OBS on a
+    Per order: ASOBS (``use_asobs``; ``closure``: CLOSURE_BITSETS, closed bitsets,
+    :func:`asobs_pass`; CLOSURE_SEARCH, the labelled search of :func:`asobs_pass_up`;
+    CLOSURE_BLOCKS, the block bitsets of :func:`asobs_pass_blocks`) or OBS; then, if ``use_swaps``, OBS on a
     topological order of the result (>= the ASOBS DAG) followed by adjacent swaps.
     :func:`run_orders_masked` with the masks of :func:`set_masks` computed here (drivers that call it repeatedly
     compute them once).
@@ -588,22 +806,22 @@ def run_orders(orders, use_asobs, use_swaps, max_sweeps, offsets, par_offsets, p
     if words == 1:
         return run_orders_masked(orders, use_asobs, use_swaps, max_sweeps, offsets,
                                  par_offsets, par_flat, masks[:, 0].copy(), scores,
-                                 out_scores, best_chosen, best_order, use_dfs)
+                                 out_scores, best_chosen, best_order, closure)
     return run_orders_masked(orders, use_asobs, use_swaps, max_sweeps, offsets, par_offsets,
                              par_flat, masks, scores, out_scores, best_chosen, best_order,
-                             use_dfs)
+                             closure)
 
 
 @nb.njit(cache=True, nogil=True)
 def run_orders_masked(orders, use_asobs, use_swaps, max_sweeps, offsets, par_offsets,
-                      par_flat, pmask, scores, out_scores, best_chosen, best_order, use_dfs):
+                      par_flat, pmask, scores, out_scores, best_chosen, best_order, closure):
     """:func:`run_orders` given the set masks ``pmask``."""
     n_ord, n = orders.shape
     nw = max(1, (n + 63) // 64)
     pos = np.empty(n, dtype=np.int64)
     chosen = np.empty(n, dtype=np.int64)
     order = np.empty(n, dtype=np.int64)
-    bits = use_asobs and not use_dfs
+    bits = use_asobs and closure == CLOSURE_BITSETS
     anc = np.empty((n if bits else 0, nw), dtype=np.uint64)
     desc = np.empty((n if bits else 0, nw), dtype=np.uint64)
     tmp_a = np.empty(nw, dtype=np.uint64)
@@ -611,23 +829,37 @@ def run_orders_masked(orders, use_asobs, use_swaps, max_sweeps, offsets, par_off
     max_size = 0
     for i in range(par_offsets.shape[0] - 1):
         max_size = max(max_size, par_offsets[i + 1] - par_offsets[i])
-    m_edges = n * max_size + 1 if (use_asobs and use_dfs) else 1
-    n_up = n if (use_asobs and use_dfs) else 0
+    up = use_asobs and closure == CLOSURE_SEARCH
+    n_up = n if up else 0
     lab = np.empty(n_up, dtype=np.int64)
     pbeg = np.empty(n_up, dtype=np.int64)
     pend = np.empty(n_up, dtype=np.int64)
-    has_child = np.empty(n_up, dtype=np.bool_)
-    pflat = np.empty(m_edges, dtype=np.int64)
-    stk = np.empty(n_up + 1, dtype=np.int64)
     nxt_par = np.empty(n_up + 1, dtype=np.int64)
     run_max = np.empty(n_up + 1, dtype=np.int64)
+    blocks = use_asobs and closure == CLOSURE_BLOCKS
+    n_bl = n if blocks else 0
+    bw = BLOCK_WORDS if blocks else 0
+    rec = np.empty((n_bl, 4), dtype=np.int64)
+    bbits = np.empty((n_bl, bw), dtype=np.uint64)
+    banc = np.empty((64 * bw, bw), dtype=np.uint64)
+    bdesc = np.empty((64 * bw, bw), dtype=np.uint64)
+    btmp = np.empty((2, bw), dtype=np.uint64)
+    n_any = n if (up or blocks) else 0
+    pflat = np.empty(n * max_size + 1 if (up or blocks) else 1, dtype=np.int64)
+    has_child = np.empty(n_any, dtype=np.bool_)
+    stk = np.empty(n_any + 1, dtype=np.int64)
+    nxt = np.empty(n_any + 1, dtype=np.int64)
     best = -1
     best_score = -np.inf
     for r in range(n_ord):
         if use_asobs:
-            if use_dfs:
+            if up:
                 s = asobs_pass_up(orders[r], offsets, par_offsets, par_flat, scores, lab, pbeg,
                                   pend, pflat, has_child, stk, nxt_par, run_max, chosen)
+            elif blocks:
+                s = asobs_pass_blocks(orders[r], offsets, par_offsets, par_flat, scores, rec,
+                                      bbits, pflat, has_child, stk, nxt, banc, bdesc, btmp,
+                                      chosen)
             else:
                 s = asobs_pass(orders[r], offsets, par_offsets, par_flat, pmask, scores, anc,
                                desc, tmp_a, tmp_d, chosen)

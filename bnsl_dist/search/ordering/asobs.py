@@ -5,8 +5,9 @@ to its first (the paper's "j = n, ..., 1"), each variable takes its best cached 
 containing none of its current descendants, so arcs from later variables
 (back-arcs) are allowed when acyclic. A variable's predecessors are never its
 descendants then, so its OBS choice stays available: ASOBS >= OBS for the same order.
-Ancestor and descendant bitsets are kept transitively closed by a numba kernel (or,
-above ``DFS_FROM`` variables, descendants are found by search; same DAGs).
+Ancestor and descendant bitsets are kept transitively closed by a numba kernel; above
+``SEARCH_FROM`` variables descendants are found by a labelled search or by bitsets
+over blocks of 512 positions, whichever runs faster on the first orders (same DAGs).
 
 ASOBS-ENT samples orders filled front to back with probabilities proportional to the
 entropies of the unplaced variables, so that high-entropy variables are processed
@@ -53,17 +54,25 @@ from bnsl_dist.search.ordering.obs import cache_masks, exact_total, search_order
 from bnsl_dist.search.ordering.samplers import entropy_orders, entropy_weights, uniform_orders
 
 __all__ = ["ASOBS", "ASOBSEnt", "WinASOBS", "WinASOBSEnt", "candidate_bitsets",
-           "window_refine", "DFS_FROM"]
+           "window_refine", "SEARCH_FROM"]
 
 _SAMPLERS = ("uniform", "entropy")
 _LOCAL = ("none", "swap", "window")
-_CLOSURES = ("auto", "bitsets", "dfs")
+_CLOSURES = {"bitsets": K.CLOSURE_BITSETS, "dfs": K.CLOSURE_SEARCH,
+             "blocks": K.CLOSURE_BLOCKS}
 #: Above this many variables "auto" tracks descendants by search instead of bitsets.
 #: ASOBS + OBS + swaps with the search against bitsets (same orders), the search's speed
 #: relative: 0.5-0.6 on plants (69 variables), 0.9-1.0 on dna (180), 1.05 on book (500),
 #: 1.3-1.4 on cwebkb (839): parts ``closure`` and ``optimizer`` of
 #: workflows/benchmarks/asobs_large.py.
-DFS_FROM = 512
+SEARCH_FROM = 512
+#: Above SEARCH_FROM "auto" times the search and the blocks on the first orders and
+#: keeps the faster: neither wins everywhere. Passes per second, blocks over search,
+#: same orders, one run: 1.0 on the synthetic cache of 1,556 variables, 1.3 on 3,000,
+#: 1.5 on 5,000, 1.7 on 10,000 (deep chains of descendants: the search's labels go
+#: stale); 0.45 on BLIP's cwebkb cache (839 variables) and 0.39 on a cache of 2,000
+#: variables learned from data (part ``kernels`` of workflows/benchmarks/asobs_large.py;
+#: workflows/results/benchmarks/asobs_large_blocks.json).
 #: Block steps per window-kernel call between two clock checks.
 _WINDOW_CHUNK = 50_000
 
@@ -133,13 +142,17 @@ class ASOBS:
         Largest block moved by the window search (1..5 in Win-ASOBS).
     max_sweeps : int
         Bound on adjacent-swap sweeps per order.
-    closure : {"auto", "bitsets", "dfs"}
+    closure : {"auto", "bitsets", "dfs", "blocks"}
         How descendants are tracked during a pass: transitively closed ancestor and
-        descendant bitsets (O((|anc|+|desc|)·n/64) per variable), or ("dfs") searches
+        descendant bitsets (O((|anc|+|desc|)·n/64) per variable); ("dfs") searches
         up from the members of the sets scanned, pruned by labels
-        (:func:`~bnsl_dist.search.ordering._kernels.asobs_pass_up`). Both
-        give the same DAG; "auto" takes bitsets up to ``DFS_FROM`` variables and the
-        search above (measured in workflows/benchmarks/search.py).
+        (:func:`~bnsl_dist.search.ordering._kernels.asobs_pass_up`); or ("blocks")
+        closed bitsets over blocks of 512 positions, with each variable's ancestors in
+        the block found once per block
+        (:func:`~bnsl_dist.search.ordering._kernels.asobs_pass_blocks`). All give the
+        same DAG; "auto" takes bitsets up to ``SEARCH_FROM`` variables and above
+        times the search and the blocks on the first orders, then keeps the faster
+        (measured in workflows/benchmarks/asobs_large.py).
 
     One iteration is one sampled order (with its local search).
 
@@ -184,8 +197,9 @@ class ASOBS:
         if self.high_entropy not in ("first", "last"):
             raise InvalidConfigError(f"{self.name}: high_entropy must be 'first' or 'last', "
                                      f"got {self.high_entropy!r}")
-        if self.closure not in _CLOSURES:
-            raise InvalidConfigError(f"{self.name}: closure must be one of {_CLOSURES}, "
+        if self.closure != "auto" and self.closure not in _CLOSURES:
+            raise InvalidConfigError(f"{self.name}: closure must be 'auto' or one of "
+                                     f"{tuple(_CLOSURES)}, "
                                      f"got {self.closure!r}")
 
     def run(self, cache: ParentSetCache, budget: Budget,
@@ -215,11 +229,14 @@ class ASOBS:
                 return window_refine(fc, order, chosen, watch, g, max_window=max_window,
                                      cand=cand_cache[0], pmask=cand_cache[1])
 
-        use_dfs = self.closure == "dfs" or (self.closure == "auto" and n > DFS_FROM)
+        closure: int | tuple[int, ...] = (
+            _CLOSURES[self.closure] if self.closure != "auto"
+            else K.CLOSURE_BITSETS if n <= SEARCH_FROM
+            else (K.CLOSURE_SEARCH, K.CLOSURE_BLOCKS))
         return (yield from search_orders(cache, budget, rng, draw=draw, use_asobs=True,
                                  use_swaps=self.local_search in ("swap", "window"),
                                  max_sweeps=int(self.max_sweeps), refine=refine,
-                                 use_dfs=use_dfs))
+                                 closure=closure))
 
 
 register("asobs")(ASOBS)

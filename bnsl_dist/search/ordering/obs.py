@@ -9,7 +9,8 @@ the same result whatever the machine.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator
+import time
+from collections.abc import Callable, Generator, Iterator, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,6 +26,38 @@ __all__ = ["OBS", "batch_size", "cache_masks", "search_orders"]
 #: Orders per kernel call: about 2048 variable-visits, between 1 and 256 orders.
 _BATCH_WORK = 2048
 _MAX_BATCH = 256
+#: Timed batches per candidate closure kernel before :class:`_ClosurePick` keeps one.
+_TRIALS = 3
+
+
+class _ClosurePick:
+    """The ASOBS closure kernel of each batch. Given several candidates (which choose the
+    same sets, so results do not depend on the pick), the first batch warms up, the
+    next ``_TRIALS`` per candidate alternate among them, timed, and the candidate with
+    the least time per order runs from then on."""
+
+    def __init__(self, closure: int | Sequence[int]) -> None:
+        cands = [closure] if isinstance(closure, int) else list(closure)
+        self.plan = [cands[0]] + cands * _TRIALS if len(cands) > 1 else []
+        self.chosen = cands[0] if len(cands) == 1 else None
+        self.spent = dict.fromkeys(cands, 0.0)
+        self.orders = dict.fromkeys(cands, 0)
+        self.step = 0
+
+    def next(self) -> int:
+        if self.chosen is not None:
+            return self.chosen
+        return self.plan[self.step]
+
+    def record(self, closure: int, seconds: float, orders: int) -> None:
+        if self.chosen is not None:
+            return
+        if self.step > 0:  # the first batch compiles or loads the kernel
+            self.spent[closure] += seconds
+            self.orders[closure] += orders
+        self.step += 1
+        if self.step == len(self.plan):
+            self.chosen = min(self.spent, key=lambda c: self.spent[c] / max(1, self.orders[c]))
 
 
 def batch_size(n_vars: int) -> int:
@@ -48,7 +81,7 @@ def exact_total(fc: FlatCache, chosen: NDArray[np.int64]) -> float:
 def search_orders(cache: ParentSetCache, budget: Budget, rng: np.random.Generator, *,
                   draw: Callable[[np.random.Generator, int], NDArray[np.int64]],
                   use_asobs: bool, use_swaps: bool, max_sweeps: int = 1_000_000,
-                  use_dfs: bool = False,
+                  closure: int | Sequence[int] = K.CLOSURE_BITSETS,
                   refine: Callable[..., Iterator[tuple[float, NDArray[np.int64]]]]
                   | None = None) -> Generator[Incumbent, None, int]:
     """The anytime loop: sample orders, evaluate them in batches, yield improvements.
@@ -56,7 +89,8 @@ def search_orders(cache: ParentSetCache, budget: Budget, rng: np.random.Generato
     Parameters
     ----------
     draw : callable (rng, n_orders) -> (n_orders, n) int64 array of orders.
-    use_asobs, use_swaps, use_dfs : what the kernel does per order (``run_orders``).
+    use_asobs, use_swaps, closure : what the kernel does per order (``run_orders``);
+        several closures: the fastest of them on the first batches (:class:`_ClosurePick`).
     refine : optional generator ``refine(fc, order, chosen, watch, rng)`` run on the
         best DAG of each batch (batch size 1 then); it improves ``chosen`` in place and
         yields (score, chosen) whenever it has something better, so long refinements
@@ -76,13 +110,17 @@ def search_orders(cache: ParentSetCache, budget: Budget, rng: np.random.Generato
     chosen = np.empty(n, dtype=np.int64)
     order = np.empty(n, dtype=np.int64)
     pmask = cache_masks(fc)
+    pick = _ClosurePick(closure)
     while not watch.done():
         left = watch.iterations_left()
         m = b if left is None else min(b, left)
         orders = np.ascontiguousarray(draw(rng, m), dtype=np.int64)
+        kernel = pick.next()
+        t0 = time.perf_counter()
         K.run_orders_masked(orders, use_asobs, use_swaps, max_sweeps, fc.offsets,
                             fc.par_offsets, fc.par_flat, pmask, fc.scores, out_scores[:m],
-                            chosen, order, use_dfs)
+                            chosen, order, kernel)
+        pick.record(kernel, time.perf_counter() - t0, m)
         watch.tick(m)
         score = exact_total(fc, chosen)
         if score > best:
