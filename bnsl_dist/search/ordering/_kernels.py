@@ -304,20 +304,20 @@ def asobs_pass(order, offsets, par_offsets, par_flat, pmask, scores, anc, desc, 
                 tmp_a[w] |= anc[p, w]
         tmp_d[v >> 6] |= _ONE << np.uint64(v & 63)
         for w in range(nw):
-            x = tmp_a[w]
-            while x:
-                a = (w << 6) + np.int64(trailing_zeros(x))
-                x &= x - _ONE
-                for u in range(nw):
-                    desc[a, u] |= tmp_d[u]
+            _or_into_rows(desc, w, tmp_a[w], tmp_d)
         for w in range(nw):
-            x = tmp_d[w]
-            while x:
-                d = (w << 6) + np.int64(trailing_zeros(x))
-                x &= x - _ONE
-                for u in range(nw):
-                    anc[d, u] |= tmp_a[u]
+            _or_into_rows(anc, w, tmp_d[w], tmp_a)
     return total
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _or_into_rows(rows, w, x, src):
+    """``rows[i] |= src`` for each bit of x, word w of a bitset: i = 64·w + the bit."""
+    while x:
+        i = (w << 6) + np.int64(trailing_zeros(x))
+        x &= x - _ONE
+        for u in range(src.shape[0]):
+            rows[i, u] |= src[u]
 
 
 @nb.njit(cache=True, nogil=True)
@@ -624,19 +624,9 @@ def asobs_pass_blocks(order, offsets, par_offsets, par_flat, scores, rec, bits, 
             d_set[w] = desc[sv, w]
         d_set[sv >> 6] |= _ONE << np.uint64(sv & 63)
         for w in range(sv >> 6, -1, -1):  # unprocessed ancestors gain D
-            x = a_set[w] & ~_above(sv, w)
-            while x:
-                a = (w << 6) + np.int64(trailing_zeros(x))
-                x &= x - _ONE
-                for u in range(nw):
-                    desc[a, u] |= d_set[u]
+            _or_into_rows(desc, w, a_set[w] & ~_above(sv, w), d_set)
         for w in range(nw):  # D, processed now, gains A
-            x = d_set[w]
-            while x:
-                d = (w << 6) + np.int64(trailing_zeros(x))
-                x &= x - _ONE
-                for u in range(nw):
-                    anc[d, u] |= a_set[u]
+            _or_into_rows(anc, w, d_set[w], a_set)
     return total
 
 
