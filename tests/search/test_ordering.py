@@ -16,7 +16,7 @@ from bnsl_dist.search import Budget, get_optimizer, make_optimizer
 from bnsl_dist.search.ordering import _kernels as K
 from bnsl_dist.search.ordering import _window_kernels as WK
 from bnsl_dist.search.ordering.asobs import candidate_bitsets
-from bnsl_dist.search.ordering.obs import _ClosurePick, batch_size, cache_masks
+from bnsl_dist.search.ordering.obs import _RECHECK, _ClosurePick, batch_size, cache_masks
 from bnsl_dist.search.ordering.samplers import (
     entropy_orders,
     entropy_weights,
@@ -228,21 +228,26 @@ def test_auto_closure_above_search_from_gives_the_results_of_each_kernel():
 
 
 def test_closure_pick_warms_up_then_alternates_then_keeps_the_least_time_per_order():
-    pick = _ClosurePick((K.CLOSURE_SEARCH, K.CLOSURE_BLOCKS))
+    s, b = K.CLOSURE_SEARCH, K.CLOSURE_BLOCKS
+    pick = _ClosurePick((s, b))
     seen = []
-    # per order: the search 2 s, the blocks 1 s; the warm-up batch (search) 100 s
-    fake = {K.CLOSURE_SEARCH: 2.0, K.CLOSURE_BLOCKS: 1.0}
-    for step in range(12):
+    # per order: the search 2 s, the blocks 1 s until batch 500, then the reverse; the
+    # warm-up batch (search) 100 s
+    for step in range(_RECHECK + 20):
         c = pick.next()
         seen.append(c)
         orders = 1 + step % 3
-        pick.record(c, 100.0 if step == 0 else fake[c] * orders, orders)
-    s, b = K.CLOSURE_SEARCH, K.CLOSURE_BLOCKS
+        per = {s: 2.0, b: 1.0} if step < 500 else {s: 1.0, b: 2.0}
+        pick.record(c, 100.0 if step == 0 else per[c] * orders, orders)
     assert seen[:7] == [s, s, b, s, b, s, b]
-    assert seen[7:] == [b] * 5
+    assert seen[7:7 + _RECHECK] == [b] * _RECHECK  # kept until the re-check
+    assert seen[7 + _RECHECK:13 + _RECHECK] == [s, b, s, b, s, b]  # timed again
+    assert seen[13 + _RECHECK:] == [s] * (_RECHECK + 20 - 13 - _RECHECK)
     # one candidate: no trial, no timing
     one = _ClosurePick(K.CLOSURE_BITSETS)
-    assert [one.next() for _ in range(3)] == [K.CLOSURE_BITSETS] * 3
+    for _ in range(3):
+        assert one.next() == K.CLOSURE_BITSETS
+        one.record(K.CLOSURE_BITSETS, 1.0, 1)
 
 
 @pytest.mark.parametrize(("cache", "iters"), [

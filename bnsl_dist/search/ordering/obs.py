@@ -28,36 +28,53 @@ _BATCH_WORK = 2048
 _MAX_BATCH = 256
 #: Timed batches per candidate closure kernel before :class:`_ClosurePick` keeps one.
 _TRIALS = 3
+#: Batches after which :class:`_ClosurePick` times the candidates again (the machine's
+#: load may have changed); a few slow batches in a thousand.
+_RECHECK = 1000
 
 
 class _ClosurePick:
     """The ASOBS closure kernel of each batch. Given several candidates (which choose the
     same sets, so results do not depend on the pick), the first batch warms up, the
     next ``_TRIALS`` per candidate alternate among them, timed, and the candidate with
-    the least time per order runs from then on."""
+    the least time per order runs; every ``_RECHECK`` batches the trial is repeated
+    (without the warm-up)."""
 
     def __init__(self, closure: int | Sequence[int]) -> None:
-        cands = [closure] if isinstance(closure, int) else list(closure)
-        self.plan = [cands[0]] + cands * _TRIALS if len(cands) > 1 else []
-        self.chosen = cands[0] if len(cands) == 1 else None
-        self.spent = dict.fromkeys(cands, 0.0)
-        self.orders = dict.fromkeys(cands, 0)
+        self.cands = [closure] if isinstance(closure, int) else list(closure)
+        self.chosen = self.cands[0]
+        self.since = 0
+        self.plan: list[int] = []
+        if len(self.cands) > 1:
+            self._trial(warm_up=True)
+
+    def _trial(self, warm_up: bool) -> None:
+        self.plan = ([self.cands[0]] if warm_up else []) + self.cands * _TRIALS
+        self.timed_from = 1 if warm_up else 0  # the warm-up compiles or loads the kernel
         self.step = 0
+        self.spent = dict.fromkeys(self.cands, 0.0)
+        self.orders = dict.fromkeys(self.cands, 0)
 
     def next(self) -> int:
-        if self.chosen is not None:
-            return self.chosen
-        return self.plan[self.step]
+        return self.plan[self.step] if self.plan else self.chosen
 
     def record(self, closure: int, seconds: float, orders: int) -> None:
-        if self.chosen is not None:
+        if len(self.cands) == 1:
             return
-        if self.step > 0:  # the first batch compiles or loads the kernel
+        if not self.plan:
+            self.since += 1
+            if self.since == _RECHECK:
+                self._trial(warm_up=False)
+            return
+        if self.step >= self.timed_from:
             self.spent[closure] += seconds
             self.orders[closure] += orders
         self.step += 1
         if self.step == len(self.plan):
-            self.chosen = min(self.spent, key=lambda c: self.spent[c] / max(1, self.orders[c]))
+            self.chosen = min(self.cands,
+                              key=lambda c: self.spent[c] / max(1, self.orders[c]))
+            self.plan = []
+            self.since = 0
 
 
 def batch_size(n_vars: int) -> int:
