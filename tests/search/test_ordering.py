@@ -15,6 +15,7 @@ from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.search import Budget, get_optimizer, make_optimizer
 from bnsl_dist.search.ordering import _kernels as K
 from bnsl_dist.search.ordering import _window_kernels as WK
+from bnsl_dist.search.ordering import asobs as asobs_module
 from bnsl_dist.search.ordering.asobs import candidate_bitsets
 from bnsl_dist.search.ordering.obs import _RECHECK, _ClosurePick, batch_size, cache_masks
 from bnsl_dist.search.ordering.samplers import (
@@ -77,17 +78,10 @@ def _asobs_up(cache, order):
 def _asobs_blocks(cache, order, words=1):
     # blocks of 64 * words positions: one word makes several blocks from 65 variables
     fc = cache.flat
-    n = fc.n
-    m = int(np.diff(fc.par_offsets).max()) * n + 1
-    b = 64 * words
-    chosen = np.empty(n, dtype=np.int64)
+    chosen = np.empty(fc.n, dtype=np.int64)
+    ws = K.blocks_workspace(fc.n, int(np.diff(fc.par_offsets).max()), words)
     s = K.asobs_pass_blocks(np.asarray(order, dtype=np.int64), fc.offsets, fc.par_offsets,
-                            fc.par_flat, fc.scores, np.empty((n, 4), np.int64),
-                            np.empty((n, words), np.uint64), np.empty(m, np.int64),
-                            np.empty(n, np.bool_), np.empty(n + 1, np.int64),
-                            np.empty(n + 1, np.int64), np.empty((b, words), np.uint64),
-                            np.empty((b, words), np.uint64), np.empty((2, words), np.uint64),
-                            chosen)
+                            fc.par_flat, fc.scores, *ws, chosen)
     return s, chosen
 
 
@@ -269,6 +263,25 @@ def test_asobs_with_swaps_equals_the_naive_search_seed_for_seed(cache, iters, cl
            make_optimizer("asobs", closure=closure).run(cache, Budget(max_iterations=iters),
                                                         np.random.default_rng(3))]
     assert want == got
+
+
+def test_timed_auto_closure_equals_the_naive_search_seed_for_seed(monkeypatch):
+    # "auto" with SEARCH_FROM at 0 on 150 variables: 10 batches, the first a warm-up, the
+    # next 6 alternating the search and the blocks, then the kept one; the incumbents are
+    # still those of the naive ASOBS loop fed the same batches
+    monkeypatch.setattr(asobs_module, "SEARCH_FROM", 0)
+    cache = random_cache(150, 5, max_sets_per_var=6, max_indegree=3)
+    n = cache.n_vars
+    b = batch_size(n)
+    iters = 10 * b
+    rng = np.random.default_rng(3)
+    batches = [uniform_orders(rng, b, n) for _ in range(10)]
+    want = naive_asobs_search(cache, batches)
+    got = [(inc.iterations, [tuple(p) for p in inc.dag.parents]) for inc in
+           make_optimizer("asobs").run(cache, Budget(max_iterations=iters),
+                                       np.random.default_rng(3))]
+    assert want == got
+    assert len(want) >= 2
 
 
 def _masked_batch_equals_naive(n, seed, m, d, oseed, words):

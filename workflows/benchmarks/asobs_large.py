@@ -37,6 +37,7 @@ Run: ``python -m workflows.benchmarks.asobs_large [--rounds 5] [--orders 4]
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import itertools
 import json
 import os
@@ -76,11 +77,7 @@ def _kernels(cache: ParentSetCache) -> dict[str, Callable[[np.ndarray, np.ndarra
                                             fc.scores, *w_up, ch)}
     widths = [K.BLOCK_WORDS] + ([4, 16] if n > 2048 else [])
     for words in widths:
-        b = 64 * words
-        w_bl = [np.empty((n, 4), np.int64), np.empty((n, words), np.uint64),
-                np.empty(m, np.int64), np.empty(n, np.bool_), *ws(n + 1, n + 1),
-                np.empty((b, words), np.uint64), np.empty((b, words), np.uint64),
-                np.empty((2, words), np.uint64)]
+        w_bl = K.blocks_workspace(n, int(np.diff(fc.par_offsets).max()), words)
         name = "blocks" if words == K.BLOCK_WORDS else f"blocks-{words}"
         out[name] = (lambda w: lambda o, ch: K.asobs_pass_blocks(
             o, fc.offsets, fc.par_offsets, fc.par_flat, fc.scores, *w, ch))(w_bl)
@@ -93,14 +90,9 @@ def _kernels(cache: ParentSetCache) -> dict[str, Callable[[np.ndarray, np.ndarra
     return out
 
 
-def _learned_cache() -> ParentSetCache | None:
+def _learned_cache() -> ParentSetCache:
     """Independence selection, 3,000 exact scores per variable, on the peers benchmark's
-    2,000-variable sample (pyAgrum's BNGenerator); None without pyAgrum."""
-    try:
-        import pyagrum  # noqa: F401
-    except ImportError:
-        print("pyAgrum not installed: no learned 2,000-variable cache", file=sys.stderr)
-        return None
+    2,000-variable sample (pyAgrum's BNGenerator, needed to sample it)."""
     from bnsl_dist.cache import build_cache
     from bnsl_dist.data import read_data
     from workflows.benchmarks.peers import make_csv
@@ -114,9 +106,10 @@ def part_kernels(rounds: int, n_orders: int) -> list[dict[str, Any]]:
     cases: list[tuple[str, Callable[[], ParentSetCache], int]] = [
         (f"synthetic n={n}", lambda n=n: synthetic_cache(n), n_orders * 10_000 // n)
         for n in (1556, 3000, 5000, 10000)]
-    learned = _learned_cache()
-    if learned is not None:
-        cases.append(("learned n=2000 (bn2000)", lambda: learned, 50 * n_orders))
+    if importlib.util.find_spec("pyagrum") is not None:
+        cases.append(("learned n=2000 (bn2000)", _learned_cache, 50 * n_orders))
+    else:
+        print("pyAgrum not installed: no learned 2,000-variable cache", file=sys.stderr)
     cases += [
         ("book (BLIP cache)", lambda: _blip_cache("book"), 50 * n_orders),
         ("cwebkb (BLIP cache)", lambda: _blip_cache("cwebkb"), 25 * n_orders)]

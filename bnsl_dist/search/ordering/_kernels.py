@@ -561,15 +561,14 @@ def asobs_pass_blocks(order, offsets, par_offsets, par_flat, scores, rec, bits, 
             desc[:, :] = 0
         sv = k - base
         search = has_child[v]
-        w_lo = sv >> 6  # the words of D: w_lo .. w_hi - 1
+        w_lo = sv >> 6  # D = {v} ∪ desc(v), in words w_lo .. w_hi - 1
         w_hi = w_lo + 1
-        if search:
-            for w in range(nw):
-                d_set[w] = desc[sv, w]
-                if d_set[w]:
-                    w_lo = min(w_lo, w)
-                    w_hi = max(w_hi, w + 1)
-            d_set[sv >> 6] |= _ONE << np.uint64(sv & 63)
+        for w in range(nw):
+            d_set[w] = desc[sv, w]
+            if d_set[w]:
+                w_lo = min(w_lo, w)
+                w_hi = max(w_hi, w + 1)
+        d_set[sv >> 6] |= _ONE << np.uint64(sv & 63)
         best = offsets[v + 1] - 1
         for i in range(offsets[v], offsets[v + 1]):
             ok = True
@@ -580,8 +579,7 @@ def asobs_pass_blocks(order, offsets, par_offsets, par_flat, scores, rec, bits, 
                     if pp < k:
                         continue  # unprocessed: no parents, no ancestors
                     if pp <= top:  # processed in this block: in D or not
-                        sp = pp - base
-                        if (d_set[sp >> 6] >> np.uint64(sp & 63)) & _ONE:
+                        if _bit(d_set, pp - base):
                             ok = False
                             break
                         continue
@@ -620,9 +618,6 @@ def asobs_pass_blocks(order, offsets, par_offsets, par_flat, scores, rec, bits, 
                 x &= x - _ONE
                 for u in range(nw):
                     a_set[u] |= anc[s, u]
-        for w in range(nw):
-            d_set[w] = desc[sv, w]
-        d_set[sv >> 6] |= _ONE << np.uint64(sv & 63)
         for w in range(sv >> 6, -1, -1):  # unprocessed ancestors gain D
             _or_into_rows(desc, w, a_set[w] & ~_above(sv, w), d_set)
         for w in range(nw):  # D, processed now, gains A
@@ -651,13 +646,8 @@ def _block_bits(p, blk, top, base, rec, bits, pflat, stk, nxt):
         return
     nw = bits.shape[1]
     rec[p, 3] = blk
-    pp = rec[p, 2]
-    if pp <= top:
-        for w in range(nw):
-            bits[p, w] = 0
-        if pp >= base:
-            s = pp - base
-            bits[p, s >> 6] = _ONE << np.uint64(s & 63)
+    if rec[p, 2] <= top:
+        _own_bit(p, rec[p, 2], base, bits)
         return
     stk[0] = p
     nxt[0] = rec[p, 0]
@@ -680,11 +670,7 @@ def _block_bits(p, blk, top, base, rec, bits, pflat, stk, nxt):
                     d += 1
                     pushed = True
                     break
-                for w in range(nw):
-                    bits[q, w] = 0
-                if pq >= base:
-                    s = pq - base
-                    bits[q, s >> 6] = _ONE << np.uint64(s & 63)
+                _own_bit(q, pq, base, bits)
         if not pushed:  # every parent of x done
             b0 = rec[x, 0]
             b1 = rec[x, 1]
@@ -696,6 +682,28 @@ def _block_bits(p, blk, top, base, rec, bits, pflat, stk, nxt):
             d -= 1
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _own_bit(q, pq, base, bits):
+    """``bits[q]`` of a variable not processed before the block (position pq): its own
+    slot's bit in the block, none below it (it has no parents yet)."""
+    for w in range(bits.shape[1]):
+        bits[q, w] = 0
+    if pq >= base:
+        s = pq - base
+        bits[q, s >> 6] = _ONE << np.uint64(s & 63)
+
+
+@nb.njit(cache=True, nogil=True)
+def blocks_workspace(n, max_size, words):
+    """The workspaces of :func:`asobs_pass_blocks` for n variables, sets of at most
+    ``max_size`` members and slot rows of ``words`` words, in its argument order: rec,
+    bits, pflat, has_child, stk, nxt, anc, desc, tmp."""
+    b = 64 * words
+    return (np.empty((n, 4), dtype=np.int64), np.empty((n, words), dtype=np.uint64),
+            np.empty(n * max_size + 1, dtype=np.int64), np.empty(n, dtype=np.bool_),
+            np.empty(n + 1, dtype=np.int64), np.empty(n + 1, dtype=np.int64),
+            np.empty((b, words), dtype=np.uint64), np.empty((b, words), dtype=np.uint64),
+            np.empty((2, words), dtype=np.uint64))
 
 
 # ---------------------------------------------------------------------------- orders
@@ -786,8 +794,9 @@ def run_orders(orders, use_asobs, use_swaps, max_sweeps, offsets, par_offsets, p
 
     Per order: ASOBS (``use_asobs``; ``closure``: CLOSURE_BITSETS, closed bitsets,
     :func:`asobs_pass`; CLOSURE_SEARCH, the labelled search of :func:`asobs_pass_up`;
-    CLOSURE_BLOCKS, the block bitsets of :func:`asobs_pass_blocks`) or OBS; then, if ``use_swaps``, OBS on a
-    topological order of the result (>= the ASOBS DAG) followed by adjacent swaps.
+    CLOSURE_BLOCKS, the block bitsets of :func:`asobs_pass_blocks`) or OBS; then, if
+    ``use_swaps``, OBS on a topological order of the result (>= the ASOBS DAG) followed
+    by adjacent swaps.
     :func:`run_orders_masked` with the masks of :func:`set_masks` computed here (drivers that call it repeatedly
     compute them once).
     """
@@ -826,19 +835,11 @@ def run_orders_masked(orders, use_asobs, use_swaps, max_sweeps, offsets, par_off
     pend = np.empty(n_up, dtype=np.int64)
     nxt_par = np.empty(n_up + 1, dtype=np.int64)
     run_max = np.empty(n_up + 1, dtype=np.int64)
+    pflat = np.empty(n * max_size + 1 if up else 1, dtype=np.int64)
+    has_child = np.empty(n_up, dtype=np.bool_)
+    stk = np.empty(n_up + 1, dtype=np.int64)
     blocks = use_asobs and closure == CLOSURE_BLOCKS
-    n_bl = n if blocks else 0
-    bw = BLOCK_WORDS if blocks else 0
-    rec = np.empty((n_bl, 4), dtype=np.int64)
-    bbits = np.empty((n_bl, bw), dtype=np.uint64)
-    banc = np.empty((64 * bw, bw), dtype=np.uint64)
-    bdesc = np.empty((64 * bw, bw), dtype=np.uint64)
-    btmp = np.empty((2, bw), dtype=np.uint64)
-    n_any = n if (up or blocks) else 0
-    pflat = np.empty(n * max_size + 1 if (up or blocks) else 1, dtype=np.int64)
-    has_child = np.empty(n_any, dtype=np.bool_)
-    stk = np.empty(n_any + 1, dtype=np.int64)
-    nxt = np.empty(n_any + 1, dtype=np.int64)
+    wsb = blocks_workspace(n if blocks else 0, max_size, BLOCK_WORDS if blocks else 0)
     best = -1
     best_score = -np.inf
     for r in range(n_ord):
@@ -847,9 +848,9 @@ def run_orders_masked(orders, use_asobs, use_swaps, max_sweeps, offsets, par_off
                 s = asobs_pass_up(orders[r], offsets, par_offsets, par_flat, scores, lab, pbeg,
                                   pend, pflat, has_child, stk, nxt_par, run_max, chosen)
             elif blocks:
-                s = asobs_pass_blocks(orders[r], offsets, par_offsets, par_flat, scores, rec,
-                                      bbits, pflat, has_child, stk, nxt, banc, bdesc, btmp,
-                                      chosen)
+                s = asobs_pass_blocks(orders[r], offsets, par_offsets, par_flat, scores,
+                                      wsb[0], wsb[1], wsb[2], wsb[3], wsb[4], wsb[5],
+                                      wsb[6], wsb[7], wsb[8], chosen)
             else:
                 s = asobs_pass(orders[r], offsets, par_offsets, par_flat, pmask, scores, anc,
                                desc, tmp_a, tmp_d, chosen)
