@@ -17,7 +17,14 @@ from bnsl_dist.search.ordering import _kernels as K
 from bnsl_dist.search.ordering import _window_kernels as WK
 from bnsl_dist.search.ordering import asobs as asobs_module
 from bnsl_dist.search.ordering.asobs import candidate_bitsets
-from bnsl_dist.search.ordering.obs import _RECHECK, _ClosurePick, batch_size, cache_masks
+from bnsl_dist.search.ordering.obs import (
+    _RECHECK,
+    _ClosurePick,
+    batch_size,
+    cache_masks,
+    candidate_masks,
+    obs_masks,
+)
 from bnsl_dist.search.ordering.samplers import (
     entropy_orders,
     entropy_weights,
@@ -45,7 +52,8 @@ def _asobs(cache, order):
     nw = max(1, (n + 63) // 64)
     chosen = np.empty(n, dtype=np.int64)
     s = K.asobs_pass(np.asarray(order, dtype=np.int64), fc.offsets, fc.par_offsets,
-                     fc.par_flat, cache_masks(fc), fc.scores, np.empty((n, nw), np.uint64),
+                     fc.par_flat, cache_masks(fc), *candidate_masks(fc), fc.scores,
+                     np.empty((n, nw), np.uint64),
                      np.empty((n, nw), np.uint64), np.empty(nw, np.uint64),
                      np.empty(nw, np.uint64), chosen)
     return s, chosen
@@ -69,7 +77,8 @@ def _asobs_up(cache, order):
     m = int(np.diff(fc.par_offsets).max()) * n + 1
     chosen = np.empty(n, dtype=np.int64)
     s = K.asobs_pass_up(np.asarray(order, dtype=np.int64), fc.offsets, fc.par_offsets,
-                        fc.par_flat, fc.scores, *(np.empty(n, np.int64) for _ in range(3)),
+                        fc.par_flat, *candidate_masks(fc), fc.scores,
+                        *(np.empty(n, np.int64) for _ in range(3)),
                         np.empty(m, np.int64), np.empty(n, np.bool_),
                         *(np.empty(n + 1, np.int64) for _ in range(3)), chosen)
     return s, chosen
@@ -81,7 +90,7 @@ def _asobs_blocks(cache, order, words=1):
     chosen = np.empty(fc.n, dtype=np.int64)
     ws = K.blocks_workspace(fc.n, int(np.diff(fc.par_offsets).max()), words)
     s = K.asobs_pass_blocks(np.asarray(order, dtype=np.int64), fc.offsets, fc.par_offsets,
-                            fc.par_flat, fc.scores, *ws, chosen)
+                            fc.par_flat, *candidate_masks(fc), fc.scores, *ws, chosen)
     return s, chosen
 
 
@@ -106,8 +115,8 @@ def _obs(cache, order):
     pos = np.empty(fc.n, dtype=np.int64)
     chosen = np.empty(fc.n, dtype=np.int64)
     order = np.array(order, dtype=np.int64)
-    s = K.obs_assign(order, fc.offsets, fc.par_offsets, fc.par_flat,
-                     cache_masks(fc), fc.scores, pos, chosen)
+    s = K.obs_assign(order, fc.offsets, fc.par_offsets, fc.par_flat, *obs_masks(fc),
+                     fc.scores, pos, chosen)
     return s, order, pos, chosen
 
 
@@ -163,6 +172,79 @@ def test_search_and_block_passes_equal_the_naive_asobs_and_the_other_kernels(n, 
         assert list(_asobs(cache, order)[1]) == list(chosen)
         assert list(_asobs_dfs(cache, order)[1]) == list(chosen)
         assert list(_asobs_up(cache, order)[1]) == list(chosen)
+
+
+def _naive_candidate_masks(cache):
+    """Per variable: its first 63 distinct members in set order, and per set its bits
+    (bit 63: a member beyond them)."""
+    cands, masks = [], []
+    for v in range(cache.n_vars):
+        slots: dict[int, int] = {}
+        for i in range(int(cache.flat.offsets[v]), int(cache.flat.offsets[v + 1])):
+            m = 0
+            for p in cache.parents_at(i):
+                if p not in slots and len(slots) < 63:
+                    slots[p] = len(slots)
+                m |= 1 << slots[p] if p in slots else 1 << 63
+            masks.append(m)
+        cands.append(list(slots))
+    return cands, masks
+
+
+def _wide_cache(n, seed, n_sets, max_indegree):
+    """Sets drawn among all variables, many per variable: over 63 distinct members for
+    most variables (the candidate masks' overflow bit)."""
+    rng = np.random.default_rng(seed)
+    lists = []
+    for v in range(n):
+        others = [u for u in range(n) if u != v]
+        items = {(): -100.0 - float(rng.uniform(0, 20))}
+        for _ in range(n_sets):
+            size = int(rng.integers(1, min(max_indegree, n - 1) + 1))
+            ps = tuple(sorted(int(x) for x in rng.choice(others, size=size, replace=False)))
+            items.setdefault(ps, items[()] + float(rng.uniform(1, 50)))
+        lists.append(list(items.items()))
+    return ParentSetCache.from_lists(lists)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 150), st.integers(0, 10**6), st.integers(1, 60), st.integers(1, 4))
+def test_candidate_masks_equal_a_naive_construction(n, seed, n_sets, d):
+    cache = _wide_cache(n, seed, n_sets, d)
+    cand_off, cand, cmask = candidate_masks(cache.flat)
+    cands, masks = _naive_candidate_masks(cache)
+    assert [list(cand[cand_off[v]:cand_off[v + 1]]) for v in range(n)] == cands
+    assert [int(x) for x in cmask] == masks
+
+
+@pytest.mark.parametrize(("n", "n_sets", "seed"), [(90, 60, 0), (150, 80, 1), (200, 40, 2)])
+def test_passes_with_over_63_candidates_per_variable_equal_the_naive_asobs(n, n_sets, seed):
+    # sets past a variable's 63rd candidate carry the overflow bit and are tested by
+    # their members; every kernel against the naive ASOBS, blocks of 64 positions
+    cache = _wide_cache(n, seed, n_sets, 4)
+    cand_off, _, cmask = candidate_masks(cache.flat)
+    assert np.diff(cand_off).max() == 63 and (cmask >> np.uint64(63)).any()
+    rng = np.random.default_rng(seed)
+    for _ in range(4):
+        order = rng.permutation(n)
+        want, parents = naive_asobs(cache, order)
+        for kernel in (_asobs, _asobs_blocks, _asobs_up):
+            s, chosen = kernel(cache, order)
+            assert [cache.parents_at(int(i)) for i in chosen] == parents
+            assert s == pytest.approx(want, abs=1e-9)
+        # OBS and the swaps test sets by the same masks: each choice the naive best for
+        # the order it ends with, and no adjacent swap improves
+        s0, final, pos, chosen = _obs(cache, order)
+        assert [cache.parents_at(int(i)) for i in chosen] == naive_best_for_order(cache,
+                                                                                  order)[1]
+        fc = cache.flat
+        K.swap_search(final, pos, chosen, fc.offsets, fc.par_offsets, fc.par_flat,
+                      cache_masks(fc), fc.scores, 10**6)
+        want_s, parents_s = naive_best_for_order(cache, list(final))
+        assert [cache.parents_at(int(i)) for i in chosen] == parents_s
+        for k in range(0, n - 1, 7):
+            sw = list(final[:k]) + [final[k + 1], final[k]] + list(final[k + 2:])
+            assert naive_best_for_order(cache, sw)[0] <= want_s + 1e-7
 
 
 @pytest.mark.parametrize(("n", "width", "words"),
@@ -292,9 +374,11 @@ def _masked_batch_equals_naive(n, seed, m, d, oseed, words):
     chosen = np.empty(n, np.int64)
     best_order = np.empty(n, np.int64)
     masks = cache_masks(fc, words)
+    cand = candidate_masks(fc)
     out = np.empty(3)
     K.run_orders_masked(orders, True, True, 10**6, fc.offsets, fc.par_offsets, fc.par_flat,
-                        masks, fc.scores, out, chosen, best_order, K.CLOSURE_BITSETS)
+                        masks, *cand, int(fc.sizes.max()), fc.scores, out, chosen, best_order,
+                        K.CLOSURE_BITSETS)
     assert want[0] == (3, [cache.parents_at(int(i)) for i in chosen])
     again = np.empty(n, np.int64)  # run_orders: its own masks, mask_words(n) words
     K.run_orders(orders, True, True, 10**6, fc.offsets, fc.par_offsets, fc.par_flat,
@@ -306,14 +390,16 @@ def _masked_batch_equals_naive(n, seed, m, d, oseed, words):
         order = o.copy()
         pos = np.empty(n, np.int64)
         ch = np.empty(n, np.int64)
-        K.obs_assign(order, fc.offsets, fc.par_offsets, fc.par_flat, masks, fc.scores, pos, ch)
+        K.obs_assign(order, fc.offsets, fc.par_offsets, fc.par_flat, masks, *cand, fc.scores,
+                     pos, ch)
         assert [cache.parents_at(int(i)) for i in ch] == naive_best_for_order(cache, order)[1]
         K.swap_search(order, pos, ch, fc.offsets, fc.par_offsets, fc.par_flat, masks,
                       fc.scores, 10**6)
         assert [cache.parents_at(int(i)) for i in ch] == naive_best_for_order(cache, order)[1]
         want_obs.append(sum(float(fc.scores[i]) for i in ch))  # the kernel sums in this order
     K.run_orders_masked(orders, False, True, 10**6, fc.offsets, fc.par_offsets, fc.par_flat,
-                        masks, fc.scores, out, chosen, best_order, K.CLOSURE_BITSETS)
+                        masks, *cand, int(fc.sizes.max()), fc.scores, out, chosen, best_order,
+                        K.CLOSURE_BITSETS)
     assert list(out) == want_obs
     for i in range(fc.par_offsets.size - 1):  # the folded words of each set
         want_mask = [0] * words

@@ -54,7 +54,7 @@ import numpy as np
 from bnsl_dist.cache import ParentSetCache
 from bnsl_dist.cache.parent_sets import FlatCache
 from bnsl_dist.search.ordering import _kernels as K
-from bnsl_dist.search.ordering.obs import cache_masks
+from bnsl_dist.search.ordering.obs import cache_masks, candidate_masks
 from workflows.benchmarks._common import OUT_DIR, write_result
 from workflows.benchmarks.search import _blip_cache, synthetic_cache
 
@@ -68,25 +68,27 @@ def _kernels(cache: ParentSetCache) -> dict[str, Callable[[np.ndarray, np.ndarra
     def ws(*sizes: int) -> list[np.ndarray]:
         return [np.empty(s, np.int64) for s in sizes]
 
+    cand = candidate_masks(fc)
     w_dfs = ws(n, m, m, n, n + 1)
     w_up = [*ws(n, n, n, m), np.empty(n, np.bool_), *ws(n + 1, n + 1, n + 1)]
     out: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
         "dfs": lambda o, ch: K.asobs_pass_dfs(o, fc.offsets, fc.par_offsets, fc.par_flat,
                                               fc.scores, *w_dfs, ch),
         "up": lambda o, ch: K.asobs_pass_up(o, fc.offsets, fc.par_offsets, fc.par_flat,
-                                            fc.scores, *w_up, ch)}
+                                            *cand, fc.scores, *w_up, ch)}
     widths = [K.BLOCK_WORDS] + ([4, 16] if n > 2048 else [])
     for words in widths:
         w_bl = K.blocks_workspace(n, int(np.diff(fc.par_offsets).max()), words)
         name = "blocks" if words == K.BLOCK_WORDS else f"blocks-{words}"
         out[name] = (lambda w: lambda o, ch: K.asobs_pass_blocks(
-            o, fc.offsets, fc.par_offsets, fc.par_flat, fc.scores, *w, ch))(w_bl)
+            o, fc.offsets, fc.par_offsets, fc.par_flat, *cand, fc.scores, *w, ch))(w_bl)
     if n <= 2048:
         pmask = cache_masks(fc)
         w_bits = [np.empty((n, nw), np.uint64), np.empty((n, nw), np.uint64),
                   np.empty(nw, np.uint64), np.empty(nw, np.uint64)]
         out["bitsets"] = lambda o, ch: K.asobs_pass(o, fc.offsets, fc.par_offsets,
-                                                    fc.par_flat, pmask, fc.scores, *w_bits, ch)
+                                                    fc.par_flat, pmask, *cand, fc.scores,
+                                                    *w_bits, ch)
     return out
 
 
@@ -151,7 +153,8 @@ def _batch(fc: FlatCache, pmask: np.ndarray, orders: np.ndarray, search: bool, s
     out = np.empty(len(orders))
     t0 = time.process_time()
     K.run_orders_masked(orders, True, swaps, 1_000_000, fc.offsets, fc.par_offsets,
-                        fc.par_flat, pmask, fc.scores, out, np.empty(fc.n, np.int64),
+                        fc.par_flat, pmask, *candidate_masks(fc), int(fc.sizes.max()),
+                        fc.scores, out, np.empty(fc.n, np.int64),
                         np.empty(fc.n, np.int64),
                         K.CLOSURE_SEARCH if search else K.CLOSURE_BITSETS)
     return time.process_time() - t0, out
@@ -211,15 +214,15 @@ print(json.dumps({"orders": tr.total_iterations, "seconds": wall, "cpu_seconds":
 """
 
 
-def part_optimizer(seconds: float, trees: list[str], caches: list[str], repeats: int = 1
-                   ) -> list[dict[str, Any]]:
+def part_optimizer(seconds: float, trees: list[str], caches: list[str], repeats: int = 1,
+                   local_searches: tuple[str, ...] = ("none", "swap")) -> list[dict[str, Any]]:
     """The optimizer (``closure="auto"``, each tree's own choice) on each cache
     ("synthetic": the synthetic cache; else BLIP's cache of that name) with each source
     tree's code (PYTHONPATH and working directory:
     ``python -c`` puts the working directory first), one after the other per setting,
     ``repeats`` times (the trees' order reversed every other time); a row per run."""
     rows = []
-    for name, local in itertools.product(caches, ("none", "swap")):
+    for name, local in itertools.product(caches, local_searches):
         for rep in range(repeats):
             for tree in trees if rep % 2 == 0 else trees[::-1]:
                 env = {**os.environ, "PYTHONPATH": tree}
@@ -250,6 +253,8 @@ def main() -> None:
                     help="caches of the optimizer part: synthetic, or BLIP cache names "
                          "(rows of other caches already in the JSON are kept)")
     ap.add_argument("--opt-repeats", type=int, default=1)
+    ap.add_argument("--opt-local", nargs="*", default=["none", "swap"],
+                    help="local searches of the optimizer part: none, swap, window")
     args = ap.parse_args()
     result: dict[str, Any] = {}
     path = OUT_DIR / "asobs_large.json"
@@ -262,10 +267,11 @@ def main() -> None:
     if "closure" in args.parts:
         result["closure"] = part_closure(args.rounds, 4000)
     if "optimizer" in args.parts:
-        rows = part_optimizer(args.seconds, args.trees, args.opt_caches, args.opt_repeats)
-        done = {r["cache"] for r in rows}  # rows of the caches not rerun are kept
+        rows = part_optimizer(args.seconds, args.trees, args.opt_caches, args.opt_repeats,
+                              tuple(args.opt_local))
+        done = {(r["cache"], r["local_search"]) for r in rows}  # the others are kept
         result["optimizer"] = [r for r in result.get("optimizer", [])
-                               if r["cache"] not in done] + rows
+                               if (r["cache"], r["local_search"]) not in done] + rows
     print(write_result("asobs_large", result))
 
 

@@ -249,7 +249,7 @@ def part_direction() -> list[dict[str, Any]]:
 def part_mirror(seconds: float) -> list[dict[str, Any]]:
     """Our ASOBS+swaps vs BLIP's (OBS + swaps from the MIRRORED topological order)."""
     from bnsl_dist.search.ordering import _kernels as K
-    from bnsl_dist.search.ordering.obs import cache_masks
+    from bnsl_dist.search.ordering.obs import obs_masks
     from bnsl_dist.search.ordering.samplers import (
         entropy_weights,
         uniform_orders,
@@ -268,7 +268,7 @@ def part_mirror(seconds: float) -> list[dict[str, Any]]:
                 rng = np.random.default_rng(1)
                 chosen = np.empty(n, np.int64)
                 best_order = np.empty(n, np.int64)
-                pmask = cache_masks(fc)
+                masks = obs_masks(fc)
                 topo = np.empty(n, np.int64)
                 pos = np.empty(n, np.int64)
                 out = np.empty(1)
@@ -282,10 +282,10 @@ def part_mirror(seconds: float) -> list[dict[str, Any]]:
                     K.topological_order_near(order[0], chosen, fc.par_offsets, fc.par_flat,
                                              topo)
                     o = topo if start == "topological" else topo[::-1].copy()
-                    K.obs_assign(o, fc.offsets, fc.par_offsets, fc.par_flat, pmask, fc.scores,
-                                 pos, chosen)
+                    K.obs_assign(o, fc.offsets, fc.par_offsets, fc.par_flat, *masks,
+                                 fc.scores, pos, chosen)
                     K.swap_search(o, pos, chosen, fc.offsets, fc.par_offsets, fc.par_flat,
-                                  pmask, fc.scores, 10**6)
+                                  masks[0], fc.scores, 10**6)
                     best = max(best, float(fc.scores[chosen].sum()))
                     iters += 1
                 rows.append({"cache": cname, "sampler": sampler, "start": start,
@@ -301,7 +301,7 @@ def part_masks(seconds: float, repeats: int = 3,
     sampled orders for both, ``seconds`` each, ``repeats`` times interleaved; the row
     keeps the median rate of each and the median per-repeat ratio (2 words / 1)."""
     from bnsl_dist.search.ordering import _kernels as K
-    from bnsl_dist.search.ordering.obs import batch_size, cache_masks
+    from bnsl_dist.search.ordering.obs import batch_size, cache_masks, candidate_masks
     from bnsl_dist.search.ordering.samplers import uniform_orders
 
     rows = []
@@ -310,6 +310,7 @@ def part_masks(seconds: float, repeats: int = 3,
         n = fc.n
         b = batch_size(n)
         masks = {w: cache_masks(fc, w) for w in (1, 2)}
+        cand = candidate_masks(fc)
         reps: list[dict[str, Any]] = []
         for _ in range(repeats):
             rate: dict[int, float] = {}
@@ -324,7 +325,8 @@ def part_masks(seconds: float, repeats: int = 3,
                 while time.perf_counter() - t0 < seconds:
                     K.run_orders_masked(uniform_orders(rng, b, n), True, True, 10**6,
                                         fc.offsets, fc.par_offsets, fc.par_flat, pm,
-                                        fc.scores, out, chosen, order, K.CLOSURE_BITSETS)
+                                        *cand, int(fc.sizes.max()), fc.scores, out, chosen, order,
+                                        K.CLOSURE_BITSETS)
                     tops[w].append(float(out.max()))
                 rate[w] = len(tops[w]) * b / (time.perf_counter() - t0)
             k = min(len(t) for t in tops.values())  # same orders: same scores

@@ -50,7 +50,7 @@ from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.search.base import Budget, Incumbent, Stopwatch, register
 from bnsl_dist.search.ordering import _kernels as K
 from bnsl_dist.search.ordering import _window_kernels as WK
-from bnsl_dist.search.ordering.obs import cache_masks, exact_total, search_orders
+from bnsl_dist.search.ordering.obs import ObsMasks, exact_total, obs_masks, search_orders
 from bnsl_dist.search.ordering.samplers import entropy_orders, entropy_weights, uniform_orders
 
 __all__ = ["ASOBS", "ASOBSEnt", "WinASOBS", "WinASOBSEnt", "candidate_bitsets",
@@ -62,9 +62,11 @@ _CLOSURES = {"bitsets": K.CLOSURE_BITSETS, "dfs": K.CLOSURE_SEARCH,
              "blocks": K.CLOSURE_BLOCKS}
 #: Above this many variables "auto" tracks descendants by search instead of bitsets.
 #: ASOBS + OBS + swaps with the search against bitsets (same orders), the search's speed
-#: relative: 0.5-0.6 on plants (69 variables), 0.9-1.0 on dna (180), 1.05 on book (500),
-#: 1.3-1.4 on cwebkb (839): parts ``closure`` and ``optimizer`` of
-#: workflows/benchmarks/asobs_large.py.
+#: relative (both testing sets by candidate masks): 0.77 on plants (69 variables), 0.93
+#: on dna (180), 1.06 on book (500), 1.21 on cwebkb (839); bare passes 0.57, 0.92, 1.08,
+#: 1.32: part ``closure`` of workflows/benchmarks/asobs_large.py
+#: (workflows/results/benchmarks/asobs_large_cand.json). The cross-over lies between 180
+#: and 500 variables, where the two are within 10%.
 SEARCH_FROM = 512
 #: Above SEARCH_FROM "auto" times the search and the blocks on the first orders and
 #: keeps the faster: neither wins everywhere. Passes per second, blocks over search,
@@ -92,16 +94,16 @@ def candidate_bitsets(fc: FlatCache) -> NDArray[np.uint64]:
 def window_refine(fc: FlatCache, order: NDArray[np.int64], chosen: NDArray[np.int64],
                   watch: Stopwatch, rng: np.random.Generator, *, max_window: int,
                   chunk: int = _WINDOW_CHUNK, cand: NDArray[np.uint64] | None = None,
-                  pmask: NDArray[np.uint64] | None = None
+                  masks: ObsMasks | None = None
                   ) -> Iterator[tuple[float, NDArray[np.int64]]]:
     """OBS on ``order`` then the window search, in chunks; yields (score, chosen) after
     each chunk that improved. ``order`` must be consistent with ``chosen``'s DAG.
-    ``cand`` / ``pmask``: :func:`candidate_bitsets` / :func:`~.obs.cache_masks` if already
-    known."""
+    ``cand`` / ``masks``: :func:`candidate_bitsets` / the set and candidate masks of OBS
+    (:func:`obs_masks`) if already known."""
     n = fc.n
     pos = np.empty(n, dtype=np.int64)
-    pmask = cache_masks(fc) if pmask is None else pmask
-    K.obs_assign(order, fc.offsets, fc.par_offsets, fc.par_flat, pmask, fc.scores, pos,
+    masks = obs_masks(fc) if masks is None else masks
+    K.obs_assign(order, fc.offsets, fc.par_offsets, fc.par_flat, *masks, fc.scores, pos,
                  chosen)
     yield exact_total(fc, chosen), chosen
     cand = candidate_bitsets(fc) if cand is None else cand
@@ -221,13 +223,13 @@ class ASOBS:
         refine = None
         if self.local_search == "window":
             max_window = int(self.max_window)
-            cand_cache: list[NDArray[np.uint64]] = []
+            cached: list[tuple[NDArray[np.uint64], ObsMasks]] = []
 
             def refine(fc, order, chosen, watch, g):  # type: ignore[no-untyped-def]
-                if not cand_cache:
-                    cand_cache.extend([candidate_bitsets(fc), cache_masks(fc)])
+                if not cached:
+                    cached.append((candidate_bitsets(fc), obs_masks(fc)))
                 return window_refine(fc, order, chosen, watch, g, max_window=max_window,
-                                     cand=cand_cache[0], pmask=cand_cache[1])
+                                     cand=cached[0][0], masks=cached[0][1])
 
         closure: int | tuple[int, ...] = (
             _CLOSURES[self.closure] if self.closure != "auto"

@@ -21,7 +21,8 @@ from bnsl_dist.search.base import Budget, Incumbent, Stopwatch, register
 from bnsl_dist.search.ordering import _kernels as K
 from bnsl_dist.search.ordering.samplers import uniform_orders
 
-__all__ = ["OBS", "batch_size", "cache_masks", "search_orders"]
+__all__ = ["OBS", "batch_size", "cache_masks", "candidate_masks", "obs_masks",
+           "search_orders"]
 
 #: Orders per kernel call: about 2048 variable-visits, between 1 and 256 orders.
 _BATCH_WORK = 2048
@@ -90,6 +91,25 @@ def cache_masks(fc: FlatCache, words: int | None = None) -> NDArray[np.uint64]:
     return masks[:, 0].copy() if words == 1 else masks
 
 
+def candidate_masks(fc: FlatCache) -> tuple[NDArray[np.int64], NDArray[np.int64],
+                                             NDArray[np.uint64]]:
+    """(cand_off, cand, cmask) of the ASOBS passes (:func:`~._kernels.candidate_masks`)."""
+    out: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.uint64]] = \
+        K.candidate_masks(fc.offsets, fc.par_offsets, fc.par_flat)
+    return out
+
+
+#: (pmask, cand_off, cand, cmask): what OBS and the ASOBS passes test sets by.
+ObsMasks = tuple[NDArray[np.uint64], NDArray[np.int64], NDArray[np.int64], NDArray[np.uint64]]
+
+
+def obs_masks(fc: FlatCache) -> ObsMasks:
+    """(pmask, cand_off, cand, cmask): the masks OBS and the ASOBS passes read
+    (:func:`cache_masks`, :func:`candidate_masks`)."""
+    cand_off, cand, cmask = candidate_masks(fc)
+    return cache_masks(fc), cand_off, cand, cmask
+
+
 def exact_total(fc: FlatCache, chosen: NDArray[np.int64]) -> float:
     """Sum of the chosen local scores (the value reported in incumbents)."""
     return float(np.sum(fc.scores[chosen]))
@@ -126,7 +146,8 @@ def search_orders(cache: ParentSetCache, budget: Budget, rng: np.random.Generato
     out_scores = np.empty(b, dtype=np.float64)
     chosen = np.empty(n, dtype=np.int64)
     order = np.empty(n, dtype=np.int64)
-    pmask = cache_masks(fc)
+    masks = obs_masks(fc)
+    max_size = int(fc.sizes.max()) if fc.sizes.size else 0
     pick = _ClosurePick(closure)
     while not watch.done():
         left = watch.iterations_left()
@@ -135,8 +156,8 @@ def search_orders(cache: ParentSetCache, budget: Budget, rng: np.random.Generato
         kernel = pick.next()
         t0 = time.perf_counter()
         K.run_orders_masked(orders, use_asobs, use_swaps, max_sweeps, fc.offsets,
-                            fc.par_offsets, fc.par_flat, pmask, fc.scores, out_scores[:m],
-                            chosen, order, kernel)
+                            fc.par_offsets, fc.par_flat, *masks, max_size, fc.scores,
+                            out_scores[:m], chosen, order, kernel)
         pick.record(kernel, time.perf_counter() - t0, m)
         watch.tick(m)
         score = exact_total(fc, chosen)
