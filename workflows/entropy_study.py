@@ -38,7 +38,7 @@ from bnsl_dist.datasets.catalog import load_registered
 from bnsl_dist.results.export import load_records
 from bnsl_dist.scores import LocalScorer
 from bnsl_dist.search.ordering import _kernels as K
-from bnsl_dist.search.ordering.obs import cache_masks, candidate_masks
+from bnsl_dist.search.ordering.obs import obs_masks
 from bnsl_dist.search.ordering.samplers import entropy_orders, entropy_weights, uniform_orders
 from workflows.benchmarks._common import machine
 
@@ -48,14 +48,14 @@ QUINTILES = 5
 
 def _passes(fc: Any, orders: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(scores (R,), constraint losses (R, n)) of the bare ASOBS pass on each order."""
-    pmask = cache_masks(fc)
-    cand = candidate_masks(fc)
+    masks = obs_masks(fc)
+    max_size = int(fc.sizes.max())
     score, chosen, walk = np.empty(1), np.empty(fc.n, np.int64), np.empty(fc.n, np.int64)
     best = fc.scores[fc.offsets[:-1]]  # each variable's sets are stored best first
     scores, losses = [], []
     for o in np.ascontiguousarray(orders, dtype=np.int64):
         K.run_orders_masked(o[None, :], True, False, 1, fc.offsets, fc.par_offsets,
-                            fc.par_flat, pmask, *cand, int(fc.sizes.max()), fc.scores, score,
+                            fc.par_flat, *masks, max_size, fc.scores, score,
                             chosen, walk, K.CLOSURE_SEARCH)
         scores.append(score[0])
         losses.append(best - fc.scores[chosen])

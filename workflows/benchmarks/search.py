@@ -311,6 +311,7 @@ def part_masks(seconds: float, repeats: int = 3,
         b = batch_size(n)
         masks = {w: cache_masks(fc, w) for w in (1, 2)}
         cand = candidate_masks(fc)
+        max_size = int(fc.sizes.max())
         reps: list[dict[str, Any]] = []
         for _ in range(repeats):
             rate: dict[int, float] = {}
@@ -325,7 +326,7 @@ def part_masks(seconds: float, repeats: int = 3,
                 while time.perf_counter() - t0 < seconds:
                     K.run_orders_masked(uniform_orders(rng, b, n), True, True, 10**6,
                                         fc.offsets, fc.par_offsets, fc.par_flat, pm,
-                                        *cand, int(fc.sizes.max()), fc.scores, out, chosen, order,
+                                        *cand, max_size, fc.scores, out, chosen, order,
                                         K.CLOSURE_BITSETS)
                     tops[w].append(float(out.max()))
                 rate[w] = len(tops[w]) * b / (time.perf_counter() - t0)

@@ -406,6 +406,7 @@ def asobs_pass(order, offsets, par_offsets, par_flat, pmask, cand_off, cand, cma
         elif not has_child[v]:  # nothing descends from v while it has no children
             best = offsets[v]
         elif offsets[v + 1] - offsets[v] > CAND_FROM:  # the candidate scan
+            dv = desc[v]
             best = offsets[v + 1] - 1
             bad = np.uint64(0)
             fine = OVERFLOW
@@ -420,25 +421,26 @@ def asobs_pass(order, offsets, par_offsets, par_flat, pmask, cand_off, cand, cma
                     j = trailing_zeros(u)
                     b = _ONE << np.uint64(j)
                     u &= u - _ONE
-                    if _in_desc(cand[c0 + j], desc, v):
+                    if _bit(dv, cand[c0 + j]):
                         bad |= b
                         ok = False
                         break
                     fine |= b
                 if ok and m & OVERFLOW:
                     for t in range(par_offsets[i], par_offsets[i + 1]):
-                        if _in_desc(par_flat[t], desc, v):
+                        if _bit(dv, par_flat[t]):
                             ok = False
                             break
                 if ok:
                     best = i
                     break
         else:
+            dv = desc[v]
             best = offsets[v + 1] - 1
             for i in range(offsets[v], offsets[v + 1]):
                 ok = True
                 for t in range(par_offsets[i], par_offsets[i + 1]):
-                    if _in_desc(par_flat[t], desc, v):
+                    if _bit(dv, par_flat[t]):
                         ok = False
                         break
                 if ok:
@@ -669,12 +671,6 @@ def _resolve_up(p, k, lab, pbeg, pend, pflat, stk, nxt_par, run_max):
             if j > 0 and rm > run_max[j - 1]:
                 run_max[j - 1] = rm
     return False
-
-
-@nb.njit(cache=True, nogil=True, inline="always")
-def _in_desc(p, desc, v):
-    """p is in desc(v) (the bitsets pass)."""
-    return (desc[v, p >> 6] >> np.uint64(p & 63)) & _ONE != 0
 
 
 #: ``closure`` of :func:`run_orders`: how an ASOBS pass tracks descendants.

@@ -62,19 +62,19 @@ _CLOSURES = {"bitsets": K.CLOSURE_BITSETS, "dfs": K.CLOSURE_SEARCH,
              "blocks": K.CLOSURE_BLOCKS}
 #: Above this many variables "auto" tracks descendants by search instead of bitsets.
 #: ASOBS + OBS + swaps with the search against bitsets (same orders), the search's speed
-#: relative (both testing sets by candidate masks): 0.77 on plants (69 variables), 0.93
-#: on dna (180), 1.06 on book (500), 1.21 on cwebkb (839); bare passes 0.57, 0.92, 1.08,
-#: 1.32: part ``closure`` of workflows/benchmarks/asobs_large.py
-#: (workflows/results/benchmarks/asobs_large_cand.json). The cross-over lies between 180
-#: and 500 variables, where the two are within 10%.
+#: relative (both testing sets by candidate masks): 0.78 on plants (69 variables), 1.0 on
+#: dna (180), 1.13 on book (500), 1.36 on cwebkb (839); bare passes 0.59, 0.83, 1.24,
+#: 1.89: part ``closure`` of workflows/benchmarks/asobs_large.py
+#: (workflows/results/benchmarks/asobs_large_cand.json). The cross-over now lies between
+#: 180 and 500 variables (it was at about 500 before the candidate masks); left at 512.
 SEARCH_FROM = 512
 #: Above SEARCH_FROM "auto" times the search and the blocks on the first orders and
 #: keeps the faster: neither wins everywhere. Passes per second, blocks over search,
-#: same orders, one run: 1.0 on the synthetic cache of 1,556 variables, 1.3 on 3,000,
-#: 1.5 on 5,000, 1.7 on 10,000 (deep chains of descendants: the search's labels go
-#: stale); 0.45 on BLIP's cwebkb cache (839 variables) and 0.39 on a cache of 2,000
+#: same orders, one run: 1.5 on the synthetic caches of 1,556 and 3,000 variables, 1.8
+#: on 5,000, 1.9 on 10,000 (deep chains of descendants: the search's labels go stale);
+#: 0.66 on BLIP's cwebkb cache (839 variables), 0.69 on book and 0.39 on a cache of 2,000
 #: variables learned from data (part ``kernels`` of workflows/benchmarks/asobs_large.py;
-#: workflows/results/benchmarks/asobs_large_blocks.json).
+#: workflows/results/benchmarks/asobs_large_cand.json).
 #: Block steps per window-kernel call between two clock checks.
 _WINDOW_CHUNK = 50_000
 
