@@ -24,6 +24,7 @@ from bnsl_dist.search.ordering.obs import (
     cache_masks,
     candidate_masks,
     obs_masks,
+    search_orders,
 )
 from bnsl_dist.search.ordering.samplers import (
     entropy_orders,
@@ -347,6 +348,27 @@ def test_asobs_with_swaps_equals_the_naive_search_seed_for_seed(cache, iters, cl
     assert want == got
 
 
+def test_a_refinement_after_bare_passes_gets_an_order_consistent_with_the_dag():
+    # bare ASOBS passes leave no order (the kernel does not compute one); the anytime
+    # loop takes a topological order of the batch's best DAG for the refinement
+    cache = load_jkl("child-5000.blip.jkl.gz", bundled=True)
+    fc = cache.flat
+    n = cache.n_vars
+    seen = []
+
+    def refine(fc_, order, chosen, watch, g):
+        pos = {int(v): k for k, v in enumerate(order)}
+        assert sorted(pos) == list(range(n))
+        seen.append(all(pos[p] < pos[v] for v in range(n)
+                        for p in cache.parents_at(int(chosen[v]))))
+        yield float(np.sum(fc.scores[chosen])), chosen
+
+    incs = list(search_orders(cache, Budget(max_iterations=6), np.random.default_rng(0),
+                              draw=lambda g, m: uniform_orders(g, m, n), use_asobs=True,
+                              use_swaps=False, refine=refine))
+    assert len(seen) == 6 and all(seen) and incs
+
+
 def test_timed_auto_closure_equals_the_naive_search_seed_for_seed(monkeypatch):
     # "auto" with SEARCH_FROM at 0 on 150 variables: 10 batches, the first a warm-up, the
     # next 6 alternating the search and the blocks, then the kept one; the incumbents are
@@ -505,6 +527,18 @@ def test_uniform_orders_are_permutations_and_uniform():
     for r in orders:
         counts[tuple(int(x) for x in r)] += 1
     assert stats.chisquare(list(counts.values())).pvalue > 1e-4
+
+
+@pytest.mark.parametrize("n", [5, 300])
+def test_samplers_do_not_depend_on_batch_sizes(n):
+    w = np.linspace(0.1, 2.0, n)
+    for draw in (lambda g, m: uniform_orders(g, m, n), lambda g, m: weighted_orders(g, m, w)):
+        whole = draw(np.random.default_rng(3), 7)
+        g = np.random.default_rng(3)
+        parts = np.vstack([draw(g, 1), draw(g, 2), draw(g, 4)])
+        assert np.array_equal(whole, parts)
+        assert whole.flags.c_contiguous and whole.dtype == np.int64
+        assert all(sorted(r) == list(range(n)) for r in whole)
 
 
 def test_weighted_orders_follow_successive_sampling():

@@ -155,9 +155,9 @@ def search_orders(cache: ParentSetCache, budget: Budget, rng: np.random.Generato
         orders = np.ascontiguousarray(draw(rng, m), dtype=np.int64)
         kernel = pick.next()
         t0 = time.perf_counter()
-        K.run_orders_masked(orders, use_asobs, use_swaps, max_sweeps, fc.offsets,
-                            fc.par_offsets, fc.par_flat, *masks, max_size, fc.scores,
-                            out_scores[:m], chosen, order, kernel)
+        top = K.run_orders_masked(orders, use_asobs, use_swaps, max_sweeps, fc.offsets,
+                                  fc.par_offsets, fc.par_flat, *masks, max_size, fc.scores,
+                                  out_scores[:m], chosen, order, kernel)
         pick.record(kernel, time.perf_counter() - t0, m)
         watch.tick(m)
         score = exact_total(fc, chosen)
@@ -165,6 +165,9 @@ def search_orders(cache: ParentSetCache, budget: Budget, rng: np.random.Generato
             best = score
             yield _incumbent(cache, watch, score, chosen)
         if refine is not None:
+            if use_asobs and not use_swaps:  # a bare pass leaves no order: take one
+                K.topological_order_near(orders[top], chosen, fc.par_offsets, fc.par_flat,
+                                         order)
             for s, ch in refine(fc, order, chosen, watch, rng):
                 if s > best:
                     best = s
