@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import platform
 import socket
 import subprocess
@@ -11,15 +12,31 @@ from typing import Any
 
 from bnsl_dist import __version__
 
-__all__ = ["provenance", "DEPENDENCIES"]
+__all__ = ["provenance", "source_digest", "DEPENDENCIES"]
 
 #: Packages whose versions every record carries.
 DEPENDENCIES = ("numpy", "numba", "scipy", "pandas", "pyarrow", "pydantic", "networkx",
                 "ortools", "dask", "distributed")
 
 
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def source_digest(package: Path = _PACKAGE) -> str:
+    """SHA-256 (first 16 hex digits) of the package's Python sources: each ``*.py``
+    file's path relative to the package (POSIX form) and bytes, in sorted path order,
+    each part preceded by its length. Says which code ran when the checkout was dirty
+    or is not a checkout at all."""
+    h = hashlib.sha256()
+    for f in sorted(package.rglob("*.py"), key=lambda p: p.relative_to(package).as_posix()):
+        for part in (f.relative_to(package).as_posix().encode(), f.read_bytes()):
+            h.update(len(part).to_bytes(8, "little"))
+            h.update(part)
+    return h.hexdigest()[:16]
+
+
 def _git(*args: str) -> str | None:
-    root = Path(__file__).resolve().parents[2]
+    root = _PACKAGE.parent
     if not (root / ".git").exists():
         return None
     try:
@@ -40,13 +57,17 @@ def _static() -> dict[str, Any]:
             versions[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
             pass
+    versions["bnsl_dist_source"] = source_digest()
     commit = _git("rev-parse", "HEAD")
-    status = _git("status", "--porcelain", "--untracked-files=no") if commit else None
+    status = (_git("status", "--porcelain", "--untracked-files=no", "--", str(_PACKAGE))
+              if commit else None)
     return {"version": __version__, "commit": commit,
             "dirty": None if status is None else bool(status), "versions": versions}
 
 
 def provenance() -> dict[str, Any]:
-    """``version``, ``commit`` and ``dirty`` (None outside a git checkout), dependency
-    ``versions`` and ``hostname`` of this process (the commit is read once)."""
+    """``version``, ``commit`` and ``dirty`` (None outside a git checkout; dirty: the
+    package's tracked sources differ from the commit, other files do not count),
+    dependency ``versions`` with ``bnsl_dist_source`` (:func:`source_digest` of the code
+    that runs) and ``hostname`` of this process (all but the host read once)."""
     return {**_static(), "hostname": socket.gethostname()}
