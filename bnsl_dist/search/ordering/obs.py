@@ -9,6 +9,7 @@ the same result whatever the machine.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 
@@ -29,6 +30,10 @@ _BATCH_WORK = 2048
 _MAX_BATCH = 256
 #: Timed batches per candidate closure kernel before :class:`_ClosurePick` keeps one.
 _TRIALS = 3
+#: What :class:`_ClosurePick` times batches by: the calling thread's CPU time (load from
+#: other processes does not count), but wall time on Windows, whose thread times advance
+#: by clock ticks of ~16 ms, longer than many batches.
+_clock = time.perf_counter if sys.platform == "win32" else time.thread_time
 #: Batches after which :class:`_ClosurePick` times the candidates again (the machine's
 #: load may have changed); a few slow batches in a thousand.
 _RECHECK = 1000
@@ -37,10 +42,10 @@ _RECHECK = 1000
 class _ClosurePick:
     """The ASOBS closure kernel of each batch. Given several candidates (which choose the
     same sets, so results do not depend on the pick), the first batch warms up, the
-    next ``_TRIALS`` per candidate alternate among them, timed (the CPU time of the
-    calling thread, in which the kernel runs: other processes' load does not count, as
-    it did by wall time), and the candidate with the least time per order runs; every
-    ``_RECHECK`` batches the trial is repeated (without the warm-up)."""
+    next ``_TRIALS`` per candidate alternate among them, timed (``_clock``: the CPU time
+    of the calling thread, in which the kernel runs), and the candidate with the least
+    time per order runs; every ``_RECHECK`` batches the trial is repeated (without the
+    warm-up)."""
 
     def __init__(self, closure: int | Sequence[int]) -> None:
         self.cands = [closure] if isinstance(closure, int) else list(closure)
@@ -155,11 +160,11 @@ def search_orders(cache: ParentSetCache, budget: Budget, rng: np.random.Generato
         m = b if left is None else min(b, left)
         orders = np.ascontiguousarray(draw(rng, m), dtype=np.int64)
         kernel = pick.next()
-        t0 = time.thread_time()  # CPU time: a burst of load elsewhere does not count
+        t0 = _clock()
         top = K.run_orders_masked(orders, use_asobs, use_swaps, max_sweeps, fc.offsets,
                                   fc.par_offsets, fc.par_flat, *masks, max_size, fc.scores,
                                   out_scores[:m], chosen, order, kernel)
-        pick.record(kernel, time.thread_time() - t0, m)
+        pick.record(kernel, _clock() - t0, m)
         watch.tick(m)
         score = exact_total(fc, chosen)
         if score > best:
