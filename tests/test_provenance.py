@@ -37,6 +37,7 @@ def test_source_digest_follows_its_recipe_and_the_sources_only(tmp_path):
 
 
 def test_the_running_package_digest_is_in_the_provenance():
+    # the sources as imported (the test run does not edit them)
     prov = P.provenance()
     assert prov["versions"]["bnsl_dist_source"] == P.source_digest()
 

@@ -35,6 +35,11 @@ def source_digest(package: Path = _PACKAGE) -> str:
     return h.hexdigest()[:16]
 
 
+#: The digest of the sources as they were when this module was imported (with the rest of
+#: the package): edits made later while the process runs do not change what ran.
+_IMPORTED_SOURCE = source_digest()
+
+
 def _git(*args: str) -> str | None:
     root = _PACKAGE.parent
     if not (root / ".git").exists():
@@ -57,7 +62,7 @@ def _static() -> dict[str, Any]:
             versions[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
             pass
-    versions["bnsl_dist_source"] = source_digest()
+    versions["bnsl_dist_source"] = _IMPORTED_SOURCE
     commit = _git("rev-parse", "HEAD")
     status = (_git("status", "--porcelain", "--untracked-files=no", "--", str(_PACKAGE))
               if commit else None)
@@ -68,6 +73,7 @@ def _static() -> dict[str, Any]:
 def provenance() -> dict[str, Any]:
     """``version``, ``commit`` and ``dirty`` (None outside a git checkout; dirty: the
     package's tracked sources differ from the commit, other files do not count),
-    dependency ``versions`` with ``bnsl_dist_source`` (:func:`source_digest` of the code
-    that runs) and ``hostname`` of this process (all but the host read once)."""
+    dependency ``versions`` with ``bnsl_dist_source`` (:func:`source_digest` of the
+    package's sources when it was imported) and ``hostname`` of this process (all but
+    the host read once)."""
     return {**_static(), "hostname": socket.gethostname()}
