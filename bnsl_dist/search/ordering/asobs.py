@@ -16,9 +16,9 @@ worse than uniform orders — see :mod:`~bnsl_dist.search.ordering.samplers`).
 
 After each ASOBS pass a local improvement starts FROM the ASOBS solution (BLIP feeds its
 local search a mirrored order instead — a bug we do not copy): a topological order of
-the ASOBS DAG is taken (the one closest to the sampled order), OBS is run on it (its
-result is at least the ASOBS DAG, which is consistent with that order), then adjacent
-swaps until none improves (``local_search="swap"``, BLIP's ASOBS), and with
+the ASOBS DAG is taken (the one closest to the sampled order; OBS on it would return
+the ASOBS DAG itself, as each better set of a variable holds one of its descendants,
+which the order puts after it), then adjacent swaps until none improves (``local_search="swap"``, BLIP's ASOBS), and with
 ``local_search="window"`` (Win-ASOBS) the window search after that: swaps are its
 cheapest moves (a block of one moved by one step), so doing them first reaches good
 orders sooner (measured on book: -313159 instead of -313179 after the same 20 s).
