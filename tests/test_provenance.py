@@ -24,22 +24,31 @@ def _package(root: Path) -> Path:
     return pkg
 
 
+def _by_hand(parts: list[bytes]) -> str:
+    """The documented recipe: each part (path, then bytes, files in sorted path order)
+    preceded by its length."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little") + part)
+    return h.hexdigest()[:16]
+
+
 def test_source_digest_follows_its_recipe_and_the_sources_only(tmp_path):
     pkg = _package(tmp_path)
-    h = hashlib.sha256()  # the documented recipe, by hand: sorted paths, length-prefixed
-    for part in (b"b.py", b"B = 2\n", b"sub/a.py", b"A = 1\n"):
-        h.update(len(part).to_bytes(8, "little") + part)
-    assert P.source_digest(pkg) == h.hexdigest()[:16]
+    want = _by_hand([b"b.py", b"B = 2\n", b"sub/a.py", b"A = 1\n"])
+    assert P.source_digest(pkg) == want
     (pkg / "data.txt").write_text("changed\n")  # not a source: same digest
-    assert P.source_digest(pkg) == h.hexdigest()[:16]
+    assert P.source_digest(pkg) == want
     (pkg / "sub" / "a.py").write_text("A = 3\n")
-    assert P.source_digest(pkg) != h.hexdigest()[:16]
+    assert P.source_digest(pkg) != want
 
 
 def test_the_running_package_digest_is_in_the_provenance():
-    # the sources as imported (the test run does not edit them)
-    prov = P.provenance()
-    assert prov["versions"]["bnsl_dist_source"] == P.source_digest()
+    # the package's sources as imported (the test run does not edit them), by hand
+    pkg = Path(P.__file__).resolve().parents[1]
+    files = sorted((f.relative_to(pkg).as_posix(), f) for f in pkg.rglob("*.py"))
+    want = _by_hand([x for name, f in files for x in (name.encode(), f.read_bytes())])
+    assert P.provenance()["versions"]["bnsl_dist_source"] == want
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")

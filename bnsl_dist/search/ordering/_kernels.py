@@ -308,8 +308,8 @@ def try_swap(k, order, pos, chosen, offsets, par_offsets, par_flat, pmask, suf, 
     na = first_fit_masked(par_offsets, par_flat, pmask, offsets[a], ca, pos, k + 1, f0, f1,
                           exact)
     if na < 0:
-        # a keeps its set and b can only lose a: no gain. b's rescan is skipped (after OBS
-        # on a topological order half the pairs tried are parent and child, and their
+        # a keeps its set and b can only lose a: no gain. b's rescan is skipped (from a
+        # topological order half the pairs tried are parent and child, and their
         # rescans took half of the swaps' time on 10,000 variables)
         pos[a] = k
         pos[b] = k + 1

@@ -18,8 +18,9 @@ After each ASOBS pass a local improvement starts FROM the ASOBS solution (BLIP f
 local search a mirrored order instead — a bug we do not copy): a topological order of
 the ASOBS DAG is taken (the one closest to the sampled order; OBS on it would return
 the ASOBS DAG itself, as each better set of a variable holds one of its descendants,
-which the order puts after it), then adjacent swaps until none improves (``local_search="swap"``, BLIP's ASOBS), and with
-``local_search="window"`` (Win-ASOBS) the window search after that: swaps are its
+which the order puts after it), then adjacent swaps until none improves
+(``local_search="swap"``, BLIP's ASOBS), and with ``local_search="window"``
+(Win-ASOBS) the window search after that: swaps are its
 cheapest moves (a block of one moved by one step), so doing them first reaches good
 orders sooner (measured on book: -313159 instead of -313179 after the same 20 s).
 
@@ -50,7 +51,7 @@ from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.search.base import Budget, Incumbent, Stopwatch, register
 from bnsl_dist.search.ordering import _kernels as K
 from bnsl_dist.search.ordering import _window_kernels as WK
-from bnsl_dist.search.ordering.obs import ObsMasks, exact_total, obs_masks, search_orders
+from bnsl_dist.search.ordering.obs import exact_total, search_orders
 from bnsl_dist.search.ordering.samplers import entropy_orders, entropy_weights, uniform_orders
 
 __all__ = ["ASOBS", "ASOBSEnt", "WinASOBS", "WinASOBSEnt", "candidate_bitsets",
@@ -93,19 +94,15 @@ def candidate_bitsets(fc: FlatCache) -> NDArray[np.uint64]:
 
 def window_refine(fc: FlatCache, order: NDArray[np.int64], chosen: NDArray[np.int64],
                   watch: Stopwatch, rng: np.random.Generator, *, max_window: int,
-                  chunk: int = _WINDOW_CHUNK, cand: NDArray[np.uint64] | None = None,
-                  masks: ObsMasks | None = None
+                  chunk: int = _WINDOW_CHUNK, cand: NDArray[np.uint64] | None = None
                   ) -> Iterator[tuple[float, NDArray[np.int64]]]:
-    """OBS on ``order`` then the window search, in chunks; yields (score, chosen) after
-    each chunk that improved. ``order`` must be consistent with ``chosen``'s DAG.
-    ``cand`` / ``masks``: :func:`candidate_bitsets` / the set and candidate masks of OBS
-    (:func:`obs_masks`) if already known."""
+    """The window search from ``order`` and ``chosen``, in chunks; yields (score, chosen)
+    after each chunk that improved. ``chosen`` must hold each variable's best set
+    consistent with ``order``, as OBS and the swaps leave it (the anytime loop's swaps
+    do). ``cand``: :func:`candidate_bitsets` if already known."""
     n = fc.n
     pos = np.empty(n, dtype=np.int64)
-    masks = obs_masks(fc) if masks is None else masks
-    K.obs_assign(order, fc.offsets, fc.par_offsets, fc.par_flat, *masks, fc.scores, pos,
-                 chosen)
-    yield exact_total(fc, chosen), chosen
+    pos[order] = np.arange(n)
     cand = candidate_bitsets(fc) if cand is None else cand
     todo = rng.permutation(n).astype(np.int64)
     state = np.array([0, 1, 0], dtype=np.int64)
@@ -223,13 +220,13 @@ class ASOBS:
         refine = None
         if self.local_search == "window":
             max_window = int(self.max_window)
-            cached: list[tuple[NDArray[np.uint64], ObsMasks]] = []
+            cached: list[NDArray[np.uint64]] = []
 
             def refine(fc, order, chosen, watch, g):  # type: ignore[no-untyped-def]
                 if not cached:
-                    cached.append((candidate_bitsets(fc), obs_masks(fc)))
+                    cached.append(candidate_bitsets(fc))
                 return window_refine(fc, order, chosen, watch, g, max_window=max_window,
-                                     cand=cached[0][0], masks=cached[0][1])
+                                     cand=cached[0])
 
         closure: int | tuple[int, ...] = (
             _CLOSURES[self.closure] if self.closure != "auto"
