@@ -155,3 +155,24 @@ def test_cli_short_time_limit_runs_in_process_unless_a_cluster_is_asked_for(tmp_
     r = CliRunner().invoke(main, ["learn", "nltcs", "--time-limit", "2", "--workers", "1",
                                   "-q", "-o", str(tmp_path / "w.json")])
     assert r.exit_code != 0 and asked and asked[0]["workers"] == 1
+
+
+def test_cli_time_limit_says_its_result_unless_quiet(tmp_path):
+    """Off a terminal, learn --time-limit shows no live progress but still closes with
+    its best score (as learn without a limit closes with its summary); -q says nothing."""
+    import json
+
+    from click.testing import CliRunner
+
+    from bnsl_dist.cli import main
+
+    out = tmp_path / "r.json"
+    r = CliRunner().invoke(main, ["learn", "nltcs", "--time-limit", "2", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    res = json.loads(out.read_text())
+    arcs = sum(len(v) for v in res["dag"]["parents"].values())
+    assert r.stdout == ""
+    assert f"best score {res['score']:.4f} ({arcs} arcs)" in r.stderr
+    r = CliRunner().invoke(main, ["learn", "nltcs", "--time-limit", "2", "-q", "-o",
+                                  str(tmp_path / "q.json")])
+    assert r.exit_code == 0 and r.stderr == "" and r.stdout == ""

@@ -229,6 +229,7 @@ class _Progress:
         from rich.console import Console
 
         self.console = Console(stderr=True)
+        self.summary = enabled  # the closing line, on stderr unless -q (a TTY or not)
         self.enabled = enabled and self.console.is_terminal
         self._status: Any = None
 
@@ -331,10 +332,11 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
         write_jkl(built[0], save_cache)
     if export is not None:
         _export(export, result["dag"], data, out)
-    if progress.enabled:
+    if progress.summary:
         arcs = sum(len(v) for v in result["dag"]["parents"].values())
         progress.console.print(f"best score {result['score']:.4f} ({arcs} arcs) in "
-                               f"{result['wall_seconds']:.1f} s of {time_limit:g} s -> {out}")
+                               f"{result['wall_seconds']:.1f} s of {time_limit:g} s -> {out}",
+                               soft_wrap=True)
 
 
 #: ``learn --time-limit`` without a cluster option runs in its own process below this
