@@ -39,6 +39,31 @@ def test_score_bic_and_bdeu(runner, tmp_path):
         naive_bdeu(d.codes, d.arities, 1, [0], 10.0), rel=1e-9)
 
 
+def test_score_reads_a_learn_result(runner, tmp_path):
+    """The result of `bnsl-dist learn` scores as its DAG: the total equals the score the
+    search reported (from the cache) and the naive BIC of each family."""
+    out = tmp_path / "r.json"
+    res = runner.invoke(main, ["learn", "nltcs", "--serial", "--iterations", "20", "-q",
+                               "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    learned = json.loads(out.read_text())
+    res = runner.invoke(main, ["score", "nltcs", "--dag", str(out)])
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.output)
+    d = resolve_data("nltcs")
+    parents = learned["dag"]["parents"]
+    assert sum(map(len, parents.values())) > 0
+    idx = {s: i for i, s in enumerate(d.names)}
+    naive = sum(naive_bic(d.codes, d.arities, idx[v], [idx[p] for p in ps])
+                for v, ps in parents.items())
+    assert got["total"] == pytest.approx(naive, rel=1e-9)
+    assert got["total"] == pytest.approx(learned["score"], rel=1e-9)
+    learned["dag"] = {"parents": "X0"}  # still named by its field in the error
+    out.write_text(json.dumps(learned))
+    res = runner.invoke(main, ["score", "nltcs", "--dag", str(out)])
+    assert res.exit_code == 2 and f"{out}, field 'dag'" in res.output
+
+
 @pytest.mark.parametrize("parents,match", [
     ({"X1": ["Y"]}, "unknown variable 'Y'"),
     ({"X1": ["X0"], "X0": ["X1"]}, "cycle"),

@@ -11,7 +11,7 @@ from bnsl_dist.cli._common import echo_json
 @click.argument("data")
 @click.option("--dag", "dag_path", required=True, type=click.Path(exists=True, dir_okay=False),
               help="DAG JSON: {\"nodes\": [...], \"parents\": {name: [...]}}, naming every "
-                   "variable of DATA.")
+                   "variable of DATA, or the result of `bnsl-dist learn`.")
 @click.option("--allow-partial-dag", "partial", is_flag=True,
               help="Accept a DAG JSON that leaves variables out; they are scored without "
                    "parents.")
@@ -20,7 +20,7 @@ from bnsl_dist.cli._common import echo_json
 @click.option("--ess", type=click.FloatRange(min=0, min_open=True), default=1.0,
               show_default=True, help="Equivalent sample size of BDeu.")
 def score_cmd(data: str, dag_path: str, partial: bool, score: str, ess: float) -> None:
-    """Score the DAG of DAG_PATH on DATA (a file, or a name from `bnsl-dist data list`);
+    """Score the DAG of --dag on DATA (a file, or a name from `bnsl-dist data list`);
     print {"total", "per_variable"} as JSON."""
     from bnsl_dist.cli.data import load_data
     from bnsl_dist.graph import DAG

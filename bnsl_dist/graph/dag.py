@@ -265,7 +265,8 @@ class DAG:
     @classmethod
     def read_json(cls, path: str | os.PathLike[str], *,
                   names: Sequence[str] | None = None, partial: bool = False) -> DAG:
-        """Read a DAG JSON file; see :meth:`from_json_dict`."""
+        """Read a DAG JSON file; see :meth:`from_json_dict`. A result of ``bnsl-dist
+        learn`` (its DAG JSON in field ``dag``) is read as its DAG."""
         try:
             with open(path, encoding="utf-8") as fh:
                 obj = json.load(fh)
@@ -276,7 +277,11 @@ class DAG:
                                f"{exc.msg}") from None
         except UnicodeDecodeError:
             raise NotADAGError(f"{path}: not UTF-8 text") from None
-        return cls.from_json_dict(obj, names=names, source=str(path), partial=partial)
+        source = str(path)
+        if isinstance(obj, Mapping) and "parents" not in obj \
+                and isinstance(obj.get("dag"), Mapping):
+            obj, source = obj["dag"], f"{path}, field 'dag'"
+        return cls.from_json_dict(obj, names=names, source=source, partial=partial)
 
     def write_json(self, path: str | os.PathLike[str]) -> None:
         from bnsl_dist._io import atomic_write_text
