@@ -20,10 +20,10 @@ checking that every kernel chose the same sets for every order. Recorded per cac
 kernel: orders per second (wall) of each round and their median, and the ratio to
 ``dfs`` per round (timings are load-dependent: compare the ratios, measured side by
 side in one run). Then the optimizer (``asobs``, ``closure="auto"``, bare passes and
-passes + OBS + swaps) runs for ``--seconds`` on the synthetic cache, as in the
+passes + swaps) runs for ``--seconds`` on the synthetic cache, as in the
 ``orders`` part of the search benchmark (``--trees``: each source tree's optimizer, one
 after the other; ``--opt-caches``: BLIP's caches too). Part ``closure``: the batch
-kernel (pass, and pass + OBS + swaps) with bitsets against the search on BLIP's plants,
+kernel (pass, and pass + swaps) with bitsets against the search on BLIP's plants,
 dna, book and cwebkb caches, where ``SEARCH_FROM`` was picked. Above it no kernel wins
 everywhere (the blocks on the synthetic caches, the search on cwebkb and on a cache of
 2,000 variables learned from data: ``bn2000`` of :mod:`workflows.benchmarks.peers`,
@@ -163,7 +163,7 @@ def _batch(fc: FlatCache, masks: ObsMasks, orders: np.ndarray, search: bool, swa
 
 
 def part_closure(rounds: int, orders_x_vars: int) -> list[dict[str, Any]]:
-    """ASOBS passes, bare and followed by OBS + swaps (the batch kernel the optimizer
+    """ASOBS passes, bare and followed by swaps (the batch kernel the optimizer
     runs), with closed bitsets and with the search of ``asobs_pass_up``, on the
     same orders (interleaved; same scores checked), on BLIP's caches around
     ``SEARCH_FROM``: CPU seconds per batch, ratio bitsets / search per round (> 1: the

@@ -26,12 +26,13 @@ Four parts, each written to ``out/search.json`` (and a markdown table,
   ASOBS DAG (ours) or from that order mirrored (ALGORITHMS.md says BLIP does this),
   for uniform and entropy orders.
 * ``masks`` — the kernels' set masks folded into 1 or 2 words (``pmask``, see
-  ``bnsl_dist/search/ordering/_kernels.py``): orders per second (pass + OBS + swaps) with
+  ``bnsl_dist/search/ordering/_kernels.py``): orders per second (pass + swaps) with
   each, interleaved repeats, on BLIP's caches of plants (69 variables: 1 word is a
   filter, 2 exact), dna, book and cwebkb (both filters); the rule ``mask_words`` (the
   ``rule`` column) was picked from it. Same DAGs either way (checked).
 * ``rate`` — orders per second (wall and CPU) side by side with BLIP's ASOBS (an
-  iteration: pass, OBS, swaps, as ours) on each cache BLIP built, one thread each,
+  iteration: pass, OBS, swaps; ours: pass, swaps, as OBS on a topological order of the
+  ASOBS DAG returns that DAG) on each cache BLIP built, one thread each,
   one after the other (BLIP's rate differential, see :func:`part_rate`). Needs
   ``--blip-jar`` (a class path holding BLIP built from its public source, and
   args4j); skipped without it.
@@ -297,7 +298,7 @@ def part_mirror(seconds: float) -> list[dict[str, Any]]:
 
 def part_masks(seconds: float, repeats: int = 3,
                caches: list[str] | None = None) -> list[dict[str, Any]]:
-    """ASOBS + OBS + swaps (``run_orders_masked``) with 1- and 2-word set masks, the same
+    """ASOBS + swaps (``run_orders_masked``) with 1- and 2-word set masks, the same
     sampled orders for both, ``seconds`` each, ``repeats`` times interleaved; the row
     keeps the median rate of each and the median per-repeat ratio (2 words / 1)."""
     from bnsl_dist.search.ordering import _kernels as K
@@ -369,7 +370,7 @@ def _blip_run(classpath: str, jkl: Path, seconds: int) -> tuple[int, float]:
 
 def part_rate(classpath: str, seconds: int, repeats: int = 3,
               caches: list[str] | None = None) -> list[dict[str, Any]]:
-    """Our ASOBS (pass + OBS + swaps) vs BLIP's, orders per second and per CPU second.
+    """Our ASOBS (pass + swaps) vs BLIP's (pass + OBS + swaps), orders per second and per CPU second.
 
     BLIP's clock starts before it reads the cache and its code is compiled while it
     runs, so its rate is differential: two runs, of ``seconds`` / 3 and ``seconds``;
@@ -451,14 +452,14 @@ def markdown(result: dict[str, Any]) -> str:
                   "orders/s (CPU) |",
                   "|---|---:|---:|---|---|---:|---:|"]
         for r in result["orders"]:
-            what = "pass" if r["local_search"] == "none" else "pass + OBS + swaps"
+            what = "pass" if r["local_search"] == "none" else "pass + swaps"
             lines.append(f"| {r['cache']} | {r['n']} | {r['sets']} | {what} | "
                          f"{r['closure']} | {r['orders_per_s']:.2f} | "
                          f"{r['orders_per_cpu_s']:.2f} |")
         lines.append("")
     if result.get("rate"):
-        lines += ["### ASOBS orders per second beside BLIP's (pass + OBS + swaps, one "
-                  "thread each, one after the other; BLIP's rate differential; medians "
+        lines += ["### ASOBS orders per second beside BLIP's (pass + swaps; BLIP: pass "
+                  "+ OBS + swaps; one thread each, one after the other; BLIP's rate differential; medians "
                   "of interleaved repeats)", "",
                   "| cache | n | sets | ours /s | BLIP /s | ratio | ours /CPU s | "
                   "BLIP /CPU s | ratio |",
@@ -470,7 +471,7 @@ def markdown(result: dict[str, Any]) -> str:
                          f"{r['blip_orders_per_cpu_s']:.1f} | {r['ratio_cpu']:.2f} |")
         lines.append("")
     if result.get("masks"):
-        lines += ["### Set masks of 1 or 2 words (ASOBS + OBS + swaps, same orders, medians "
+        lines += ["### Set masks of 1 or 2 words (ASOBS + swaps, same orders, medians "
                   "of interleaved repeats)", "",
                   "| cache | n | sets | 1 word /s | 2 words /s | ratio 2/1 | rule |",
                   "|---|---:|---:|---:|---:|---:|---:|"]
@@ -502,7 +503,7 @@ def markdown(result: dict[str, Any]) -> str:
                 continue
             same = {x["sampler"]: x["mean"] for x in rows
                     if x["cache"] == r["cache"] and x["local_search"] == r["local_search"]}
-            what = "pass" if r["local_search"] == "none" else "pass + OBS + swaps"
+            what = "pass" if r["local_search"] == "none" else "pass + swaps"
             lines.append(f"| {r['cache']} | {r['n']} | {r['orders']} | {what} | "
                          f"{same['uniform']:.1f} | {same['entropy, high first']:.1f} | "
                          f"{same['entropy, high last']:.1f} |")

@@ -4,7 +4,7 @@
   with the two equivalent forms of a cluster constraint's row;
 - :func:`repair`: an ASOBS-style pass that turns per-variable preferences into a DAG
   (each variable takes its first preferred set avoiding its current descendants);
-  :func:`order_search` / :func:`greedy_dag`: ASOBS + OBS + swaps over orders (the
+  :func:`order_search` / :func:`greedy_dag`: ASOBS + swaps over orders (the
   numba kernels of :mod:`bnsl_dist.search.ordering`); :func:`lp_order`;
 - :func:`eades_order`: the Eades-Lin-Smyth feedback-arc-set ordering heuristic;
 - :func:`stream_thread` / :func:`hold_back`: run a blocking solve on a thread, stream
@@ -244,8 +244,8 @@ def order_search(fam: Families, orders: NDArray[np.int64], max_sweeps: int = 50)
 
 
 def greedy_dag(fam: Families, rng: np.random.Generator, n_orders: int = 8) -> list[int]:
-    """The best of ``n_orders`` random orders, each by ASOBS then OBS with adjacent swaps
-    (deterministic given rng)."""
+    """The best of ``n_orders`` random orders, each by ASOBS then adjacent swaps from a
+    topological order of its DAG (deterministic given rng)."""
     orders = np.stack([rng.permutation(fam.n) for _ in range(max(1, n_orders))])
     return order_search(fam, orders)
 

@@ -88,7 +88,7 @@ ENCODINGS = ("lazy", "cuts", "order")
 def _lp_repairs(fam: Families, x: NDArray[np.float64], tol: float = 1e-6) -> list[list[int]]:
     """DAGs from an LP point: two as in TWILP §5.2 (each variable's sets preferred by LP
     value, or by score among those with a non-zero value; repaired by ASOBS), and one
-    by ASOBS + OBS + swaps on the Eades-Lin-Smyth order of the LP's arc weights."""
+    by ASOBS + swaps on the Eades-Lin-Smyth order of the LP's arc weights."""
     prefs_val: list[list[int]] = []
     prefs_score: list[list[int]] = []
     conf = np.zeros(fam.n)

@@ -62,7 +62,8 @@ _LOCAL = ("none", "swap", "window")
 _CLOSURES = {"bitsets": K.CLOSURE_BITSETS, "dfs": K.CLOSURE_SEARCH,
              "blocks": K.CLOSURE_BLOCKS}
 #: Above this many variables "auto" tracks descendants by search instead of bitsets.
-#: ASOBS + OBS + swaps with the search against bitsets (same orders), the search's speed
+#: ASOBS + OBS + swaps (as the optimizer ran then; no OBS since: it returned the ASOBS
+#: DAG) with the search against bitsets (same orders), the search's speed
 #: relative (both testing sets by candidate masks): 0.78 on plants (69 variables), 1.0 on
 #: dna (180), 1.13 on book (500), 1.36 on cwebkb (839); bare passes 0.59, 0.83, 1.24,
 #: 1.89: part ``closure`` of workflows/benchmarks/asobs_large.py
