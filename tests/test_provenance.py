@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import shutil
 import subprocess
 from pathlib import Path
@@ -51,21 +52,55 @@ def test_the_running_package_digest_is_in_the_provenance():
     assert P.provenance()["versions"]["bnsl_dist_source"] == want
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
-def test_dirty_counts_the_package_sources_only(tmp_path, monkeypatch):
+def _repo(tmp_path: Path):
+    """A git repository at tmp_path holding the package of :func:`_package` and a file
+    beside it; returns the package and a git runner."""
     pkg = _package(tmp_path)
     (tmp_path / "README.md").write_text("results\n")
 
-    def git(*args: str) -> None:
-        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c",
+                               "user.email=t@t", *args], check=True, capture_output=True,
+                              text=True).stdout.strip()
 
     git("init", "-q")
     git("add", ".")
-    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x")
-    monkeypatch.setattr(P, "_PACKAGE", pkg)
-    static = P._static.__wrapped__  # not the cached provenance of this process
-    assert static()["dirty"] is False
+    git("commit", "-q", "-m", "x")
+    return pkg, git
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+def test_dirty_counts_the_package_sources_only(tmp_path):
+    pkg, git = _repo(tmp_path)
+    assert P.git_state(pkg) == (git("rev-parse", "HEAD"), False)
     (tmp_path / "README.md").write_text("other results\n")  # outside the package
-    assert static()["dirty"] is False
+    assert P.git_state(pkg)[1] is False
     (pkg / "b.py").write_text("B = 5\n")
-    assert static()["dirty"] is True
+    assert P.git_state(pkg)[1] is True
+    assert P.git_state(tmp_path / "elsewhere" / "pkg") == (None, None)  # no checkout
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+def test_commit_and_dirty_are_those_of_the_imported_code(tmp_path):
+    """A process records the commit, dirtiness and digest read when it imported the
+    package: a commit or an edit made while it runs (a grid process running for hours
+    beside development) does not change what its records say ran."""
+    pkg, git = _repo(tmp_path)
+    (pkg / "pipeline").mkdir()
+    shutil.copy(P.__file__, pkg / "pipeline" / "provenance.py")
+    git("add", ".")
+    git("commit", "-q", "-m", "with provenance")
+    first = git("rev-parse", "HEAD")
+    spec = importlib.util.spec_from_file_location("provenance_copy",
+                                                  pkg / "pipeline" / "provenance.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # the import: reads the digest and the git state
+    digest = mod.source_digest(pkg)
+    (pkg / "b.py").write_text("B = 5\n")  # edited, then committed, after the import
+    assert mod.git_state(pkg) == (first, True)
+    git("commit", "-q", "-am", "later")
+    assert mod.git_state(pkg)[0] != first
+    got = mod.provenance()
+    assert (got["commit"], got["dirty"]) == (first, False)
+    assert got["versions"]["bnsl_dist_source"] == digest != mod.source_digest(pkg)

@@ -12,7 +12,7 @@ from typing import Any
 
 from bnsl_dist import __version__
 
-__all__ = ["provenance", "source_digest", "DEPENDENCIES"]
+__all__ = ["provenance", "source_digest", "git_state", "DEPENDENCIES"]
 
 #: Packages whose versions every record carries.
 DEPENDENCIES = ("numpy", "numba", "scipy", "pandas", "pyarrow", "pydantic", "networkx",
@@ -35,13 +35,7 @@ def source_digest(package: Path = _PACKAGE) -> str:
     return h.hexdigest()[:16]
 
 
-#: The digest of the sources as they were when this module was imported (with the rest of
-#: the package): edits made later while the process runs do not change what ran.
-_IMPORTED_SOURCE = source_digest()
-
-
-def _git(*args: str) -> str | None:
-    root = _PACKAGE.parent
+def _git(root: Path, *args: str) -> str | None:
     if not (root / ".git").exists():
         return None
     try:
@@ -50,6 +44,24 @@ def _git(*args: str) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip()
+
+
+def git_state(package: Path = _PACKAGE) -> tuple[str | None, bool | None]:
+    """The commit checked out in the repository holding ``package`` (its parent folder)
+    and whether the package's tracked sources differ from it (other files do not
+    count); (None, None) outside a git checkout."""
+    commit = _git(package.parent, "rev-parse", "HEAD")
+    status = (_git(package.parent, "status", "--porcelain", "--untracked-files=no", "--",
+                   str(package)) if commit else None)
+    return commit, None if status is None else bool(status)
+
+
+#: The digest of the sources, the commit and whether the checkout differed from it, as they
+#: were when this module was imported (with the rest of the package): commits and edits made
+#: later while the process runs do not change what ran (read at the first record instead,
+#: a grid process that started on one commit wrote the next one into its records).
+_IMPORTED_SOURCE = source_digest()
+_IMPORTED_COMMIT, _IMPORTED_DIRTY = git_state()
 
 
 @functools.lru_cache(maxsize=1)
@@ -63,17 +75,12 @@ def _static() -> dict[str, Any]:
         except metadata.PackageNotFoundError:
             pass
     versions["bnsl_dist_source"] = _IMPORTED_SOURCE
-    commit = _git("rev-parse", "HEAD")
-    status = (_git("status", "--porcelain", "--untracked-files=no", "--", str(_PACKAGE))
-              if commit else None)
-    return {"version": __version__, "commit": commit,
-            "dirty": None if status is None else bool(status), "versions": versions}
+    return {"version": __version__, "commit": _IMPORTED_COMMIT, "dirty": _IMPORTED_DIRTY,
+            "versions": versions}
 
 
 def provenance() -> dict[str, Any]:
-    """``version``, ``commit`` and ``dirty`` (None outside a git checkout; dirty: the
-    package's tracked sources differ from the commit, other files do not count),
-    dependency ``versions`` with ``bnsl_dist_source`` (:func:`source_digest` of the
-    package's sources when it was imported) and ``hostname`` of this process (all but
-    the host read once)."""
+    """``version``, ``commit`` and ``dirty`` (:func:`git_state` when the package was
+    imported), dependency ``versions`` with ``bnsl_dist_source`` (:func:`source_digest`
+    of the package's sources when it was imported) and ``hostname`` of this process."""
     return {**_static(), "hostname": socket.gethostname()}
