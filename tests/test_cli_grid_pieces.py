@@ -66,3 +66,38 @@ def test_pieces_add_up_to_the_grid(two_set_grid, tmp_path):
     assert r.exit_code == 0, r.output
     assert "4 cells: all already done" in r.output and "Dask cluster" not in r.output
     assert store.done_keys() == {c.key for c in expand_grid(full)}
+
+
+def test_status_counts_per_data_set_and_algorithm(two_set_grid, tmp_path):
+    """`grid status --by`: one row per group, in grid order, each cell counted once by
+    what the folder holds for it (a cell with both a result and a failure is done)."""
+    from bnsl_dist.pipeline.run import failure_record, run_cell
+
+    res = tmp_path / "r"
+    store = ResultStore(res)
+    cells = {(c.dataset, c.label): c for c in expand_grid(load_grid(two_set_grid))}
+    assert sorted(cells) == [("a", "asobs"), ("a", "obs"), ("b", "asobs"), ("b", "obs")]
+    store.write_result(run_cell(cells["a", "asobs"]))
+    store.write_failure(failure_record(cells["b", "obs"], "error", "boom"))
+    store.write_result(run_cell(cells["b", "asobs"]))  # failed once, then done
+    store.write_failure(failure_record(cells["b", "asobs"], "error", "earlier"))
+    run = CliRunner().invoke
+    r = run(main, ["grid", "status", str(two_set_grid), "--results", str(res), "--by",
+                   "dataset", "--json"])
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.output)
+    assert (got["done"], got["failed"], got["pending"]) == (2, 1, 1)
+    assert got["groups"] == [
+        {"dataset": "a", "done": 1, "failed": 0, "pending": 1, "total": 2},
+        {"dataset": "b", "done": 1, "failed": 1, "pending": 0, "total": 2}]
+    r = run(main, ["grid", "status", str(two_set_grid), "--results", str(res), "--by",
+                   "label", "--by", "budget_scale"])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[0] == "pieces: 2 done, 1 failed, 1 pending (of 4)"
+    assert [ln.split() for ln in lines[1:]] == [
+        ["label", "budget_scale", "done", "failed", "pending", "total"],
+        ["asobs", "-", "2", "0", "0", "2"], ["obs", "-", "0", "1", "1", "2"]]
+    r = run(main, ["grid", "status", str(two_set_grid), "--results", str(res), "--by",
+                   "datset"])
+    assert r.exit_code == 2 and "--by: unknown field 'datset'" in r.output

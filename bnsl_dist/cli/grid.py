@@ -86,21 +86,43 @@ def _piece(grid: Any, only: str) -> set[str]:
 @grid_group.command("status")
 @click.argument("grid_file", metavar="GRID.yaml", type=click.Path(dir_okay=False))
 @click.option("--results", "results", required=True, type=click.Path(file_okay=False))
+@click.option("--by", "by", multiple=True, metavar="FIELD",
+              help="Count per value of FIELD too (repeat for combinations): dataset, split, "
+                   "label, algorithm, k, seed, missing_rate, budget_scale.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (with the keys).")
-def status_cmd(grid_file: str, results: str, as_json: bool) -> None:
-    """Count the done, failed and pending cells of GRID.yaml in --results."""
+def status_cmd(grid_file: str, results: str, by: tuple[str, ...], as_json: bool) -> None:
+    """Count the done, failed and pending cells of GRID.yaml in --results (per data set,
+    algorithm, ... with --by)."""
     from bnsl_dist.config import load_grid
-    from bnsl_dist.orchestrate.grid import grid_status
+    from bnsl_dist.exceptions import InvalidConfigError
+    from bnsl_dist.pipeline.grid import STATUS_FIELDS, count_by, expand_grid
+    from bnsl_dist.results.store import ResultStore
 
+    unknown = [f for f in by if f not in STATUS_FIELDS]
+    if unknown:
+        raise InvalidConfigError(f"--by: unknown field {unknown[0]!r} (one of "
+                                 f"{', '.join(STATUS_FIELDS)})")
     grid = load_grid(grid_file)
-    st = grid_status(grid, results)
+    cells = expand_grid(grid)
+    st = ResultStore(results).status(c.key for c in cells)
+    groups = count_by(cells, set(st.done), set(st.failed), by) if by else None
     if as_json:
         echo_json({**st.counts(), "failed_keys": list(st.failed),
-                   "pending_keys": list(st.pending)})
+                   "pending_keys": list(st.pending),
+                   **({} if groups is None else {"by": list(by), "groups": groups})})
         return
     c = st.counts()
     click.echo(f"{grid.name}: {c['done']} done, {c['failed']} failed, {c['pending']} pending "
                f"(of {c['total']})")
+    if groups:
+        cols = [*by, "done", "failed", "pending", "total"]
+        rows = [["-" if g[f] is None else f"{g[f]:g}" if isinstance(g[f], float)
+                 else str(g[f]) for f in cols] for g in groups]
+        width = [max(len(x) for x in [col, *(r[i] for r in rows)])
+                 for i, col in enumerate(cols)]
+        for r in [cols, *rows]:
+            click.echo("  ".join(x.ljust(w) if i < len(by) else x.rjust(w)
+                                 for i, (x, w) in enumerate(zip(r, width, strict=True))))
 
 
 @grid_group.command("export")

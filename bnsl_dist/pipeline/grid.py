@@ -4,6 +4,8 @@ learner's cells marked)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from bnsl_dist.config import GridConfig
 from bnsl_dist.pipeline.cell import Cell, InferenceSpec, SemSpec
 from bnsl_dist.pipeline.specs import SearchSpec
@@ -56,3 +58,31 @@ def expand_grid(grid: GridConfig) -> list[Cell]:
                                               seed=int(seed), grid_seed=grid.seed, sem=sem,
                                               inference=study, holdout=holdout))
     return cells
+
+
+#: What `grid status --by` counts a grid's cells by.
+STATUS_FIELDS = ("dataset", "split", "label", "algorithm", "k", "seed", "missing_rate",
+                 "budget_scale")
+
+
+def cell_field(cell: Cell, name: str) -> Any:
+    """The value of one of :data:`STATUS_FIELDS` for ``cell`` (None where it has none:
+    the SEM settings of a search cell)."""
+    if name in ("missing_rate", "budget_scale"):
+        return None if cell.sem is None else getattr(cell.sem, name)
+    if name not in STATUS_FIELDS:
+        raise ValueError(f"unknown field {name!r} (one of {', '.join(STATUS_FIELDS)})")
+    return getattr(cell, name)
+
+
+def count_by(cells: list[Cell], done: set[str], failed: set[str],
+             fields: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Done, failed and pending cells per value of ``fields``, one row per group in the
+    order the grid first reaches it (a cell neither done nor failed is pending)."""
+    groups: dict[tuple[Any, ...], dict[str, int]] = {}
+    for c in cells:
+        g = groups.setdefault(tuple(cell_field(c, f) for f in fields),
+                              {"done": 0, "failed": 0, "pending": 0, "total": 0})
+        g["done" if c.key in done else "failed" if c.key in failed else "pending"] += 1
+        g["total"] += 1
+    return [{**dict(zip(fields, vals, strict=True)), **g} for vals, g in groups.items()]
