@@ -4,6 +4,7 @@ grid's (same keys), and the stored grid stays the whole one."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -57,6 +58,12 @@ def test_pieces_add_up_to_the_grid(two_set_grid, tmp_path):
         assert "2 computed" in r.output
         stored = json.loads((res / "grids" / "pieces.json").read_text())
         assert stored == json.loads(full.model_dump_json())
+        # no progress bar: a line per stored cell, with the score its record holds
+        for rec in ResultStore(res).read_results():
+            if rec.dataset == piece:
+                assert re.search(rf"\d\d:\d\d:\d\d [12]/2 {piece}/{rec.split} "
+                                 rf"{rec.label} seed={rec.seed}: {rec.best_score:.4f} in ",
+                                 r.output), r.output
     store = ResultStore(res)
     assert store.done_keys() == {c.key for c in expand_grid(full)}
     assert sorted(r.dataset for r in store.read_results()) == ["a", "a", "b", "b"]

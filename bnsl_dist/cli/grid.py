@@ -27,7 +27,8 @@ def grid_group() -> None:
                    "Kubernetes...")
 @click.option("--dry-run", is_flag=True, help="Print the plan (cells, caches, estimated "
               "time) and exit.")
-@click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--no-progress", is_flag=True, help="No progress bar: a line per stored cell "
+              "instead (also when stderr is not a terminal).")
 @click.option("--no-report", is_flag=True, help="No Dask performance report.")
 @click.option("--datasets", "only", default=None, metavar="NAME[,NAME...]",
               help="Run only the cells of these data sets (a piece of the grid: the "
@@ -58,9 +59,11 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
     if not plan.pending:  # every cell stored: no cluster to start
         click.echo(f"{len(plan.cells)} cells: all already done")
         return
+    live = not no_progress and sys.stderr.isatty()
     with open_client(cfg, **conn) as client:
-        summary = run_grid(client, grid, results, progress=not no_progress,
-                           report=not no_report, datasets=piece)
+        summary = run_grid(client, grid, results, progress=live, report=not no_report,
+                           datasets=piece,
+                           on_result=None if live else _cell_log(len(plan.pending)))
     click.echo(str(summary))
     if summary.report is not None:
         click.echo(f"performance report: {summary.report}")
@@ -68,6 +71,33 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
         for key in summary.failed:
             click.echo(f"failed {key}: {summary.errors.get(key, '')}", err=True)
         sys.exit(1)
+
+
+def _cell_log(total: int) -> Any:
+    """Without a live progress bar (--no-progress, or stderr not a terminal: a log file),
+    one line on stderr per stored cell: time, count, the cell, its best score and wall
+    seconds."""
+    import json
+    import time
+
+    done = 0
+
+    def log(rec: Any) -> None:
+        nonlocal done
+        done += 1
+        extra = json.loads(rec.extra)
+        what = [f"{rec.dataset}/{rec.split}", rec.label]
+        if rec.k is not None:
+            what.append(f"k={rec.k}")
+        if "missing_rate" in extra:
+            what.append(f"missing={extra['missing_rate']:g}")
+        if extra.get("budget_scale", 1.0) != 1.0:
+            what.append(f"budget x{extra['budget_scale']:g}")
+        what.append(f"seed={rec.seed}")
+        click.echo(f"{time.strftime('%H:%M:%S')} {done}/{total} {' '.join(what)}: "
+                   f"{rec.best_score:.4f} in {rec.wall_seconds:.1f} s", err=True)
+
+    return log
 
 
 def _piece(grid: Any, only: str) -> set[str]:
