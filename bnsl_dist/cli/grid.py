@@ -4,6 +4,7 @@ export its records as one file."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -73,7 +74,7 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
         sys.exit(1)
 
 
-def _cell_log(total: int) -> Any:
+def _cell_log(total: int) -> Callable[[Any], None]:
     """Without a live progress bar (--no-progress, or stderr not a terminal: a log file),
     one line on stderr per stored cell: time, count, the cell, its best score and wall
     seconds."""
@@ -125,17 +126,16 @@ def status_cmd(grid_file: str, results: str, by: tuple[str, ...], as_json: bool)
     algorithm, ... with --by)."""
     from bnsl_dist.config import load_grid
     from bnsl_dist.exceptions import InvalidConfigError
-    from bnsl_dist.pipeline.grid import STATUS_FIELDS, count_by, expand_grid
-    from bnsl_dist.results.store import ResultStore
+    from bnsl_dist.pipeline.grid import check_status_fields, count_by, expand_grid, grid_status
 
-    unknown = [f for f in by if f not in STATUS_FIELDS]
-    if unknown:
-        raise InvalidConfigError(f"--by: unknown field {unknown[0]!r} (one of "
-                                 f"{', '.join(STATUS_FIELDS)})")
+    try:
+        check_status_fields(by)
+    except InvalidConfigError as exc:
+        raise InvalidConfigError(f"--by: {exc}") from None
     grid = load_grid(grid_file)
     cells = expand_grid(grid)
-    st = ResultStore(results).status(c.key for c in cells)
-    groups = count_by(cells, set(st.done), set(st.failed), by) if by else None
+    st = grid_status(grid, results, cells)
+    groups = count_by(cells, st, by) if by else None
     if as_json:
         echo_json({**st.counts(), "failed_keys": list(st.failed),
                    "pending_keys": list(st.pending),

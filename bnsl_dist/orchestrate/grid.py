@@ -54,10 +54,10 @@ from bnsl_dist.exceptions import BNSLError, InvalidConfigError
 from bnsl_dist.orchestrate.explore import explore_job, submit_cache_build
 from bnsl_dist.orchestrate.workers import register_warmup
 from bnsl_dist.pipeline.cell import CacheJob, Cell
-from bnsl_dist.pipeline.grid import expand_grid
+from bnsl_dist.pipeline.grid import expand_grid, grid_status
 from bnsl_dist.pipeline.run import NoSolutionError, ensure_cache, failure_record, run_cell
 from bnsl_dist.results.records import CellResult
-from bnsl_dist.results.store import ResultStore, StoreStatus
+from bnsl_dist.results.store import ResultStore
 from bnsl_dist.search.warmup import algorithm_spec
 
 __all__ = ["GridInterrupted", "GridPlan", "GridSummary", "cache_work", "cell_cost",
@@ -173,11 +173,6 @@ def format_plan(plan: GridPlan, n_workers: int) -> str:
     for name, n in by_alg.items():
         lines.append(f"    {name}: {n} cells")
     return "\n".join(lines)
-
-
-def grid_status(grid: GridConfig, results_dir: str | os.PathLike[str]) -> StoreStatus:
-    """Done / failed / pending cells of ``grid`` in ``results_dir``."""
-    return ResultStore(results_dir).status(c.key for c in expand_grid(grid))
 
 
 # ---------------------------------------------------------------------------- running

@@ -4,13 +4,18 @@ learner's cells marked)."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from typing import Any
 
 from bnsl_dist.config import GridConfig
+from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.pipeline.cell import Cell, InferenceSpec, SemSpec
 from bnsl_dist.pipeline.specs import SearchSpec
+from bnsl_dist.results.store import ResultStore, StoreStatus
 
-__all__ = ["expand_grid"]
+__all__ = ["expand_grid", "grid_status", "count_by", "cell_field", "check_status_fields",
+           "STATUS_FIELDS"]
 
 
 def expand_grid(grid: GridConfig) -> list[Cell]:
@@ -60,9 +65,25 @@ def expand_grid(grid: GridConfig) -> list[Cell]:
     return cells
 
 
+def grid_status(grid: GridConfig, results_dir: str | os.PathLike[str],
+                cells: Sequence[Cell] | None = None) -> StoreStatus:
+    """Done / failed / pending cells of ``grid`` in ``results_dir`` (``cells``: the grid's
+    :func:`expand_grid`, if already expanded)."""
+    cells = expand_grid(grid) if cells is None else cells
+    return ResultStore(results_dir).status(c.key for c in cells)
+
+
 #: What `grid status --by` counts a grid's cells by.
 STATUS_FIELDS = ("dataset", "split", "label", "algorithm", "k", "seed", "missing_rate",
                  "budget_scale")
+
+
+def check_status_fields(fields: Sequence[str]) -> None:
+    """An error naming the first of ``fields`` not in :data:`STATUS_FIELDS`."""
+    for name in fields:
+        if name not in STATUS_FIELDS:
+            raise InvalidConfigError(f"unknown field {name!r} (one of "
+                                     f"{', '.join(STATUS_FIELDS)})")
 
 
 def cell_field(cell: Cell, name: str) -> Any:
@@ -70,19 +91,20 @@ def cell_field(cell: Cell, name: str) -> Any:
     the SEM settings of a search cell)."""
     if name in ("missing_rate", "budget_scale"):
         return None if cell.sem is None else getattr(cell.sem, name)
-    if name not in STATUS_FIELDS:
-        raise ValueError(f"unknown field {name!r} (one of {', '.join(STATUS_FIELDS)})")
     return getattr(cell, name)
 
 
-def count_by(cells: list[Cell], done: set[str], failed: set[str],
-             fields: tuple[str, ...]) -> list[dict[str, Any]]:
+def count_by(cells: Sequence[Cell], status: StoreStatus,
+             fields: Sequence[str]) -> list[dict[str, Any]]:
     """Done, failed and pending cells per value of ``fields``, one row per group in the
-    order the grid first reaches it (a cell neither done nor failed is pending)."""
+    order the grid first reaches it."""
+    check_status_fields(fields)
+    state = {**{k: "pending" for k in status.pending}, **{k: "failed" for k in status.failed},
+             **{k: "done" for k in status.done}}
     groups: dict[tuple[Any, ...], dict[str, int]] = {}
     for c in cells:
         g = groups.setdefault(tuple(cell_field(c, f) for f in fields),
-                              {"done": 0, "failed": 0, "pending": 0, "total": 0})
-        g["done" if c.key in done else "failed" if c.key in failed else "pending"] += 1
-        g["total"] += 1
-    return [{**dict(zip(fields, vals, strict=True)), **g} for vals, g in groups.items()]
+                              {"done": 0, "failed": 0, "pending": 0})
+        g[state[c.key]] += 1
+    return [{**dict(zip(fields, vals, strict=True)), **g, "total": sum(g.values())}
+            for vals, g in groups.items()]
