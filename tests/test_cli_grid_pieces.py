@@ -95,16 +95,112 @@ def test_status_counts_per_data_set_and_algorithm(two_set_grid, tmp_path):
     got = json.loads(r.output)
     assert (got["done"], got["failed"], got["pending"]) == (2, 1, 1)
     assert got["groups"] == [
-        {"dataset": "a", "done": 1, "failed": 0, "pending": 1, "total": 2},
-        {"dataset": "b", "done": 1, "failed": 1, "pending": 0, "total": 2}]
+        {"dataset": "a", "done": 1, "failed": 0, "pending": 1, "total": 2,
+         "seconds_left": None},   # no obs cell stored: nothing to estimate it by
+        {"dataset": "b", "done": 1, "failed": 1, "pending": 0, "total": 2,
+         "seconds_left": None}]
     r = run(main, ["grid", "status", str(two_set_grid), "--results", str(res), "--by",
                    "label", "--by", "budget_scale"])
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
-    assert lines[0] == "pieces: 2 done, 1 failed, 1 pending (of 4)"
+    assert lines[0] == ("pieces: 2 done, 1 failed, 1 pending (of 4); no stored cell like "
+                        "the 2 to run to estimate their time by")
     assert [ln.split() for ln in lines[1:]] == [
-        ["label", "budget_scale", "done", "failed", "pending", "total"],
-        ["asobs", "-", "2", "0", "0", "2"], ["obs", "-", "0", "1", "1", "2"]]
+        ["label", "budget_scale", "done", "failed", "pending", "total", "left"],
+        ["asobs", "-", "2", "0", "0", "2", "-"], ["obs", "-", "0", "1", "1", "2", "?"]]
     r = run(main, ["grid", "status", str(two_set_grid), "--results", str(res), "--by",
                    "datset"])
     assert r.exit_code == 2 and "--by: unknown field 'datset'" in r.output
+
+
+def test_export_keeps_the_complete_pieces(two_set_grid, tmp_path):
+    """`grid export --complete-by dataset`: a data set goes in once none of its cells is
+    pending (a failure counts as stored); a folder without its grid says so."""
+    from bnsl_dist.pipeline.run import failure_record, run_cell
+    from bnsl_dist.results.export import read_records
+
+    res = tmp_path / "r"
+    store = ResultStore(res)
+    grid = load_grid(two_set_grid)
+    cells = {(c.dataset, c.label): c for c in expand_grid(grid)}
+    for cell in (cells["a", "asobs"], cells["b", "asobs"]):
+        store.write_result(run_cell(cell))
+    store.write_failure(failure_record(cells["b", "obs"], "error", "boom"))
+    run = CliRunner().invoke
+    out = tmp_path / "records.parquet"
+    r = run(main, ["grid", "export", str(res), "--out", str(out), "--complete-by", "dataset"])
+    assert r.exit_code == 2 and "no stored grid" in r.output and not out.exists()
+    store.save_text("grids/pieces.json", grid.model_dump_json())
+    r = run(main, ["grid", "export", str(res), "--out", str(out), "--complete-by", "dataset"])
+    assert r.exit_code == 0, r.output
+    assert "1 of 2 pieces complete; left out: dataset=a (1 pending)" in r.output
+    recs = read_records(out)
+    assert recs.table.column("key").to_pylist() == [cells["b", "asobs"].key]
+    assert [f.key for f in recs.failures] == [cells["b", "obs"].key]
+    # by data set and label: a's asobs cell is a piece of its own
+    r = run(main, ["grid", "export", str(res), "--out", str(out), "--complete-by", "dataset",
+                   "--complete-by", "label"])
+    assert r.exit_code == 0 and "3 of 4 pieces complete" in r.output, r.output
+    assert sorted(read_records(out).table.column("key").to_pylist()) == sorted(
+        [cells["a", "asobs"].key, cells["b", "asobs"].key])
+    # without --complete-by: every stored result
+    r = run(main, ["grid", "export", str(res), "--out", str(out)])
+    assert r.exit_code == 0 and read_records(out).table.num_rows == 2, r.output
+    r = run(main, ["grid", "export", str(res), "--out", str(out), "--complete-by", "sed"])
+    assert r.exit_code == 2 and "--complete-by: unknown field 'sed'" in r.output
+
+
+def test_status_estimates_the_time_left(two_set_grid, tmp_path):
+    """Each cell still to run (pending or failed) is expected to take the mean wall time
+    of the stored cells of its data set and algorithm; with none stored, no estimate."""
+    from dataclasses import replace
+
+    from bnsl_dist.pipeline.run import failure_record, run_cell
+
+    spec = json.loads(two_set_grid.read_text())
+    two_set_grid.write_text(json.dumps({**spec, "seeds": [0, 1, 2]}))
+    res = tmp_path / "r"
+    store = ResultStore(res)
+    cells = {(c.dataset, c.label, c.seed): c for c in expand_grid(load_grid(two_set_grid))}
+    for key, wall in ((("a", "asobs", 0), 10.0), (("a", "asobs", 1), 20.0),
+                      (("b", "asobs", 0), 4.0)):
+        store.write_result(replace(run_cell(cells[key]), wall_seconds=wall))
+    store.write_failure(failure_record(cells["b", "asobs", 1], "error", "boom"))
+    r = CliRunner().invoke(main, ["grid", "status", str(two_set_grid), "--results", str(res),
+                                  "--by", "label", "--by", "dataset", "--json"])
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.output)
+    # a/asobs/2: 15 (mean of 10 and 20); b/asobs/1 (failed) and b/asobs/2: 4 each
+    assert got["seconds_left"] == pytest.approx(15 + 4 + 4)
+    assert got["cells_without_estimate"] == 6          # every obs cell
+    left = {(g["label"], g["dataset"]): g["seconds_left"] for g in got["groups"]}
+    assert left == {("asobs", "a"): pytest.approx(15), ("asobs", "b"): pytest.approx(8),
+                    ("obs", "a"): None, ("obs", "b"): None}
+    r = CliRunner().invoke(main, ["grid", "status", str(two_set_grid), "--results", str(res)])
+    assert ("about 23 s of worker time left for 3 of them (6 with nothing to go by), "
+            "from the wall times") in r.output, r.output
+
+
+def test_estimates_scale_with_the_sem_budget():
+    """A SEM cell at a budget scale with no stored peer: the peers at other scales, each
+    wall time divided by its scale, times the cell's scale."""
+    from bnsl_dist.config import GridConfig
+    from bnsl_dist.pipeline.grid import estimate_left
+    from bnsl_dist.results.store import StoreStatus
+
+    grid = GridConfig.model_validate({
+        "name": "semtoy", "kind": "sem", "datasets": [{"name": "nltcs"}],
+        "cache": {"method": "independence", "seconds_per_variable": 0.01},
+        "algorithms": [{"name": "kmax", "k": [2]}], "seeds": [0, 1],
+        "budget": {"seconds": 5},
+        "sem": {"missing_rates": [0.1], "budget_scales": [1, 0.5, 2],
+                "search_seconds_per_variable": 0.01}})
+    cells = {(c.sem.budget_scale, c.seed): c for c in expand_grid(grid)}
+    done = {(1, 0): 10.0, (0.5, 0): 4.0, (0.5, 1): 8.0}
+    st = StoreStatus(done=tuple(cells[k].key for k in done), failed=(),
+                     pending=tuple(c.key for k, c in cells.items() if k not in done))
+    est = estimate_left(list(cells.values()), st, {cells[k].key: w for k, w in done.items()})
+    assert est[cells[1, 1].key] == pytest.approx(10.0)          # its own scale's mean
+    # per unit of scale: 10/1, 4/0.5, 8/0.5 -> mean 34/3; at x2: 68/3
+    assert est[cells[2, 0].key] == pytest.approx(2 * (10 + 8 + 16) / 3)
+    assert set(est) == {cells[1, 1].key, cells[2, 0].key, cells[2, 1].key}

@@ -4,7 +4,7 @@ export its records as one file."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
@@ -126,7 +126,15 @@ def status_cmd(grid_file: str, results: str, by: tuple[str, ...], as_json: bool)
     algorithm, ... with --by)."""
     from bnsl_dist.config import load_grid
     from bnsl_dist.exceptions import InvalidConfigError
-    from bnsl_dist.pipeline.grid import check_status_fields, count_by, expand_grid, grid_status
+    from bnsl_dist.pipeline.grid import (
+        check_status_fields,
+        count_by,
+        estimate_left,
+        expand_grid,
+        format_duration,
+        grid_status,
+    )
+    from bnsl_dist.results.store import ResultStore
 
     try:
         check_status_fields(by)
@@ -135,19 +143,35 @@ def status_cmd(grid_file: str, results: str, by: tuple[str, ...], as_json: bool)
     grid = load_grid(grid_file)
     cells = expand_grid(grid)
     st = grid_status(grid, results, cells)
-    groups = count_by(cells, st, by) if by else None
+    walls = ResultStore(results).read_table(st.done).select(["key", "wall_seconds"])
+    left = estimate_left(cells, st, dict(zip(walls.column("key").to_pylist(),
+                                             walls.column("wall_seconds").to_pylist(),
+                                             strict=True)))
+    known = [s for s in left.values() if s is not None]
+    unknown = len(left) - len(known)
+    groups = count_by(cells, st, by, left) if by else None
     if as_json:
-        echo_json({**st.counts(), "failed_keys": list(st.failed),
-                   "pending_keys": list(st.pending),
+        echo_json({**st.counts(), "seconds_left": sum(known), "cells_without_estimate": unknown,
+                   "failed_keys": list(st.failed), "pending_keys": list(st.pending),
                    **({} if groups is None else {"by": list(by), "groups": groups})})
         return
     c = st.counts()
+    eta = ""
+    if left and not known:
+        eta = f"; no stored cell like the {unknown} to run to estimate their time by"
+    elif left:
+        eta = (f"; about {format_duration(sum(known))} of worker time left"
+               + (f" for {len(known)} of them ({unknown} with nothing to go by)"
+                  if unknown else "")
+               + ", from the wall times of stored cells like them")
     click.echo(f"{grid.name}: {c['done']} done, {c['failed']} failed, {c['pending']} pending "
-               f"(of {c['total']})")
+               f"(of {c['total']}){eta}")
     if groups:
-        cols = [*by, "done", "failed", "pending", "total"]
+        cols = [*by, "done", "failed", "pending", "total", "left"]
         rows = [["-" if g[f] is None else f"{g[f]:g}" if isinstance(g[f], float)
-                 else str(g[f]) for f in cols] for g in groups]
+                 else str(g[f]) for f in cols[:-1]]
+                + ["?" if g["seconds_left"] is None else format_duration(g["seconds_left"])
+                   if g["seconds_left"] else "-"] for g in groups]
         width = [max(len(x) for x in [col, *(r[i] for r in rows)])
                  for i, col in enumerate(cols)]
         for r in [cols, *rows]:
@@ -167,20 +191,46 @@ def status_cmd(grid_file: str, results: str, by: tuple[str, ...], as_json: bool)
               help="Write a file over this many MB (10^6 bytes) in parts of at most this "
                    "size (records.parquet, records.2.parquet, ...; reading any part reads "
                    "all), e.g. to stay under a repository's file-size limit.")
-def export_cmd(results: str, out: str, dags: str, max_mb: float | None) -> None:
+@click.option("--complete-by", "complete_by", multiple=True, metavar="FIELD",
+              help="Only the complete pieces: group the cells of the stored grids by "
+                   "FIELD (repeat for combinations: dataset, split, label, algorithm, k, "
+                   "seed, missing_rate, budget_scale) and keep the groups none of whose "
+                   "cells is pending.")
+def export_cmd(results: str, out: str, dags: str, max_mb: float | None,
+               complete_by: tuple[str, ...]) -> None:
     """Write every result of DIR, its stored grids and failures as one records file.
 
     The file alone regenerates the tables: `bnsl-dist tables FILE --out FOLDER`. Rows
-    are sorted by cell key, so the same results give the same bytes."""
+    are sorted by cell key, so the same results give the same bytes. A grid that runs
+    in pieces for days exports its finished pieces with --complete-by (e.g. a data set
+    once all its cells are stored)."""
+    from bnsl_dist.exceptions import InvalidConfigError
+    from bnsl_dist.pipeline.grid import complete_pieces
     from bnsl_dist.results.export import export_records, read_records, records_files
 
     check_output_file(out, "--out")
-    path = export_records(results, out, dags=dags,
+    keys = None
+    if complete_by:
+        try:
+            keys, groups = complete_pieces(results, complete_by)
+        except InvalidConfigError as exc:
+            raise InvalidConfigError(f"--complete-by: {exc}") from None
+        left = [g for g in groups if not g["complete"]]
+        click.echo(f"{len(groups) - len(left)} of {len(groups)} pieces complete; left "
+                   f"out: {', '.join(_piece_name(g, complete_by) for g in left) or 'none'}")
+    path = export_records(results, out, keys=keys, dags=dags,
                           max_bytes=None if max_mb is None else int(max_mb * 1e6))
     recs = read_records(path)
     sizes = ", ".join(f"{p.name} {p.stat().st_size} bytes" for p in records_files(path))
     click.echo(f"{path}: {recs.table.num_rows} results, {len(recs.failures)} failures, "
                f"grids {sorted(recs.grids)}; {sizes}")
+
+
+def _piece_name(group: dict[str, Any], fields: Sequence[str]) -> str:
+    """``dataset=msweb budget_scale=2 (20 pending)``: a group of `--complete-by`."""
+    vals = " ".join(f"{f}={group[f]:g}" if isinstance(group[f], float) else f"{f}={group[f]}"
+                    for f in fields)
+    return f"{vals} ({group['pending']} pending)"
 
 
 @grid_group.command("import")

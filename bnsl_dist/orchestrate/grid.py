@@ -54,7 +54,7 @@ from bnsl_dist.exceptions import BNSLError, InvalidConfigError
 from bnsl_dist.orchestrate.explore import explore_job, submit_cache_build
 from bnsl_dist.orchestrate.workers import register_warmup
 from bnsl_dist.pipeline.cell import CacheJob, Cell
-from bnsl_dist.pipeline.grid import expand_grid, grid_status
+from bnsl_dist.pipeline.grid import expand_grid, format_duration, grid_status
 from bnsl_dist.pipeline.run import NoSolutionError, ensure_cache, failure_record, run_cell
 from bnsl_dist.results.records import CellResult
 from bnsl_dist.results.store import ResultStore
@@ -140,11 +140,7 @@ def plan_grid(grid: GridConfig, results_dir: str | os.PathLike[str],
 def _fmt_seconds(s: float | None) -> str:
     if s is None:
         return "unknown (iteration budgets or unknown sizes)"
-    if s < 120:
-        return f"{s:.0f} s"
-    if s < 7200:
-        return f"{s / 60:.1f} min"
-    return f"{s / 3600:.1f} h"
+    return format_duration(s)
 
 
 def format_plan(plan: GridPlan, n_workers: int) -> str:

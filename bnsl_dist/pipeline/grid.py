@@ -5,17 +5,17 @@ learner's cells marked)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bnsl_dist.config import GridConfig
-from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.pipeline.cell import Cell, InferenceSpec, SemSpec
 from bnsl_dist.pipeline.specs import SearchSpec
 from bnsl_dist.results.store import ResultStore, StoreStatus
 
 __all__ = ["expand_grid", "grid_status", "count_by", "cell_field", "check_status_fields",
-           "STATUS_FIELDS"]
+           "complete_pieces", "estimate_left", "format_duration", "STATUS_FIELDS"]
 
 
 def expand_grid(grid: GridConfig) -> list[Cell]:
@@ -94,17 +94,128 @@ def cell_field(cell: Cell, name: str) -> Any:
     return getattr(cell, name)
 
 
-def count_by(cells: Sequence[Cell], status: StoreStatus,
-             fields: Sequence[str]) -> list[dict[str, Any]]:
+def count_by(cells: Sequence[Cell], status: StoreStatus, fields: Sequence[str],
+             left: Mapping[str, float | None] | None = None) -> list[dict[str, Any]]:
     """Done, failed and pending cells per value of ``fields``, one row per group in the
-    order the grid first reaches it."""
+    order the grid first reaches it. With ``left`` (:func:`estimate_left`), each group
+    also has ``seconds_left``, the sum of its cells' estimates (None where a cell to run
+    has none)."""
     check_status_fields(fields)
     state = {**{k: "pending" for k in status.pending}, **{k: "failed" for k in status.failed},
              **{k: "done" for k in status.done}}
     groups: dict[tuple[Any, ...], dict[str, int]] = {}
+    seconds: dict[tuple[Any, ...], float | None] = {}
     for c in cells:
-        g = groups.setdefault(tuple(cell_field(c, f) for f in fields),
-                              {"done": 0, "failed": 0, "pending": 0})
+        vals = tuple(cell_field(c, f) for f in fields)
+        g = groups.setdefault(vals, {"done": 0, "failed": 0, "pending": 0})
         g[state[c.key]] += 1
-    return [{**dict(zip(fields, vals, strict=True)), **g, "total": sum(g.values())}
+        if left is not None and state[c.key] != "done":
+            est, had = left.get(c.key), seconds.get(vals, 0.0)
+            seconds[vals] = None if est is None or had is None else had + est
+    return [{**dict(zip(fields, vals, strict=True)), **g, "total": sum(g.values()),
+             **({} if left is None else {"seconds_left": seconds.get(vals, 0.0)})}
             for vals, g in groups.items()]
+
+
+def estimate_left(cells: Sequence[Cell], status: StoreStatus,
+                  walls: Mapping[str, float]) -> dict[str, float | None]:
+    """The expected wall seconds of each cell still to run (pending or failed: a rerun
+    retries failures), from the stored cells' ``walls`` (key -> wall seconds): the mean
+    over the done cells of the same data set, split, algorithm label, treewidth and SEM
+    budget scale; failing those, the same cells at any budget scale, each wall time
+    scaled by the ratio of the budget scales (an M-step's budgets, and so nearly its
+    time, are proportional to the scale); None when no stored cell is of the same data
+    set, algorithm and treewidth.
+
+    Examples
+    --------
+    >>> g = GridConfig.model_validate({
+    ...     "name": "toy", "datasets": [{"name": "nltcs"}],
+    ...     "cache": {"method": "sequential", "max_indegree": 2},
+    ...     "algorithms": [{"name": "kg", "k": [2, 3]}], "seeds": [0, 1],
+    ...     "budget": {"iterations": 10}})
+    >>> cells = expand_grid(g)                     # k=2 seeds 0, 1; k=3 seeds 0, 1
+    >>> st = StoreStatus(done=(cells[0].key, cells[1].key), failed=(),
+    ...                  pending=(cells[2].key, cells[3].key))
+    >>> estimate_left(cells, st, {cells[0].key: 3.0, cells[1].key: 5.0})[cells[2].key] is None
+    True
+    >>> st = StoreStatus(done=(cells[0].key,), failed=(), pending=tuple(c.key for c in cells[1:]))
+    >>> estimate_left(cells, st, {cells[0].key: 3.0})[cells[1].key]
+    3.0
+    """
+    def scale(c: Cell) -> float:
+        return 1.0 if c.sem is None else float(c.sem.budget_scale)
+
+    def peers(c: Cell) -> tuple[Any, ...]:
+        return (c.dataset, c.split, c.label, c.search.k)
+
+    done = set(status.done)
+    same: dict[tuple[Any, ...], list[float]] = {}
+    scaled: dict[tuple[Any, ...], list[float]] = {}
+    for c in cells:
+        if c.key in done and c.key in walls:
+            same.setdefault((*peers(c), scale(c)), []).append(walls[c.key])
+            scaled.setdefault(peers(c), []).append(walls[c.key] / scale(c))
+    out: dict[str, float | None] = {}
+    for c in cells:
+        if c.key in done:
+            continue
+        if (w := same.get((*peers(c), scale(c)))) is not None:
+            out[c.key] = sum(w) / len(w)
+        elif (w := scaled.get(peers(c))) is not None:
+            out[c.key] = sum(w) / len(w) * scale(c)
+        else:
+            out[c.key] = None
+    return out
+
+
+def format_duration(seconds: float) -> str:
+    """``42 s``, ``3.5 min`` or ``7.2 h``."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def complete_pieces(results_dir: str | os.PathLike[str],
+                    fields: Sequence[str]) -> tuple[list[str], list[dict[str, Any]]]:
+    """The pieces of the grids stored in ``results_dir`` that are complete: group the
+    cells of each stored grid by ``fields`` (grid name first); a group is complete when
+    none of its cells is pending (a failure is stored too). Returns the keys of the
+    complete groups' cells and every group's counts with ``grid`` and ``complete``.
+
+    This is what a results folder that fills for days exports from: the data sets (or
+    data sets × budget scales, ...) whose cells have all run, so that a table never
+    reads half a comparison.
+
+    Raises
+    ------
+    InvalidConfigError
+        A field is not one of :data:`STATUS_FIELDS`, or no field is given.
+    DataError
+        The folder stores no grid, or an unreadable one.
+    """
+    check_status_fields(fields)
+    if not fields:
+        raise InvalidConfigError("complete pieces need at least one field to group by")
+    store = ResultStore(results_dir)
+    grids = store.read_grids()
+    if not grids:
+        raise DataError("no stored grid (grids/<name>.json): nothing says which cells "
+                        "make a piece", path=str(store.root))
+    keys: list[str] = []
+    groups: list[dict[str, Any]] = []
+    for name, obj in grids.items():
+        try:
+            grid = GridConfig.model_validate(obj)
+        except ValueError as exc:
+            raise DataError(f"stored grid {name!r} is not a valid grid: {exc}",
+                            path=str(store.root / "grids" / f"{name}.json")) from None
+        cells = expand_grid(grid)
+        st = store.status(c.key for c in cells)
+        rows = count_by(cells, st, fields)
+        done = {tuple(r[f] for f in fields) for r in rows if r["pending"] == 0}
+        keys += [c.key for c in cells if tuple(cell_field(c, f) for f in fields) in done]
+        groups += [{"grid": name, **r, "complete": r["pending"] == 0} for r in rows]
+    return keys, groups

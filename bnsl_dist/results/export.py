@@ -82,27 +82,13 @@ class RecordSet:
         return [CellResult.from_row(r) for r in self.table.to_pylist()]
 
 
-def _read_grids(store: ResultStore) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    folder = store.root / "grids"
-    for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        try:
-            obj = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise DataError(f"unreadable stored grid: {exc}", path=str(p)) from None
-        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
-            raise DataError("a stored grid must be a JSON object with a 'name'", path=str(p))
-        out[obj["name"]] = obj
-    return out
-
-
 def _sorted_by_key(table: pa.Table) -> pa.Table:
     return table.take(pc.sort_indices(table, sort_keys=[("key", "ascending")]))
 
 
 def _folder_records(root: Path) -> RecordSet:
     store = ResultStore(root)
-    return RecordSet(_sorted_by_key(store.read_table()), _read_grids(store),
+    return RecordSet(_sorted_by_key(store.read_table()), store.read_grids(),
                      sorted(store.read_failures(), key=lambda f: f.key))
 
 

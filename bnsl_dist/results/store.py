@@ -17,11 +17,12 @@ cells whose result file exists.
 from __future__ import annotations
 
 import io
+import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pandas as pd
 import pyarrow as pa
@@ -119,6 +120,22 @@ class ResultStore:
         for k in keys:
             (done if k in done_all else failed if k in failed_all else pending).append(k)
         return StoreStatus(tuple(done), tuple(failed), tuple(pending))
+
+    def read_grids(self) -> dict[str, dict[str, Any]]:
+        """The grids stored here (``grids/<name>.json``): name -> the grid as a JSON
+        object."""
+        out: dict[str, dict[str, Any]] = {}
+        folder = self.root / "grids"
+        for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            try:
+                obj = json.loads(p.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise DataError(f"unreadable stored grid: {exc}", path=str(p)) from None
+            if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+                raise DataError("a stored grid must be a JSON object with a 'name'",
+                                path=str(p))
+            out[obj["name"]] = obj
+        return out
 
     # ------------------------------------------------------------------ writing
     def write_result(self, record: CellResult) -> Path:
