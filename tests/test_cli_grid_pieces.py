@@ -204,3 +204,31 @@ def test_estimates_scale_with_the_sem_budget():
     # per unit of scale: 10/1, 4/0.5, 8/0.5 -> mean 34/3; at x2: 68/3
     assert est[cells[2, 0].key] == pytest.approx(2 * (10 + 8 + 16) / 3)
     assert set(est) == {cells[1, 1].key, cells[2, 0].key, cells[2, 1].key}
+
+
+@pytest.mark.dask
+def test_cell_log_says_the_time_left(two_set_grid, tmp_path):
+    """Each logged line estimates the cells still to run of the piece from the cells
+    stored so far (the same data set and algorithm): a cell with no such cell is not
+    counted, and the last line has nothing left."""
+    spec = json.loads(two_set_grid.read_text())
+    two_set_grid.write_text(json.dumps({**spec, "seeds": [0, 1]}))
+    r = CliRunner().invoke(main, ["grid", "run", str(two_set_grid), "--results",
+                                  str(tmp_path / "r"), "--datasets", "a", "--workers", "1",
+                                  "--no-progress", "--no-report"])
+    assert r.exit_code == 0, r.output
+    lines = re.findall(r"\d/4 a/train (\w+) seed=(\d): \S+ in [\d.]+ s(.*)", r.output)
+    assert len(lines) == 4, r.output
+    stored: list[str] = []
+    for i, (label, _seed, eta) in enumerate(lines):
+        stored.append(label)
+        left = [lab for lab in ("asobs", "obs") for _ in range(2)]
+        for lab in stored:
+            left.remove(lab)
+        known = [lab for lab in left if lab in stored]
+        if not known:
+            assert eta == "", (i, r.output)
+        else:
+            assert re.fullmatch(r"; about \d+ s left on 1 worker"
+                                + (rf" \({len(left) - len(known)} cells not counted\)"
+                                   if len(known) < len(left) else ""), eta), (i, r.output)

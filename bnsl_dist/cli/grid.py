@@ -43,7 +43,13 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
     cells' keys and first error lines are printed), 2 on bad input or a lost cluster."""
     from bnsl_dist.config import load_cluster, load_grid
     from bnsl_dist.orchestrate.cluster import default_n_workers
-    from bnsl_dist.orchestrate.grid import format_plan, open_client, plan_grid, run_grid
+    from bnsl_dist.orchestrate.grid import (
+        connected_workers,
+        format_plan,
+        open_client,
+        plan_grid,
+        run_grid,
+    )
 
     conn = cluster_kwargs(**cluster)
     if not dry_run:
@@ -62,9 +68,10 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
         return
     live = not no_progress and sys.stderr.isatty()
     with open_client(cfg, **conn) as client:
+        log = None if live else _cell_log(plan.cells, plan.done, plan.pending, results,
+                                          lambda: connected_workers(client))
         summary = run_grid(client, grid, results, progress=live, report=not no_report,
-                           datasets=piece,
-                           on_result=None if live else _cell_log(len(plan.pending)))
+                           datasets=piece, on_result=log)
     click.echo(str(summary))
     if summary.report is not None:
         click.echo(f"performance report: {summary.report}")
@@ -74,18 +81,40 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
         sys.exit(1)
 
 
-def _cell_log(total: int) -> Callable[[Any], None]:
+def _cell_log(cells: Sequence[Any], done: Sequence[str], pending: Sequence[Any],
+              results: str, workers: Callable[[], int | None]) -> Callable[[Any], None]:
     """Without a live progress bar (--no-progress, or stderr not a terminal: a log file),
-    one line on stderr per stored cell: time, count, the cell, its best score and wall
-    seconds."""
+    one line on stderr per stored cell: time, count, the cell, its best score, its wall
+    seconds and the time left (:func:`~bnsl_dist.pipeline.grid.estimate_left` over the
+    cells stored before and during the run, shared among the connected ``workers``)."""
     import json
     import time
 
-    done = 0
+    from bnsl_dist.pipeline.grid import estimate_left, format_duration
+    from bnsl_dist.results.store import ResultStore, StoreStatus
+
+    table = ResultStore(results).read_table(done).select(["key", "wall_seconds"])
+    walls = dict(zip(table.column("key").to_pylist(), table.column("wall_seconds").to_pylist(),
+                     strict=True))
+    stored = list(done)
+    to_run = {c.key for c in pending}
+
+    def left() -> str:
+        est = {k: s for k, s in estimate_left(cells, StoreStatus(tuple(stored), (),
+                                                                 tuple(to_run)), walls).items()
+               if k in to_run}   # not the cells of other pieces (--datasets)
+        known = [s for s in est.values() if s is not None]
+        if not to_run or not known:
+            return ""
+        n = workers() or 1
+        return (f"; about {format_duration(sum(known) / n)} left on {n} worker"
+                f"{'s' if n > 1 else ''}" + (f" ({len(est) - len(known)} cells not counted)"
+                                             if len(known) < len(est) else ""))
 
     def log(rec: Any) -> None:
-        nonlocal done
-        done += 1
+        stored.append(rec.key)
+        to_run.discard(rec.key)
+        walls[rec.key] = rec.wall_seconds
         extra = json.loads(rec.extra)
         what = [f"{rec.dataset}/{rec.split}", rec.label]
         if rec.k is not None:
@@ -95,8 +124,9 @@ def _cell_log(total: int) -> Callable[[Any], None]:
         if extra.get("budget_scale", 1.0) != 1.0:
             what.append(f"budget x{extra['budget_scale']:g}")
         what.append(f"seed={rec.seed}")
-        click.echo(f"{time.strftime('%H:%M:%S')} {done}/{total} {' '.join(what)}: "
-                   f"{rec.best_score:.4f} in {rec.wall_seconds:.1f} s", err=True)
+        click.echo(f"{time.strftime('%H:%M:%S')} {len(pending) - len(to_run)}/{len(pending)} "
+                   f"{' '.join(what)}: {rec.best_score:.4f} in {rec.wall_seconds:.1f} s"
+                   f"{left()}", err=True)
 
     return log
 

@@ -61,7 +61,7 @@ from bnsl_dist.results.store import ResultStore
 from bnsl_dist.search.warmup import algorithm_spec
 
 __all__ = ["GridInterrupted", "GridPlan", "GridSummary", "cache_work", "cell_cost",
-           "plan_grid",
+           "connected_workers", "plan_grid",
            "format_plan", "grid_status", "run_cells", "run_grid", "open_client",
            "jobqueue_job_script"]
 
@@ -279,7 +279,7 @@ def _report(path: Path | None) -> Iterator[None]:
             os.replace(tmp, path)
 
 
-def _n_workers(client: Client) -> int | None:
+def connected_workers(client: Client) -> int | None:
     """Workers connected now; None when the scheduler does not answer."""
     slots = _worker_slots(client)
     return None if slots is None else slots[0]
@@ -392,7 +392,7 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     since = time.time()
     with contextlib.suppress(Exception):  # installs the scheduler's task-stream plugin
         client.get_task_stream(start=0, stop=0)
-    summary.workers = _n_workers(client) or 0
+    summary.workers = connected_workers(client) or 0
     by_key = {c.key: c for c in cells}
     order = sorted(cells, key=cost)  # ascending: rank = priority
     sizes: dict[str, float] = {}
@@ -464,7 +464,7 @@ def _drain(client: Client, futures: dict[Future, str], by_key: dict[str, Cell],
             now = time.monotonic()
             if now >= next_check:
                 next_check = now + 1.0
-                n = _n_workers(client)
+                n = connected_workers(client)
                 if n is None:
                     return "lost the scheduler"
                 workerless_since = None if n else (workerless_since or now)
@@ -478,7 +478,7 @@ def _drain(client: Client, futures: dict[Future, str], by_key: dict[str, Cell],
             fut.release()
             if bar is not None:
                 bar.advance(bar.task_ids[0])
-    if summary.interrupted and _n_workers(client) is None:
+    if summary.interrupted and connected_workers(client) is None:
         return "lost the scheduler"
     return None
 
