@@ -143,6 +143,22 @@ def test_export_keeps_the_complete_pieces(two_set_grid, tmp_path):
     assert r.exit_code == 0 and "3 of 4 pieces complete" in r.output, r.output
     assert sorted(read_records(out).table.column("key").to_pylist()) == sorted(
         [cells["a", "asobs"].key, cells["b", "asobs"].key])
+    # the other pieces to a second file: both imported, the folder again
+    rest = tmp_path / "rest.parquet"
+    r = run(main, ["grid", "export", str(res), "--out", str(out), "--complete-by", "dataset",
+                   "--left-out", str(rest)])
+    assert r.exit_code == 0, r.output
+    assert read_records(rest).table.column("key").to_pylist() == [cells["a", "asobs"].key]
+    again = tmp_path / "again"
+    for f in (out, rest):
+        assert run(main, ["grid", "import", str(f), "--results", str(again)]).exit_code == 0
+    assert ResultStore(again).done_keys() == store.done_keys()
+    assert ResultStore(again).failed_keys() == store.failed_keys()
+    r = run(main, ["grid", "export", str(res), "--out", str(out), "--left-out", str(rest)])
+    assert r.exit_code == 2 and "--left-out needs --complete-by" in r.output
+    r = run(main, ["grid", "export", str(res), "--out", str(out), "--complete-by", "dataset",
+                   "--left-out", str(out)])
+    assert r.exit_code == 2 and "the same file as --out" in r.output
     # without --complete-by: every stored result
     r = run(main, ["grid", "export", str(res), "--out", str(out)])
     assert r.exit_code == 0 and read_records(out).table.num_rows == 2, r.output

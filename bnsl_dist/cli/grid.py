@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import click
@@ -226,8 +227,12 @@ def status_cmd(grid_file: str, results: str, by: tuple[str, ...], as_json: bool)
                    "FIELD (repeat for combinations: dataset, split, label, algorithm, k, "
                    "seed, missing_rate, budget_scale) and keep the groups none of whose "
                    "cells is pending.")
+@click.option("--left-out", "left_out", default=None, type=click.Path(dir_okay=False),
+              help="With --complete-by: write the stored cells of the other pieces to this "
+                   "records file, so that `grid import` of both files resumes the grid "
+                   "elsewhere (e.g. a machine that is not kept) with nothing lost.")
 def export_cmd(results: str, out: str, dags: str, max_mb: float | None,
-               complete_by: tuple[str, ...]) -> None:
+               complete_by: tuple[str, ...], left_out: str | None) -> None:
     """Write every result of DIR, its stored grids and failures as one records file.
 
     The file alone regenerates the tables: `bnsl-dist tables FILE --out FOLDER`. Rows
@@ -239,21 +244,28 @@ def export_cmd(results: str, out: str, dags: str, max_mb: float | None,
     from bnsl_dist.results.export import export_records, read_records, records_files
 
     check_output_file(out, "--out")
-    keys = None
+    if left_out is not None:
+        if not complete_by:
+            raise InvalidConfigError("--left-out needs --complete-by (what a piece is)")
+        check_output_file(left_out, "--left-out")
+        if Path(left_out).resolve() == Path(out).resolve():
+            raise InvalidConfigError("--left-out: the same file as --out")
+    keys = others = None
     if complete_by:
         try:
-            keys, groups = complete_pieces(results, complete_by)
+            keys, others, groups = complete_pieces(results, complete_by)
         except InvalidConfigError as exc:
             raise InvalidConfigError(f"--complete-by: {exc}") from None
         left = [g for g in groups if not g["complete"]]
         click.echo(f"{len(groups) - len(left)} of {len(groups)} pieces complete; left "
                    f"out: {', '.join(_piece_name(g, complete_by) for g in left) or 'none'}")
-    path = export_records(results, out, keys=keys, dags=dags,
-                          max_bytes=None if max_mb is None else int(max_mb * 1e6))
-    recs = read_records(path)
-    sizes = ", ".join(f"{p.name} {p.stat().st_size} bytes" for p in records_files(path))
-    click.echo(f"{path}: {recs.table.num_rows} results, {len(recs.failures)} failures, "
-               f"grids {sorted(recs.grids)}; {sizes}")
+    max_bytes = None if max_mb is None else int(max_mb * 1e6)
+    for target, wanted in ((out, keys), *(((left_out, others),) if left_out else ())):
+        path = export_records(results, target, keys=wanted, dags=dags, max_bytes=max_bytes)
+        recs = read_records(path)
+        sizes = ", ".join(f"{p.name} {p.stat().st_size} bytes" for p in records_files(path))
+        click.echo(f"{path}: {recs.table.num_rows} results, {len(recs.failures)} failures, "
+                   f"grids {sorted(recs.grids)}; {sizes}")
 
 
 def _piece_name(group: dict[str, Any], fields: Sequence[str]) -> str:

@@ -178,12 +178,13 @@ def format_duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def complete_pieces(results_dir: str | os.PathLike[str],
-                    fields: Sequence[str]) -> tuple[list[str], list[dict[str, Any]]]:
+def complete_pieces(results_dir: str | os.PathLike[str], fields: Sequence[str]
+                    ) -> tuple[list[str], list[str], list[dict[str, Any]]]:
     """The pieces of the grids stored in ``results_dir`` that are complete: group the
     cells of each stored grid by ``fields`` (grid name first); a group is complete when
     none of its cells is pending (a failure is stored too). Returns the keys of the
-    complete groups' cells and every group's counts with ``grid`` and ``complete``.
+    complete groups' cells, those of the other groups' cells, and every group's counts
+    with ``grid`` and ``complete``.
 
     This is what a results folder that fills for days exports from: the data sets (or
     data sets × budget scales, ...) whose cells have all run, so that a table never
@@ -205,6 +206,7 @@ def complete_pieces(results_dir: str | os.PathLike[str],
         raise DataError("no stored grid (grids/<name>.json): nothing says which cells "
                         "make a piece", path=str(store.root))
     keys: list[str] = []
+    others: list[str] = []
     groups: list[dict[str, Any]] = []
     for name, obj in grids.items():
         try:
@@ -216,6 +218,7 @@ def complete_pieces(results_dir: str | os.PathLike[str],
         st = store.status(c.key for c in cells)
         rows = count_by(cells, st, fields)
         done = {tuple(r[f] for f in fields) for r in rows if r["pending"] == 0}
-        keys += [c.key for c in cells if tuple(cell_field(c, f) for f in fields) in done]
+        for c in cells:
+            (keys if tuple(cell_field(c, f) for f in fields) in done else others).append(c.key)
         groups += [{"grid": name, **r, "complete": r["pending"] == 0} for r in rows]
-    return keys, groups
+    return keys, others, groups
