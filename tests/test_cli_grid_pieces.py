@@ -150,8 +150,9 @@ def test_export_keeps_the_complete_pieces(two_set_grid, tmp_path):
     assert r.exit_code == 0, r.output
     assert read_records(rest).table.column("key").to_pylist() == [cells["a", "asobs"].key]
     again = tmp_path / "again"
-    for f in (out, rest):
-        assert run(main, ["grid", "import", str(f), "--results", str(again)]).exit_code == 0
+    r = run(main, ["grid", "import", str(out), str(rest), "--results", str(again)])
+    assert r.exit_code == 0 and f"1 results written, 0 already there, 0 failures, 1 grid(s) " \
+        f"from {rest}" in r.output, r.output
     assert ResultStore(again).done_keys() == store.done_keys()
     assert ResultStore(again).failed_keys() == store.failed_keys()
     r = run(main, ["grid", "export", str(res), "--out", str(out), "--left-out", str(rest)])

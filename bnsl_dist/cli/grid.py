@@ -276,16 +276,20 @@ def _piece_name(group: dict[str, Any], fields: Sequence[str]) -> str:
 
 
 @grid_group.command("import")
-@click.argument("records", metavar="FILE", type=click.Path(dir_okay=False, exists=True))
+@click.argument("records", metavar="FILE...", nargs=-1, required=True,
+                type=click.Path(dir_okay=False, exists=True))
 @click.option("--results", required=True, type=click.Path(file_okay=False),
               help="Results folder to write the cells into (created if absent).")
-def import_cmd(records: str, results: str) -> None:
-    """Write every cell of the records FILE into the results folder: the inverse of
+def import_cmd(records: tuple[str, ...], results: str) -> None:
+    """Write every cell of the records FILEs into the results folder: the inverse of
     `grid export`. A `grid run` on that folder then skips those cells, e.g. to resume a
-    grid on another machine from its committed records. Results already in the folder
-    are kept."""
-    from bnsl_dist.results.export import import_records
+    grid on another machine from its committed records (and the cells of its unfinished
+    pieces, `grid export --left-out`). Results already in the folder are kept."""
+    from bnsl_dist.results.export import import_records, read_records
 
-    c = import_records(records, results)
-    click.echo(f"{results}: {c['results']} results written, {c['kept']} already there, "
-               f"{c['failures']} failures, {c['grids']} grid(s)")
+    for f in records:  # every file readable before the first is written in
+        read_records(f)
+    for f in records:
+        c = import_records(f, results)
+        click.echo(f"{results}: {c['results']} results written, {c['kept']} already there, "
+                   f"{c['failures']} failures, {c['grids']} grid(s) from {f}")

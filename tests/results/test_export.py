@@ -286,3 +286,7 @@ def test_cli_import(tmp_path):
     r = CliRunner().invoke(main, ["grid", "import", str(bad), "--results", str(tmp_path / "m")])
     assert r.exit_code != 0 and str(bad) in r.output and "not a records file" in r.output
     assert not (tmp_path / "m").exists()
+    # a bad file among several: none is written in
+    r = CliRunner().invoke(main, ["grid", "import", str(out), str(bad), "--results",
+                                  str(tmp_path / "m")])
+    assert r.exit_code != 0 and str(bad) in r.output and not (tmp_path / "m").exists()
