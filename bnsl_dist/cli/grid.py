@@ -94,7 +94,7 @@ def _cell_log(cells: Sequence[Any], done: Sequence[str], pending: Sequence[Any],
     from bnsl_dist.pipeline.grid import estimate_left, format_duration
     from bnsl_dist.results.store import ResultStore, StoreStatus
 
-    table = ResultStore(results).read_table(done).select(["key", "wall_seconds"])
+    table = ResultStore(results).read_table(done, columns=["key", "wall_seconds"])
     walls = dict(zip(table.column("key").to_pylist(), table.column("wall_seconds").to_pylist(),
                      strict=True))
     stored = list(done)
@@ -174,7 +174,7 @@ def status_cmd(grid_file: str, results: str, by: tuple[str, ...], as_json: bool)
     grid = load_grid(grid_file)
     cells = expand_grid(grid)
     st = grid_status(grid, results, cells)
-    walls = ResultStore(results).read_table(st.done).select(["key", "wall_seconds"])
+    walls = ResultStore(results).read_table(st.done, columns=["key", "wall_seconds"])
     left = estimate_left(cells, st, dict(zip(walls.column("key").to_pylist(),
                                              walls.column("wall_seconds").to_pylist(),
                                              strict=True)))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -178,13 +178,31 @@ def records_to_table(records: Iterable[CellResult]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
 
 
-def conform_table(table: pa.Table) -> pa.Table:
-    """``table`` with exactly the columns of :data:`RESULT_SCHEMA`, in its order and
-    types; columns an older schema lacked are added as nulls."""
-    for f in RESULT_SCHEMA:
+def result_schema(columns: Sequence[str] | None = None) -> pa.Schema:
+    """:data:`RESULT_SCHEMA`, or its fields named in ``columns`` in that order.
+
+    Raises
+    ------
+    ValueError
+        A name that is not a result column.
+    """
+    if columns is None:
+        return RESULT_SCHEMA
+    unknown = [c for c in columns if c not in RESULT_SCHEMA.names]
+    if unknown:
+        raise ValueError(f"not result columns: {', '.join(unknown)}")
+    return pa.schema([RESULT_SCHEMA.field(c) for c in columns])
+
+
+def conform_table(table: pa.Table, columns: Sequence[str] | None = None) -> pa.Table:
+    """``table`` with exactly the columns of :data:`RESULT_SCHEMA` (or those named in
+    ``columns``), in its order and types; columns an older schema lacked are added as
+    nulls."""
+    schema = result_schema(columns)
+    for f in schema:
         if f.name not in table.column_names:
             table = table.append_column(f, pa.nulls(table.num_rows, type=f.type))
-    return table.select(RESULT_SCHEMA.names).cast(RESULT_SCHEMA)
+    return table.select(schema.names).cast(schema)
 
 
 @dataclass(frozen=True, slots=True)

@@ -103,6 +103,25 @@ def test_older_schema_gets_null_columns(tmp_path):
     assert r.key == "old" and r.treewidth_bound is None and r.hostname is None
 
 
+def test_columns_read_alone(tmp_path):
+    """Some columns only: the full table's columns, an older file's missing one as nulls,
+    and the same schema with no result at all."""
+    st = ResultStore(tmp_path)
+    for key, score in (("b", -2.0), ("a", -1.0)):
+        st.write_result(_rec(key, score))
+    full = pa.Table.from_pylist([_rec("old", -3.0).to_row()], schema=RESULT_SCHEMA)
+    pq.write_table(full.drop_columns(["hostname"]), st.result_path("old"))
+    cols = ["best_score", "key", "hostname"]
+    got = st.read_table(columns=cols)
+    assert got.column_names == cols
+    assert got.equals(st.read_table().select(cols))
+    assert got.to_pylist()[2] == {"best_score": -3.0, "key": "old", "hostname": None}
+    assert st.read_table(["a"], columns=["key"]).to_pylist() == [{"key": "a"}]
+    assert ResultStore(tmp_path / "none").read_table(columns=cols).schema == got.schema
+    with pytest.raises(ValueError, match="not result columns: score"):
+        st.read_table(columns=["key", "score"])
+
+
 def test_corrupt_file_named(tmp_path):
     st = ResultStore(tmp_path)
     st.results_dir.mkdir(parents=True)
