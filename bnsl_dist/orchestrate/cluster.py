@@ -37,7 +37,8 @@ from distributed import Client, LocalCluster
 from bnsl_dist.exceptions import InvalidConfigError
 
 __all__ = ["DEFAULT_TIMEOUT", "connect", "connect_timeout", "default_n_workers",
-           "read_scheduler_file", "start_cluster", "stop_cluster", "tls_security",
+           "read_scheduler_file", "start_cluster", "stop_cluster", "temporary_security",
+           "tls_security",
            "validate_address", "write_tls_credentials"]
 
 #: Seconds to reach a scheduler and to see its first worker.
@@ -247,14 +248,38 @@ def _announce(client: Client, announce: bool, cluster: Any = None,
 
 
 # ------------------------------------------------------------- a long-lived local cluster
-def write_tls_credentials(folder: str | os.PathLike[str]) -> Path:
-    """A throwaway self-signed key and certificate (``Security.temporary()``) written as
-    ``ca.pem``, ``cert.pem`` and ``key.pem`` (mode 0600) in ``folder``; returns it."""
+def temporary_security() -> Any:
+    """``distributed.security.Security.temporary()``: a throwaway self-signed key and
+    certificate, in memory.
+
+    Raises
+    ------
+    InvalidConfigError
+        The optional package ``cryptography`` (extra ``tls``) is not installed.
+    """
     from distributed.security import Security
 
+    try:
+        import cryptography  # noqa: F401  (Security.temporary makes the key with it)
+    except ImportError:
+        raise InvalidConfigError("TLS certificates need the optional package cryptography "
+                                 "(pip install 'bnsl_dist[tls]')") from None
+    return Security.temporary()
+
+
+def write_tls_credentials(folder: str | os.PathLike[str]) -> Path:
+    """A throwaway self-signed key and certificate (``Security.temporary()``) written as
+    ``ca.pem``, ``cert.pem`` and ``key.pem`` (mode 0600) in ``folder``; returns it.
+
+    Raises
+    ------
+    InvalidConfigError
+        The optional package ``cryptography`` (extra ``tls``) is not installed; nothing
+        is written.
+    """
+    sec = temporary_security()
     d = Path(folder).expanduser()
     d.mkdir(parents=True, exist_ok=True)
-    sec = Security.temporary()
     for name, text in (("ca", sec.tls_ca_file), ("cert", sec.tls_client_cert),
                        ("key", sec.tls_client_key)):
         f = d / f"{name}.pem"

@@ -691,9 +691,9 @@ def jobqueue_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
     kw.setdefault("scheduler_options", {}).setdefault(
         "dashboard_address", cluster.dashboard_address or "127.0.0.1:8787")
     if cluster.tls:
-        from distributed.security import Security
+        from bnsl_dist.orchestrate.cluster import temporary_security
 
-        kw["security"] = Security.temporary()
+        kw["security"] = temporary_security()
         kw["protocol"] = "tls://"
     return kw
 

@@ -1,0 +1,34 @@
+"""TLS needs the optional package cryptography (extra ``tls``): without it, one clear
+error before anything is written or started, from `cluster start --tls` and from a
+jobqueue cluster's TLS credentials alike."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bnsl_dist.cli import main
+from bnsl_dist.config import load_cluster
+from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.orchestrate.grid import jobqueue_kwargs
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_tls_without_cryptography(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "cryptography", None)  # `import cryptography` fails
+    run_dir = tmp_path / "cl"
+    r = CliRunner().invoke(main, ["cluster", "start", "--workers", "1", "--dir", str(run_dir),
+                                  "--tls", "--timeout", "5"])
+    assert r.exit_code == 2, r.output
+    assert "need the optional package cryptography (pip install 'bnsl_dist[tls]')" \
+        in r.output and "Traceback" not in r.output
+    assert not (run_dir / "tls").exists() and not (run_dir / "scheduler.json").exists()
+    assert not (run_dir / "cluster.json").exists()
+    cfg = load_cluster(REPO / "configs" / "clusters" / "slurm.yaml")
+    assert cfg.tls
+    with pytest.raises(InvalidConfigError, match=r"bnsl_dist\[tls\]"):
+        jobqueue_kwargs(cfg)
