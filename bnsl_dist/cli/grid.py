@@ -91,12 +91,10 @@ def _cell_log(cells: Sequence[Any], done: Sequence[str], pending: Sequence[Any],
     import json
     import time
 
-    from bnsl_dist.pipeline.grid import estimate_left, format_duration
-    from bnsl_dist.results.store import ResultStore, StoreStatus
+    from bnsl_dist.pipeline.grid import estimate_left, format_duration, stored_walls
+    from bnsl_dist.results.store import StoreStatus
 
-    table = ResultStore(results).read_table(done, columns=["key", "wall_seconds"])
-    walls = dict(zip(table.column("key").to_pylist(), table.column("wall_seconds").to_pylist(),
-                     strict=True))
+    walls = stored_walls(results, done)
     stored = list(done)
     to_run = {c.key for c in pending}
 
@@ -164,8 +162,8 @@ def status_cmd(grid_file: str, results: str, by: tuple[str, ...], as_json: bool)
         expand_grid,
         format_duration,
         grid_status,
+        stored_walls,
     )
-    from bnsl_dist.results.store import ResultStore
 
     try:
         check_status_fields(by)
@@ -174,10 +172,7 @@ def status_cmd(grid_file: str, results: str, by: tuple[str, ...], as_json: bool)
     grid = load_grid(grid_file)
     cells = expand_grid(grid)
     st = grid_status(grid, results, cells)
-    walls = ResultStore(results).read_table(st.done, columns=["key", "wall_seconds"])
-    left = estimate_left(cells, st, dict(zip(walls.column("key").to_pylist(),
-                                             walls.column("wall_seconds").to_pylist(),
-                                             strict=True)))
+    left = estimate_left(cells, st, stored_walls(results, st.done))
     known = [s for s in left.values() if s is not None]
     unknown = len(left) - len(known)
     groups = count_by(cells, st, by, left) if by else None

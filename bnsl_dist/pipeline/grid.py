@@ -5,7 +5,7 @@ learner's cells marked)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from bnsl_dist.config import GridConfig
@@ -15,7 +15,8 @@ from bnsl_dist.pipeline.specs import SearchSpec
 from bnsl_dist.results.store import ResultStore, StoreStatus
 
 __all__ = ["expand_grid", "grid_status", "count_by", "cell_field", "check_status_fields",
-           "complete_pieces", "estimate_left", "format_duration", "STATUS_FIELDS"]
+           "complete_pieces", "estimate_left", "stored_walls", "format_duration",
+           "STATUS_FIELDS"]
 
 
 def expand_grid(grid: GridConfig) -> list[Cell]:
@@ -167,6 +168,15 @@ def estimate_left(cells: Sequence[Cell], status: StoreStatus,
         else:
             out[c.key] = None
     return out
+
+
+def stored_walls(results_dir: str | os.PathLike[str], keys: Iterable[str]
+                 ) -> dict[str, float]:
+    """Key -> wall seconds of the stored results of ``keys`` (the rest of each record
+    left on disk)."""
+    t = ResultStore(results_dir).read_table(keys, columns=["key", "wall_seconds"])
+    return dict(zip(t.column("key").to_pylist(), t.column("wall_seconds").to_pylist(),
+                    strict=True))
 
 
 def format_duration(seconds: float) -> str:
