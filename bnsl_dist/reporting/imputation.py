@@ -222,24 +222,35 @@ def _tuning_figures(cells: pd.DataFrame, out_dir: Path, grid: str, title: str
 
 
 def _figure(cells: pd.DataFrame, path: Path, title: str) -> Path:
+    """Per data set against the missing rate: SEM-kMAX's accuracy (± sd over runs) with
+    the mode baseline's, and its gain over the mode (what the accuracies' spread across
+    data sets hides); one colour per data set (tab20, up to 20 apart)."""
     from bnsl_dist.reporting.plots import plt, save_figure
 
-    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    fig, (acc, gain) = plt.subplots(1, 2, figsize=(10.0, 4.2), layout="constrained")
+    colors = [plt.get_cmap("tab20")(j) for j in range(20)]
+    rates_all = 100 * np.asarray(sorted(cells["missing_rate"].unique()))
     for i, (ds, g) in enumerate(cells.groupby("dataset", sort=True)):
         by = g.groupby("missing_rate")
         rates = 100 * np.asarray(sorted(g["missing_rate"].unique()))
-        color = f"C{i % 10}"
-        ax.errorbar(rates, by["accuracy"].mean().to_numpy(),
-                    yerr=by["accuracy"].std(ddof=1).fillna(0.0).to_numpy(),
-                    color=color, marker="o", ms=3, capsize=2, label=str(ds))
+        color = colors[i % len(colors)]
+        mean = by["accuracy"].mean().to_numpy()
+        acc.errorbar(rates, mean, yerr=by["accuracy"].std(ddof=1).fillna(0.0).to_numpy(),
+                     color=color, marker="o", ms=3, capsize=2, label=str(ds))
         mode = by["accuracy_mode"].mean().to_numpy()
         if np.isfinite(mode).any():
-            ax.plot(rates, mode, color=color, ls=":", lw=1)
-    ax.set_xlabel("missing cells (%)")
-    ax.set_ylabel("imputation accuracy")
-    ax.set_title(f"{title}\nSEM-kMAX (solid, ± sd over runs) and mode baseline (dotted)",
-                 fontsize=8)
-    ax.legend(fontsize=6, ncol=3)
+            acc.plot(rates, mode, color=color, ls=":", lw=1)
+            gain.plot(rates, mean - mode, color=color, marker="o", ms=3)
+    gain.axhline(0.0, color="grey", lw=0.8)
+    for ax in (acc, gain):
+        ax.set_xlabel("missing cells (%)")
+        ax.set_xticks(rates_all)
+    acc.set_ylabel("imputation accuracy")
+    acc.set_title("SEM-kMAX (solid, ± sd over runs) and the mode (dotted)", fontsize=8)
+    gain.set_ylabel("accuracy − the mode's (mean over runs)")
+    gain.set_title("SEM-kMAX's gain over the mode", fontsize=8)
+    fig.suptitle(title, fontsize=8)
+    fig.legend(*acc.get_legend_handles_labels(), fontsize=6, loc="outside right upper")
     return save_figure(fig, path)
 
 
