@@ -46,6 +46,32 @@ def _signed_log(x: np.ndarray) -> np.ndarray:
     return np.sign(x) * np.log10(1.0 + np.abs(x))
 
 
+def delta_ticks(lim: float) -> list[float]:
+    """The ΔBIC ticks of a signed-log axis reaching ±``lim`` (in log10(1 + |Δ|)): 0 and
+    the decades within reach, every other one past five, and ±2 while at most two
+    decades are shown (wider, it would crowd ±10).
+
+    Examples
+    --------
+    >>> delta_ticks(2.5)
+    [-100.0, -10.0, -2.0, 0.0, 2.0, 10.0, 100.0]
+    >>> delta_ticks(7.2)[4:]                # seven decades: every other one
+    [0.0, 10.0, 1000.0, 100000.0, 10000000.0]
+    """
+    decades = [10.0 ** j for j in range(1, int(lim) + 1) if math.log10(1 + 10.0 ** j) <= lim]
+    if len(decades) > 5:
+        decades = decades[::2]
+    pos = ([2.0] if len(decades) <= 2 else []) + decades
+    return [-v for v in reversed(pos)] + [0.0] + pos
+
+
+def _tick_label(v: float) -> str:
+    """``0``, ``2``, ``-10``, ``100``, then powers of ten (``$-10^{4}$``)."""
+    if abs(v) < 1000:
+        return f"{v:g}".replace("-", "\N{MINUS SIGN}")
+    return f"${'-' if v < 0 else ''}10^{{{round(math.log10(abs(v)))}}}$"
+
+
 def plot_delta_histogram(deltas: Sequence[float], path: str | Path, *, title: str = "",
                          a: str = "A", b: str = "B") -> Path:
     """Histogram of ΔBIC on a signed log scale, with the ±2, ±6, ±10 boundaries."""
@@ -62,10 +88,9 @@ def plot_delta_histogram(deltas: Sequence[float], path: str | Path, *, title: st
     for edge in (2, 6, 10):
         for s in (1, -1):
             ax.axvline(s * math.log10(1 + edge), color="#999999", lw=0.8, ls="--")
-    ticks = [v for v in (-1e4, -1e3, -100, -10, -2, 0, 2, 10, 100, 1e3, 1e4)
-             if abs(_signed_log(np.array([v]))[0]) <= lim]
+    ticks = delta_ticks(lim)
     ax.set_xticks(_signed_log(np.array(ticks)))
-    ax.set_xticklabels([f"{v:g}" for v in ticks])
+    ax.set_xticklabels([_tick_label(v) for v in ticks])
     ax.set_xlim(-lim, lim)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(f"ΔBIC = BIC({a}) − BIC({b})  (signed log scale)")
