@@ -175,7 +175,7 @@ def plot_top_p(frame: pd.DataFrame, path: str | Path, *, title: str = "") -> Pat
     """Fan et al.'s Figure 4 (top): seconds and the suboptimality bound epsilon − 1
     against p, medians over seeds, one line per data set (``frame``: the rows of
     :func:`bnsl_dist.reporting.exact.top_p_frame`)."""
-    fig, (ax_t, ax_e) = plt.subplots(1, 2, figsize=(9.6, 3.6))
+    fig, (ax_t, ax_e) = plt.subplots(1, 2, figsize=(9.6, 3.6), layout="constrained")
     for (ds, split), g in frame.groupby(["dataset", "split"], sort=True):
         m = g.groupby("p", sort=True)[["seconds", "epsilon"]].median()
         lab = f"{ds}/{split}"
@@ -195,7 +195,8 @@ def plot_sweep(frame: pd.DataFrame, path: str | Path, *, x: str, ys: Sequence[st
                baseline: pd.Series | None = None, title: str = "") -> Path:
     """One panel per column of ``ys`` against ``x`` (rows of ``frame``, sorted by x),
     with ``baseline[y]`` as a dashed line where given (e.g. the unscreened learner)."""
-    fig, axes = plt.subplots(1, len(ys), figsize=(4.2 * len(ys), 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(ys), figsize=(4.2 * len(ys), 3.4), squeeze=False,
+                             layout="constrained")
     f = frame.sort_values(x)
     for ax, y in zip(axes[0], ys, strict=True):
         ax.plot(f[x], f[y], "o-", label="sweep")
