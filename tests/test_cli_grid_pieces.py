@@ -196,6 +196,11 @@ def test_status_estimates_the_time_left(two_set_grid, tmp_path):
     r = CliRunner().invoke(main, ["grid", "status", str(two_set_grid), "--results", str(res)])
     assert ("about 23 s of worker time left for 3 of them (6 with nothing to go by), "
             "from the wall times") in r.output, r.output
+    r = CliRunner().invoke(main, ["grid", "run", str(two_set_grid), "--results", str(res),
+                                  "--dry-run", "--workers", "2"])
+    assert r.exit_code == 0, r.output
+    assert ("from the stored cells' wall times: 23 s of worker time, 12 s on 2 workers "
+            "(6 cells with nothing to go by)") in r.output, r.output
 
 
 def test_estimates_scale_with_the_sem_budget():

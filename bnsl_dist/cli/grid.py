@@ -62,7 +62,12 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
     if dry_run:
         n = conn["workers"] or (cfg.workers if cfg and cfg.workers else None) \
             or default_n_workers()
-        click.echo(format_plan(plan, n))
+        from bnsl_dist.pipeline.grid import estimate_left, stored_walls
+        from bnsl_dist.results.store import StoreStatus
+
+        status = StoreStatus(plan.done, plan.failed, tuple(c.key for c in plan.pending))
+        click.echo(format_plan(plan, n, estimate_left(plan.cells, status,
+                                                      stored_walls(results, plan.done))))
         return
     if not plan.pending:  # every cell stored: no cluster to start
         click.echo(f"{len(plan.cells)} cells: all already done")

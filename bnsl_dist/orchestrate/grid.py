@@ -42,7 +42,7 @@ import os
 import sys
 import time
 import traceback as tb_mod
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,8 +143,11 @@ def _fmt_seconds(s: float | None) -> str:
     return format_duration(s)
 
 
-def format_plan(plan: GridPlan, n_workers: int) -> str:
-    """A human-readable plan (``grid run --dry-run``)."""
+def format_plan(plan: GridPlan, n_workers: int,
+                left: Mapping[str, float | None] | None = None) -> str:
+    """A human-readable plan (``grid run --dry-run``); with ``left``, the pending cells'
+    expected wall seconds (:func:`~bnsl_dist.pipeline.grid.estimate_left`), the time
+    the stored cells' wall times predict too."""
     g = plan.grid
     n_sets = len({c.dataset for c in plan.cells})
     n_ds = len({(c.dataset, c.split) for c in plan.cells})
@@ -162,6 +165,13 @@ def format_plan(plan: GridPlan, n_workers: int) -> str:
              f"  estimated wall time on {n_workers} workers: "
              f"{_fmt_seconds(plan.estimated_seconds(n_workers))}"
              + (" at most" if any(c.budget_iterations for c in plan.pending) else "")]
+    known = [t for c in plan.pending if (t := (left or {}).get(c.key)) is not None]
+    if known:
+        lines.append(f"  from the stored cells' wall times: {format_duration(sum(known))} of "
+                     f"worker time, {format_duration(sum(known) / max(1, n_workers))} on "
+                     f"{n_workers} workers"
+                     + (f" ({len(plan.pending) - len(known)} cells with nothing to go by)"
+                        if len(known) < len(plan.pending) else ""))
     by_alg: dict[str, int] = {}
     for c in plan.pending:
         name = c.label + (f" k={c.k}" if c.k is not None else "")
