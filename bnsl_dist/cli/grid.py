@@ -62,12 +62,11 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
     if dry_run:
         n = conn["workers"] or (cfg.workers if cfg and cfg.workers else None) \
             or default_n_workers()
-        from bnsl_dist.pipeline.grid import estimate_left, stored_walls
+        from bnsl_dist.pipeline.grid import estimate_from_store
         from bnsl_dist.results.store import StoreStatus
 
         status = StoreStatus(plan.done, plan.failed, tuple(c.key for c in plan.pending))
-        click.echo(format_plan(plan, n, estimate_left(plan.cells, status,
-                                                      stored_walls(results, plan.done))))
+        click.echo(format_plan(plan, n, estimate_from_store(results, plan.cells, status)))
         return
     if not plan.pending:  # every cell stored: no cluster to start
         click.echo(f"{len(plan.cells)} cells: all already done")
@@ -96,7 +95,7 @@ def _cell_log(cells: Sequence[Any], done: Sequence[str], pending: Sequence[Any],
     import json
     import time
 
-    from bnsl_dist.pipeline.grid import estimate_left, format_duration, stored_walls
+    from bnsl_dist.pipeline.grid import estimate_left, format_duration, stored_walls, sum_known
     from bnsl_dist.results.store import StoreStatus
 
     walls = stored_walls(results, done)
@@ -107,13 +106,13 @@ def _cell_log(cells: Sequence[Any], done: Sequence[str], pending: Sequence[Any],
         est = {k: s for k, s in estimate_left(cells, StoreStatus(tuple(stored), (),
                                                                  tuple(to_run)), walls).items()
                if k in to_run}   # not the cells of other pieces (--datasets)
-        known = [s for s in est.values() if s is not None]
+        seconds, known, unknown = sum_known(est)
         if not to_run or not known:
             return ""
         n = workers() or 1
-        return (f"; about {format_duration(sum(known) / n)} left on {n} worker"
-                f"{'s' if n > 1 else ''}" + (f" ({len(est) - len(known)} cells not counted)"
-                                             if len(known) < len(est) else ""))
+        return (f"; about {format_duration(seconds / n)} left on {n} worker"
+                f"{'s' if n > 1 else ''}" + (f" ({unknown} cells not counted)"
+                                             if unknown else ""))
 
     def log(rec: Any) -> None:
         stored.append(rec.key)
@@ -163,11 +162,11 @@ def status_cmd(grid_file: str, results: str, by: tuple[str, ...], as_json: bool)
     from bnsl_dist.pipeline.grid import (
         check_status_fields,
         count_by,
-        estimate_left,
+        estimate_from_store,
         expand_grid,
         format_duration,
         grid_status,
-        stored_walls,
+        sum_known,
     )
 
     try:
@@ -177,12 +176,11 @@ def status_cmd(grid_file: str, results: str, by: tuple[str, ...], as_json: bool)
     grid = load_grid(grid_file)
     cells = expand_grid(grid)
     st = grid_status(grid, results, cells)
-    left = estimate_left(cells, st, stored_walls(results, st.done))
-    known = [s for s in left.values() if s is not None]
-    unknown = len(left) - len(known)
+    left = estimate_from_store(results, cells, st)
+    seconds, known, unknown = sum_known(left)
     groups = count_by(cells, st, by, left) if by else None
     if as_json:
-        echo_json({**st.counts(), "seconds_left": sum(known), "cells_without_estimate": unknown,
+        echo_json({**st.counts(), "seconds_left": seconds, "cells_without_estimate": unknown,
                    "failed_keys": list(st.failed), "pending_keys": list(st.pending),
                    **({} if groups is None else {"by": list(by), "groups": groups})})
         return
@@ -191,8 +189,8 @@ def status_cmd(grid_file: str, results: str, by: tuple[str, ...], as_json: bool)
     if left and not known:
         eta = f"; no stored cell like the {unknown} to run to estimate their time by"
     elif left:
-        eta = (f"; about {format_duration(sum(known))} of worker time left"
-               + (f" for {len(known)} of them ({unknown} with nothing to go by)"
+        eta = (f"; about {format_duration(seconds)} of worker time left"
+               + (f" for {known} of them ({unknown} with nothing to go by)"
                   if unknown else "")
                + ", from the wall times of stored cells like them")
     click.echo(f"{grid.name}: {c['done']} done, {c['failed']} failed, {c['pending']} pending "
@@ -287,9 +285,8 @@ def import_cmd(records: tuple[str, ...], results: str) -> None:
     pieces, `grid export --left-out`). Results already in the folder are kept."""
     from bnsl_dist.results.export import import_records, read_records
 
-    for f in records:  # every file readable before the first is written in
-        read_records(f)
-    for f in records:
-        c = import_records(f, results)
+    read = [(f, read_records(f)) for f in records]  # all readable before any is written in
+    for f, recs in read:
+        c = import_records(recs, results)
         click.echo(f"{results}: {c['results']} results written, {c['kept']} already there, "
                    f"{c['failures']} failures, {c['grids']} grid(s) from {f}")

@@ -54,7 +54,7 @@ from bnsl_dist.exceptions import BNSLError, InvalidConfigError
 from bnsl_dist.orchestrate.explore import explore_job, submit_cache_build
 from bnsl_dist.orchestrate.workers import register_warmup
 from bnsl_dist.pipeline.cell import CacheJob, Cell
-from bnsl_dist.pipeline.grid import expand_grid, format_duration, grid_status
+from bnsl_dist.pipeline.grid import expand_grid, format_duration, grid_status, sum_known
 from bnsl_dist.pipeline.run import NoSolutionError, ensure_cache, failure_record, run_cell
 from bnsl_dist.results.records import CellResult
 from bnsl_dist.results.store import ResultStore
@@ -165,13 +165,12 @@ def format_plan(plan: GridPlan, n_workers: int,
              f"  estimated wall time on {n_workers} workers: "
              f"{_fmt_seconds(plan.estimated_seconds(n_workers))}"
              + (" at most" if any(c.budget_iterations for c in plan.pending) else "")]
-    known = [t for c in plan.pending if (t := (left or {}).get(c.key)) is not None]
+    seconds, known, unknown = sum_known({c.key: (left or {}).get(c.key) for c in plan.pending})
     if known:
-        lines.append(f"  from the stored cells' wall times: {format_duration(sum(known))} of "
-                     f"worker time, {format_duration(sum(known) / max(1, n_workers))} on "
+        lines.append(f"  from the stored cells' wall times: {format_duration(seconds)} of "
+                     f"worker time, {format_duration(seconds / max(1, n_workers))} on "
                      f"{n_workers} workers"
-                     + (f" ({len(plan.pending) - len(known)} cells with nothing to go by)"
-                        if len(known) < len(plan.pending) else ""))
+                     + (f" ({unknown} cells with nothing to go by)" if unknown else ""))
     by_alg: dict[str, int] = {}
     for c in plan.pending:
         name = c.label + (f" k={c.k}" if c.k is not None else "")

@@ -15,7 +15,8 @@ from bnsl_dist.pipeline.specs import SearchSpec
 from bnsl_dist.results.store import ResultStore, StoreStatus
 
 __all__ = ["expand_grid", "grid_status", "count_by", "cell_field", "check_status_fields",
-           "complete_pieces", "estimate_left", "stored_walls", "format_duration",
+           "complete_pieces", "estimate_left", "estimate_from_store", "stored_walls",
+           "sum_known", "format_duration",
            "STATUS_FIELDS"]
 
 
@@ -177,6 +178,18 @@ def stored_walls(results_dir: str | os.PathLike[str], keys: Iterable[str]
     t = ResultStore(results_dir).read_table(keys, columns=["key", "wall_seconds"])
     return dict(zip(t.column("key").to_pylist(), t.column("wall_seconds").to_pylist(),
                     strict=True))
+
+
+def estimate_from_store(results_dir: str | os.PathLike[str], cells: Sequence[Cell],
+                        status: StoreStatus) -> dict[str, float | None]:
+    """:func:`estimate_left` from the wall times stored in ``results_dir``."""
+    return estimate_left(cells, status, stored_walls(results_dir, status.done))
+
+
+def sum_known(left: Mapping[str, float | None]) -> tuple[float, int, int]:
+    """Seconds of the estimated cells of ``left``, their count and that of the others."""
+    known = [s for s in left.values() if s is not None]
+    return sum(known), len(known), len(left) - len(known)
 
 
 def format_duration(seconds: float) -> str:

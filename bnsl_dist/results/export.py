@@ -165,10 +165,11 @@ def export_records(results: str | os.PathLike[str], out: str | os.PathLike[str],
     return target
 
 
-def import_records(source: str | os.PathLike[str], results: str | os.PathLike[str]
-                   ) -> dict[str, int]:
+def import_records(source: str | os.PathLike[str] | RecordSet,
+                   results: str | os.PathLike[str]) -> dict[str, int]:
     """Write a records file's results, failures and grids into the results folder
-    ``results``, cell by cell: the inverse of :func:`export_records`, so that ``grid
+    ``results`` (``source``: its path, or the file already read), cell by cell: the
+    inverse of :func:`export_records`, so that ``grid
     run`` on that folder skips those cells (a grid resumed on another machine from its
     committed records). A result already in the folder is kept, not replaced; a failure
     is written only for a cell with neither a result nor a failure there; each grid of
@@ -181,7 +182,7 @@ def import_records(source: str | os.PathLike[str], results: str | os.PathLike[st
     DataError
         ``source`` is not a records file (see :func:`read_records`).
     """
-    recs = read_records(source)
+    recs = source if isinstance(source, RecordSet) else read_records(source)
     store = ResultStore(results)
     done, failed = store.done_keys(), store.failed_keys()
     counts = {"results": 0, "kept": 0, "failures": 0, "grids": 0}
