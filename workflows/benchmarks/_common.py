@@ -22,9 +22,20 @@ def machine() -> dict[str, Any]:
     import bnsl_dist
 
     return {"python": sys.version.split()[0], "platform": platform.platform(),
-            "cpu_count": os.cpu_count(), "numpy": numpy.__version__, "numba": numba.__version__,
+            "cpu": _cpu_model(), "cpu_count": os.cpu_count(), "numpy": numpy.__version__, "numba": numba.__version__,
             "bnsl_dist": bnsl_dist.__version__,
             "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+def _cpu_model() -> str | None:
+    """The processor's model name (Linux: /proc/cpuinfo), else ``platform.processor()``."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
 
 
 def write_result(name: str, payload: dict[str, Any]) -> Path:

@@ -189,6 +189,43 @@ def bnsl_dist_learn(csv: Path, seconds: float, seed: int, optimizer: str
     return {names[v]: [names[p] for p in ps] for v, ps in enumerate(res.dag.parents)}
 
 
+#: ``bnsl-dist`` as its console script runs it, from this interpreter and ``PYTHONPATH``.
+CLI = "import sys; from bnsl_dist.cli import main; sys.argv[0] = 'bnsl-dist'; main()"
+#: Compiles (or loads) every stage's kernels, so that no timed run pays for it.
+WARM = ("import numpy as np; from bnsl_dist.data import CategoricalData; "
+        "from bnsl_dist.within import learn_within; learn_within(CategoricalData.from_array("
+        "np.random.default_rng(0).integers(0, 2, (300, 5))), 3.0, 0)")
+
+
+def cli_start_seconds(env: dict[str, str] | None = None, cwd: str | None = None) -> float:
+    """Wall seconds from a process's start to ``bnsl_dist.cli`` imported (the median of
+    3): what a command spends before ``learn --time-limit`` starts counting."""
+    walls = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import bnsl_dist.cli"], env=env, cwd=cwd,
+                       check=True, capture_output=True)
+        walls.append(time.perf_counter() - t0)
+    return sorted(walls)[1]
+
+
+def bnsl_dist_cli(csv: Path, seconds: float, workers: int, seed: int,
+                  env: dict[str, str] | None = None, cwd: str | None = None
+                  ) -> dict[str, Any]:
+    """``bnsl-dist learn CSV --time-limit SECONDS --workers W --seed B`` (a local cluster
+    of ``workers``, one seed per worker, one shared cache): the learn result and the
+    command's wall time, the interpreter's start and the cluster's included."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "r.json"
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", CLI, "learn", str(csv), "--time-limit",
+                        f"{seconds:.3f}", "--workers", str(workers), "--seed", str(seed),
+                        "-q", "-o", str(out)], env=env, cwd=cwd, check=True,
+                       capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        return {"result": json.loads(out.read_text()), "wall": wall}
+
+
 def _pyagrum(csv: Path, seconds: float, tabu: bool) -> dict[str, list[str]]:
     import pyagrum as gum
 
@@ -227,11 +264,24 @@ def _ges(df: pd.DataFrame) -> dict[str, list[str]]:
             for j in range(len(cols))}
 
 
-def run_tool(tool: str, csv: Path, seconds: float, seed: int, optimizer: str
-             ) -> dict[str, Any]:
-    """Learn with one tool (in this process); the DAG and the learning call's wall time."""
+def run_tool(tool: str, csv: Path, seconds: float, seed: int, optimizer: str,
+             workers: int = 0) -> dict[str, Any]:
+    """Learn with one tool (in this process); the DAG and the learning call's wall time.
+    bnsl_dist with ``workers`` > 0 runs as the command ``learn --time-limit`` on a local
+    cluster of that many workers (its wall: the whole command's, less nothing): given
+    ``seconds`` less the interpreter's measured start, so that the command ends within
+    ``seconds``; ``optimizer`` is then the command's default."""
     import importlib
 
+    if tool == "bnsl_dist" and workers > 0:
+        subprocess.run([sys.executable, "-c", WARM], check=True, capture_output=True)
+        start = cli_start_seconds()
+        run = bnsl_dist_cli(csv, seconds - start, workers, seed)
+        res = run["result"]
+        return {"parents": {c: list(ps) for c, ps in res["dag"]["parents"].items()},
+                "wall": run["wall"], "workers": workers, "cli_start": start,
+                "time_limit": seconds - start, "seeds": len(res.get("runs", [])),
+                "cache_sets": (res.get("cache") or {}).get("n_sets")}
     df = pd.read_csv(csv, dtype=str)
     for mod in PRELOAD.get(tool, ()):  # imports are not learning time
         importlib.import_module(mod)
@@ -256,11 +306,11 @@ def run_tool(tool: str, csv: Path, seconds: float, seed: int, optimizer: str
     return {"parents": dag, "wall": time.perf_counter() - t0}
 
 
-def _run_isolated(tool: str, csv: Path, seconds: float, seed: int, optimizer: str
-                  ) -> dict[str, Any]:
+def _run_isolated(tool: str, csv: Path, seconds: float, seed: int, optimizer: str,
+                  workers: int = 0) -> dict[str, Any]:
     """run_tool in a child process, stopped after seconds + GRACE."""
     cmd = [sys.executable, "-m", "workflows.benchmarks.peers", "--one", tool, str(csv),
-           str(seconds), str(seed), optimizer]
+           str(seconds), str(seed), optimizer, str(workers)]
     t0 = time.perf_counter()
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + GRACE)
@@ -302,7 +352,8 @@ def markdown(result: dict[str, Any]) -> str:
         score = f"{r['bic']:,.1f}" if r.get("bic") is not None else r.get("error", "—")
         arcs = "—" if r.get("arcs") is None else str(r["arcs"])
         budget = "" if r.get("budget") is None else f"{r['budget']:g}"
-        tool = r["tool"] + (f" (seed {r['bnsl_seed']})" if "bnsl_seed" in r else "")
+        tool = r["tool"] + (f" ({r['workers']} workers)" if r.get("workers") else "") \
+            + (f" (seed {r['bnsl_seed']})" if "bnsl_seed" in r else "")
         lines.append(f"| {r['network']} | {r['n']} | {budget} | {tool} | "
                      f"{wall} | {arcs} | {score} |")
     for c in result.get("scorer_checks", []):
@@ -314,8 +365,8 @@ def markdown(result: dict[str, Any]) -> str:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--one":  # child process: one tool
-        tool, csv, seconds, seed, optimizer = sys.argv[2:7]
-        res = run_tool(tool, Path(csv), float(seconds), int(seed), optimizer)
+        tool, csv, seconds, seed, optimizer, workers = sys.argv[2:8]
+        res = run_tool(tool, Path(csv), float(seconds), int(seed), optimizer, int(workers))
         print(json.dumps(res))
         return
     ap = argparse.ArgumentParser(description=__doc__)
@@ -333,6 +384,12 @@ def main() -> None:
     ap.add_argument("--match", default=None, metavar="TOOL",
                     help="give bnsl_dist the wall time TOOL took (listed before it in "
                          "--tools; give TOOL a budget it ends within, to let it converge)")
+    ap.add_argument("--match-fraction", type=float, default=1.0, metavar="F",
+                    help="with --match: give bnsl_dist F times TOOL's wall time (the issue's "
+                         "16-worker bar: 0.25)")
+    ap.add_argument("--bnsl-workers", type=int, default=0, metavar="W",
+                    help="run bnsl_dist as `bnsl-dist learn --time-limit` on a local cluster "
+                         "of W workers (default: learn_within in one process, one core)")
     args = ap.parse_args()
     if args.match is not None and (args.match not in args.tools or "bnsl_dist" not in args.tools
                                    or args.tools.index(args.match)
@@ -361,8 +418,9 @@ def main() -> None:
                 if args.match not in walls:
                     raise RuntimeError(f"{args.match} gave no DAG on {network}: "
                                        f"no wall time to match")
-                given = walls[args.match]
-            res = _run_isolated(tool, csv, given, seed, args.bnsl_optimizer)
+                given = walls[args.match] * args.match_fraction
+            res = _run_isolated(tool, csv, given, seed, args.bnsl_optimizer,
+                                args.bnsl_workers if tool == "bnsl_dist" else 0)
             if "parents" in res:
                 walls[tool] = float(res["wall"])
             row = {"network": network, "n": df.shape[1], "rows": len(df), "budget": given,

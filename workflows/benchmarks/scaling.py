@@ -232,10 +232,11 @@ def main() -> None:
     from bnsl_dist.orchestrate.cluster import connect
     from bnsl_dist.orchestrate.explore import build_cache_distributed
     from bnsl_dist.orchestrate.grid import FAN_OUT_SECONDS, run_grid
-    from bnsl_dist.orchestrate.workers import algorithm_spec, register_warmup
+    from bnsl_dist.orchestrate.workers import register_warmup
     from bnsl_dist.pipeline import CacheSpec, DataRef, SearchSpec, learn, learn_cells, load_data
     from bnsl_dist.pipeline.grid import expand_grid
     from bnsl_dist.pipeline.run import ensure_cache, run_cell
+    from bnsl_dist.search.warmup import algorithm_spec, warm_up
 
     def split_data(split: str) -> Any:
         return load_data(DataRef(name=args.data, split=split, path=args.data_path))
@@ -262,6 +263,11 @@ def main() -> None:
     cells = expand_grid(grid)
     fan_out = FAN_OUT_SECONDS if args.fan_out_seconds is None else args.fan_out_seconds
 
+    specs = [algorithm_spec(args.algorithm)] + [algorithm_spec(c.algorithm, c.search.params,
+                                                              c.k) for c in cells]
+    t0 = time.perf_counter()  # the serial runs' kernels, as the workers' below: untimed
+    warm_up(cache_methods=("independence",), algorithms=specs)
+    serial_warmup = time.perf_counter() - t0
     t0 = time.perf_counter()
     serial_cache = build_cache(data, **build)
     serial = {"cache_build": time.perf_counter() - t0}
@@ -282,10 +288,7 @@ def main() -> None:
         with connect(workers=w, announce=False, dashboard=False) as client:
             row["cluster_start_seconds"] = round(time.perf_counter() - t0, 3)
             t0 = time.perf_counter()
-            register_warmup(client, cache_methods=("independence",),
-                            algorithms=[algorithm_spec(args.algorithm)]
-                            + [algorithm_spec(c.algorithm, c.search.params, c.k)
-                               for c in cells])
+            register_warmup(client, cache_methods=("independence",), algorithms=specs)
             row["warmup_seconds"] = round(time.perf_counter() - t0, 3)
             t0 = time.perf_counter()
             cache = build_cache_distributed(client, data, **build)
@@ -316,6 +319,7 @@ def main() -> None:
         "settings": settings,
         "note": args.note, "n_vars": data.n_vars, "n_samples": data.n_samples,
         "load_average_at_start": os.getloadavg(),
+        "serial_warmup_seconds": round(serial_warmup, 3),
         "serial_seconds": {k: round(v, 3) for k, v in serial.items()}, "by_workers": rows}
     if not args.skip_overhead:
         payload["fixed_overhead"] = fixed_overhead(max(counts), args.repeats, tmp,

@@ -31,7 +31,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -39,28 +38,15 @@ from typing import Any
 import pandas as pd
 
 from workflows.benchmarks._common import OUT_DIR, bic_cells, write_report
-from workflows.benchmarks.peers import bic, generating_dag, make_csv
-
-_CLI = "import sys; from bnsl_dist.cli import main; sys.argv[0] = 'bnsl-dist'; main()"
-#: Compiles (or loads) every stage's kernels in a tree, so no timed run pays for it.
-_WARM = ("import numpy as np; from bnsl_dist.data import CategoricalData; "
-         "from bnsl_dist.within import learn_within; learn_within(CategoricalData.from_array("
-         "np.random.default_rng(0).integers(0, 2, (300, 5))), 3.0, 0)")
+from workflows.benchmarks.peers import WARM, bic, bnsl_dist_cli, generating_dag, make_csv
 
 
 def run_tree(tree: str, csv: Path, seconds: float, workers: int, seed: int,
              df: pd.DataFrame) -> dict[str, Any]:
     """One ``learn --time-limit`` from ``tree``; its DAG scored independently."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "r.json"
-        env = {**os.environ, "PYTHONPATH": tree}
-        t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", _CLI, "learn", str(csv), "--time-limit",
-                        str(seconds), "--workers", str(workers), "--seed", str(seed), "-q",
-                        "-o", str(out)], env=env, cwd=tree, check=True, capture_output=True,
-                       text=True)
-        wall = time.perf_counter() - t0
-        res = json.loads(out.read_text())
+    run = bnsl_dist_cli(csv, seconds, workers, seed, env={**os.environ, "PYTHONPATH": tree},
+                        cwd=tree)
+    res, wall = run["result"], run["wall"]
     parents = {c: list(ps) for c, ps in res["dag"]["parents"].items()}
     score = bic(df, parents)
     cache = res.get("cache")
@@ -124,7 +110,7 @@ def main() -> None:
     truth: dict[str, float] = {}
     folder = OUT_DIR / "peers_data"
     for tree in args.trees:
-        subprocess.run([sys.executable, "-c", _WARM], env={**os.environ, "PYTHONPATH": tree},
+        subprocess.run([sys.executable, "-c", WARM], env={**os.environ, "PYTHONPATH": tree},
                        cwd=tree, check=True, capture_output=True)
     for net in args.networks:
         csv = make_csv(net, args.n_samples, 0, folder)
