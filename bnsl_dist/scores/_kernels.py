@@ -63,6 +63,43 @@ def config_ids(codes, parents, arities, ids, tmp):
 
 
 @nb.njit(cache=True, nogil=True)
+def score_from_table(counts, radix, r, kind, ess, qf, log_n, nlogn):
+    """(score, log-likelihood) of a family from its dense count table: ``counts[j * r +
+    k]`` rows with parent configuration ``j`` < ``radix`` and child state ``k`` < ``r``
+    (``qf`` = q(P) as float, ``nlogn[c] = c ln c``)."""
+    ll = 0.0
+    bd = 0.0
+    a_j = 0.0
+    a_jk = 0.0
+    lg_aj = 0.0
+    lg_ajk = 0.0
+    if kind == KIND_BDEU:
+        a_j = ess / qf
+        a_jk = ess / (qf * r)
+        lg_aj = math.lgamma(a_j)
+        lg_ajk = math.lgamma(a_jk)
+    for j in range(radix):
+        nj = 0
+        base = j * r
+        for k in range(r):
+            c = counts[base + k]
+            if c > 0:
+                nj += c
+                ll += nlogn[c]
+                if kind == KIND_BDEU:
+                    bd += math.lgamma(a_jk + c) - lg_ajk
+        if nj > 0:
+            ll -= nlogn[nj]
+            if kind == KIND_BDEU:
+                bd += lg_aj - math.lgamma(a_j + nj)
+    if kind == KIND_BIC:
+        return ll - 0.5 * log_n * (r - 1) * qf, ll
+    if kind == KIND_BDEU:
+        return bd, ll
+    return ll, ll
+
+
+@nb.njit(cache=True, nogil=True)
 def score_from_ids(x, r, ids, radix, kind, ess, qf, log_n, nlogn, tmp, counts):
     """(score, log-likelihood) of a family from its rows' parent configuration ids.
 
@@ -103,20 +140,7 @@ def score_from_ids(x, r, ids, radix, kind, ess, qf, log_n, nlogn, tmp, counts):
         else:
             for t in range(n):
                 counts[ids[t] * r + x[t]] += 1
-        for j in range(radix):
-            nj = 0
-            base = j * r
-            for k in range(r):
-                c = counts[base + k]
-                if c > 0:
-                    nj += c
-                    ll += nlogn[c]
-                    if kind == KIND_BDEU:
-                        bd += math.lgamma(a_jk + c) - lg_ajk
-            if nj > 0:
-                ll -= nlogn[nj]
-                if kind == KIND_BDEU:
-                    bd += lg_aj - math.lgamma(a_j + nj)
+        return score_from_table(counts, radix, r, kind, ess, qf, log_n, nlogn)
     else:
         for t in range(n):
             tmp[t] = ids[t] * r + x[t]
@@ -173,3 +197,70 @@ def nlogn_table(n_max):
     for c in range(2, n_max + 1):
         out[c] = c * math.log(c)
     return out
+
+
+# ---------------------------------------------------------------------- state bitsets
+@nb.njit(cache=True, nogil=True)
+def state_bitsets(codes, arities, max_arity):
+    """Each state of each variable of at most ``max_arity`` states as a bitset over the
+    rows. Returns ``bits`` (uint64, one row of ceil(N / 64) words per (variable, state)),
+    ``offs`` (int64 (n,): the row of variable v's state 0, -1 for a variable with more
+    states) and ``sizes`` (int64: the rows holding each state)."""
+    n_rows, n = codes.shape
+    w = (n_rows + 63) >> 6
+    offs = np.full(n, -1, dtype=np.int64)
+    total = 0
+    for v in range(n):
+        if arities[v] <= max_arity:
+            offs[v] = total
+            total += arities[v]
+    bits = np.zeros((total, w), dtype=np.uint64)
+    sizes = np.zeros(total, dtype=np.int64)
+    one = np.uint64(1)
+    for v in range(n):
+        o = offs[v]
+        if o < 0:
+            continue
+        col = codes[:, v]
+        for t in range(n_rows):
+            row = o + np.int64(col[t])
+            bits[row, t >> 6] |= one << np.uint64(t & 63)
+            sizes[row] += 1
+    return bits, offs, sizes
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _popcount(x):
+    # the SWAR count; LLVM turns it into one popcnt instruction where the CPU has it
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2))
+                                               & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@nb.njit(cache=True, nogil=True)
+def pair_table(bits, sizes, ox, rx, oy, ry, counts):
+    """The dense count table of child x given the single parent y from their state
+    bitsets (``ox``, ``oy``: their rows in ``bits``): ``counts[j * rx + k]`` = rows with
+    y = j and x = k, as :func:`score_from_ids` counts them. The (rx - 1)(ry - 1) inner
+    cells are popcounts of ANDed rows; the last state's row and column are the states'
+    sizes less the rest."""
+    w = bits.shape[1]
+    for j in range(ry - 1):
+        by = bits[oy + j]
+        rest = 0
+        for k in range(rx - 1):
+            bx = bits[ox + k]
+            c = 0
+            for i in range(w):
+                c += _popcount(by[i] & bx[i])
+            counts[j * rx + k] = c
+            rest += c
+        counts[j * rx + rx - 1] = sizes[oy + j] - rest
+    last = (ry - 1) * rx
+    for k in range(rx):
+        rest = 0
+        for j in range(ry - 1):
+            rest += counts[j * rx + k]
+        counts[last + k] = sizes[ox + k] - rest

@@ -8,6 +8,7 @@ real penalty ``(ln N / 2)(r - 1) q`` (no smoothing, no truncation of ``q/2``).
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
@@ -22,6 +23,15 @@ __all__ = ["LocalScorer", "ScoreName", "SCORES", "n_configurations"]
 
 ScoreName = Literal["bic", "bdeu", "ll"]
 SCORES: dict[str, int] = {"bic": K.KIND_BIC, "bdeu": K.KIND_BDEU, "ll": K.KIND_LL}
+
+
+#: Variables of at most this many states get state bitsets (:meth:`LocalScorer.state_bitsets`).
+BITSET_MAX_ARITY = 25
+#: State bitsets are made only while they take at most this many bytes, or twice the codes.
+BITSET_MAX_BYTES = 1 << 28
+_BITSETS: weakref.WeakKeyDictionary[CategoricalData, tuple[NDArray[np.uint64], NDArray[np.int64],
+                                                           NDArray[np.int64]]] = \
+    weakref.WeakKeyDictionary()
 
 
 def n_configurations(arities: NDArray[np.int64], parents: Iterable[int]) -> float:
@@ -123,6 +133,23 @@ class LocalScorer:
             p = counts[counts > 0] / self.n_samples
             out[i] = float(-(p * np.log(p)).sum())
         return out
+
+    def state_bitsets(self) -> tuple[NDArray[np.uint64], NDArray[np.int64], NDArray[np.int64]]:
+        """Each state of each variable of at most :data:`BITSET_MAX_ARITY` states as a
+        bitset over the rows (:func:`bnsl_dist.scores._kernels.state_bitsets`): made once
+        per data set and process, and shared by its scorers; none (every ``offs`` -1)
+        when they would take more than :data:`BITSET_MAX_BYTES` or twice the codes."""
+        got = _BITSETS.get(self.data)
+        if got is None:
+            small = self.arities[self.arities <= BITSET_MAX_ARITY]
+            size = int(small.sum()) * ((self.n_samples + 63) // 64) * 8
+            if size <= max(BITSET_MAX_BYTES, 2 * self._codes.nbytes):
+                got = K.state_bitsets(self._codes, self.arities, BITSET_MAX_ARITY)
+            else:
+                got = (np.zeros((0, 1), dtype=np.uint64),
+                       np.full(self.n_vars, -1, dtype=np.int64), np.zeros(0, dtype=np.int64))
+            _BITSETS[self.data] = got
+        return got
 
     # ------------------------------------------------------------------ graphs
     def score_parents(self, parents: Sequence[Sequence[int]]) -> NDArray[np.float64]:

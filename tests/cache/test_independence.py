@@ -281,3 +281,37 @@ def test_alarm_finds_the_best_parent_set_for_most_variables():
         if got[0][1] >= best - 1e-9 * abs(best):
             found += 1
     assert found >= math.ceil(0.9 * n)
+
+
+@pytest.mark.parametrize("score", ["bic", "bdeu"])
+def test_singletons_by_state_bitsets_score_as_the_naive_oracle(score):
+    # the singleton scores of the exploration (counted from state bitsets where both
+    # variables have few states, else from the rows) against the naive scorer, and the
+    # same sets and scores whether the bitsets are there or not
+    from bnsl_dist.scores import local
+    from tests.naive_scores import naive_bdeu, naive_bic
+
+    rng = np.random.default_rng(7)
+    arities = np.array([2, 3, 4, 30, 2, 27, 3], dtype=np.int64)
+    cols = [rng.integers(0, a, size=700) for a in arities]
+    cols[1] = (cols[1] + cols[0]) % 3
+    cols[4] = (cols[3] + cols[2]) % 2
+    d = CategoricalData.from_array(np.stack(cols, axis=1), arities=arities)
+    for child in range(len(arities)):
+        sets, _ = explore_independence(LocalScorer(d, score), child, max_scores=len(arities),
+                                       prune=False)
+        got = {ps: s for ps, s in sets if len(ps) == 1}
+        assert len(got) == len(arities) - 1
+        for (p,), s in got.items():
+            oracle = (naive_bic(d.codes, arities, child, [p]) if score == "bic"
+                      else naive_bdeu(d.codes, arities, child, [p], 1.0))
+            assert s == pytest.approx(oracle, rel=1e-12, abs=1e-9)
+        with_bits, _ = explore_independence(LocalScorer(d, score), child, max_scores=40)
+        saved = local._BITSETS.pop(d)
+        local._BITSETS[d] = (np.zeros((0, 1), dtype=np.uint64),
+                             np.full(d.n_vars, -1, dtype=np.int64), np.zeros(0, dtype=np.int64))
+        try:
+            without, _ = explore_independence(LocalScorer(d, score), child, max_scores=40)
+        finally:
+            local._BITSETS[d] = saved
+        assert with_bits == without

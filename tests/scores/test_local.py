@@ -113,3 +113,46 @@ def test_score_dag_sums_families():
     per = s.score_parents(parents)
     assert per.sum() == pytest.approx(sum(naive_bic(d.codes, d.arities, v, p)
                                           for v, p in enumerate(parents)), rel=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_rows=st.integers(1, 200))
+def test_state_bitsets_and_pair_tables_count_as_the_rows_do(seed, n_rows):
+    # N across word boundaries, unseen states, arities above the bitset limit
+    from bnsl_dist.scores import _kernels as K
+    from bnsl_dist.scores.local import BITSET_MAX_ARITY
+
+    rng = np.random.default_rng(seed)
+    arities = np.array([1, 2, 3, 5, BITSET_MAX_ARITY + 3][: 3 + seed % 3], dtype=np.int64)
+    d = _random_data(rng, n_rows, arities)
+    bits, offs, sizes = LocalScorer(d, "bic").state_bitsets()
+    for v, a in enumerate(arities):
+        if a > BITSET_MAX_ARITY:
+            assert offs[v] == -1
+            continue
+        for s in range(a):
+            rows = np.flatnonzero(d.codes[:, v] == s)
+            assert sizes[offs[v] + s] == len(rows)
+            mask = np.unpackbits(bits[offs[v] + s].view(np.uint8), bitorder="little")
+            assert np.array_equal(np.flatnonzero(mask), rows)
+    counts = np.zeros(1024, dtype=np.int64)
+    for x, y in [(x, y) for x in range(len(arities)) for y in range(len(arities))
+                 if x != y and offs[x] >= 0 and offs[y] >= 0]:
+        K.pair_table(bits, sizes, offs[x], arities[x], offs[y], arities[y], counts)
+        naive = np.zeros((arities[y], arities[x]), dtype=np.int64)
+        np.add.at(naive, (d.codes[:, y], d.codes[:, x]), 1)
+        assert np.array_equal(counts[: arities[x] * arities[y]], naive.ravel())
+
+
+def test_state_bitsets_are_made_once_per_data_set_and_not_beyond_their_memory_cap(
+        monkeypatch):
+    from bnsl_dist.scores import local
+
+    d = CategoricalData.from_array(np.random.default_rng(0).integers(0, 3, (500, 4)))
+    first = LocalScorer(d, "bic").state_bitsets()
+    assert LocalScorer(d, "bdeu").state_bitsets() is first  # shared by the data's scorers
+    monkeypatch.setattr(local, "BITSET_MAX_BYTES", 0)
+    monkeypatch.setattr(local, "_BITSETS", local.weakref.WeakKeyDictionary())
+    wide = CategoricalData.from_array(np.random.default_rng(0).integers(0, 20, (500, 4)))
+    bits, offs, sizes = LocalScorer(wide, "bic").state_bitsets()  # 20 rows > 2 x codes
+    assert (offs == -1).all() and bits.shape[0] == 0
