@@ -8,7 +8,8 @@ process, not its workers) at no more than 1 GB resident.
 
 The command runs as a child process; its peak resident set is read from
 ``/proc/PID/status`` (``VmHWM``, the kernel's high-water mark, polled until it exits:
-the last poll is at most ``POLL`` seconds before the end). The data set is made
+the last poll is at most ``POLL`` seconds before the end); stopped by SIGTERM (a
+``timeout``), it writes how long the command had run and its peak so far. The data set is made
 available (``fetch``: a recipe is materialised) and the kernels compiled before the
 timed run, so neither counts.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 import tempfile
@@ -32,6 +34,14 @@ from workflows.benchmarks._common import write_result
 from workflows.benchmarks.peers import CLI, WARM
 
 POLL = 0.1
+
+
+class Stopped(Exception):
+    """This process got SIGTERM."""
+
+
+def _stop(signum: int, frame: Any) -> None:
+    raise Stopped
 
 
 def _peak_rss_mb(pid: int) -> float | None:
@@ -58,16 +68,22 @@ def run(data: str, workers: int, seconds: float, per_variable: float, seeds: int
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         peak = 0.0
-        while proc.poll() is None:
-            rss = _peak_rss_mb(proc.pid)
-            peak = max(peak, rss or 0.0)
-            time.sleep(POLL)
-        wall = time.perf_counter() - t0
+        try:
+            while proc.poll() is None:
+                rss = _peak_rss_mb(proc.pid)
+                peak = max(peak, rss or 0.0)
+                time.sleep(POLL)
+            wall = time.perf_counter() - t0
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # ended: write what it measured
+        except Stopped:  # SIGTERM (e.g. `timeout`): say how far it got, then stop it
+            proc.terminate()
+            return {"finished": False, "stopped_after_seconds": round(
+                time.perf_counter() - t0, 3), "client_peak_rss_mb": round(peak, 1)}
         _, err = proc.communicate()
         if proc.returncode != 0:
             raise RuntimeError(f"learn exited {proc.returncode}: {err.strip()[-2000:]}")
         res = json.loads(out.read_text())
-    return {"wall_seconds": round(wall, 3), "client_peak_rss_mb": round(peak, 1),
+    return {"finished": True, "wall_seconds": round(wall, 3), "client_peak_rss_mb": round(peak, 1),
             "score": res.get("score"), "result_keys": sorted(res)[:20],
             "stderr_tail": err.strip()[-1000:]}
 
@@ -89,12 +105,14 @@ def main() -> None:
     n_vars = load_data(DataRef(name=args.data, split="train")).n_vars
     subprocess.run([sys.executable, "-c", WARM], check=True, capture_output=True)
     budget = args.seconds_per_variable * n_vars / args.workers + args.seconds
+    signal.signal(signal.SIGTERM, _stop)  # a stopped run still writes what it measured
     row = run(args.data, args.workers, args.seconds, args.seconds_per_variable, args.seeds)
     payload = {"settings": vars(args), "n_vars": n_vars,
                "cache_budget_wall_seconds": round(args.seconds_per_variable * n_vars
                                                   / args.workers, 3),
-               "budgets_seconds": round(budget, 3), "over_budgets": round(
-                   row["wall_seconds"] - budget, 3), **row}
+               "budgets_seconds": round(budget, 3), **row}
+    if row["finished"]:
+        payload["over_budgets"] = round(row["wall_seconds"] - budget, 3)
     print(json.dumps(payload, indent=1))
     print(write_result(args.name, payload))
 

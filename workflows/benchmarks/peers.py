@@ -34,12 +34,19 @@ Run: ``python -m workflows.benchmarks.peers [--networks alarm bn100] [--seconds 
 (``--bnsl-seeds``: bnsl_dist once per seed of its own search, on the same sample: a
 time-limited result varies with the seed and with the timing); ``--match pyagrum-tabu`` with a budget
 pyAgrum ends within gives bnsl_dist the wall time pyAgrum's converged run took (the
-issue's protocol: a higher BIC within the peer's own time).
+issue's protocol: a higher BIC within the peer's own time), ``--match-fraction 0.25``
+a quarter of it (the issue's 16-worker bar). ``--bnsl-workers W`` runs bnsl_dist as the
+command ``bnsl-dist learn CSV --time-limit S --workers W`` (a local cluster started by
+the command, one seed per worker on one shared cache; its wall time is the command's own,
+the cluster's start included), ``--bnsl-running-cluster`` on a cluster of W workers
+started and warmed once beforehand (``--scheduler-file``: what a user with a running
+cluster pays).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import os
@@ -47,7 +54,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -197,29 +204,21 @@ WARM = ("import numpy as np; from bnsl_dist.data import CategoricalData; "
         "np.random.default_rng(0).integers(0, 2, (300, 5))), 3.0, 0)")
 
 
-def cli_start_seconds(env: dict[str, str] | None = None, cwd: str | None = None) -> float:
-    """Wall seconds from a process's start to ``bnsl_dist.cli`` imported (the median of
-    3): what a command spends before ``learn --time-limit`` starts counting."""
-    walls = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import bnsl_dist.cli"], env=env, cwd=cwd,
-                       check=True, capture_output=True)
-        walls.append(time.perf_counter() - t0)
-    return sorted(walls)[1]
-
-
 def bnsl_dist_cli(csv: Path, seconds: float, workers: int, seed: int,
-                  env: dict[str, str] | None = None, cwd: str | None = None
-                  ) -> dict[str, Any]:
+                  env: dict[str, str] | None = None, cwd: str | None = None,
+                  scheduler_file: str | None = None) -> dict[str, Any]:
     """``bnsl-dist learn CSV --time-limit SECONDS --workers W --seed B`` (a local cluster
-    of ``workers``, one seed per worker, one shared cache): the learn result and the
-    command's wall time, the interpreter's start and the cluster's included."""
+    of ``workers``, one seed per worker, one shared cache), or on the running cluster of
+    ``scheduler_file``: the learn result (its ``wall_seconds`` count from the command's
+    start, its imports done) and the process's wall time (the interpreter's start
+    included)."""
+    where = (["--workers", str(workers)] if scheduler_file is None
+             else ["--scheduler-file", scheduler_file, "--seeds", str(workers)])
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "r.json"
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-c", CLI, "learn", str(csv), "--time-limit",
-                        f"{seconds:.3f}", "--workers", str(workers), "--seed", str(seed),
+                        f"{seconds:.3f}", *where, "--seed", str(seed),
                         "-q", "-o", str(out)], env=env, cwd=cwd, check=True,
                        capture_output=True, text=True)
         wall = time.perf_counter() - t0
@@ -265,22 +264,24 @@ def _ges(df: pd.DataFrame) -> dict[str, list[str]]:
 
 
 def run_tool(tool: str, csv: Path, seconds: float, seed: int, optimizer: str,
-             workers: int = 0) -> dict[str, Any]:
+             workers: int = 0, scheduler_file: str | None = None) -> dict[str, Any]:
     """Learn with one tool (in this process); the DAG and the learning call's wall time.
     bnsl_dist with ``workers`` > 0 runs as the command ``learn --time-limit`` on a local
-    cluster of that many workers (its wall: the whole command's, less nothing): given
-    ``seconds`` less the interpreter's measured start, so that the command ends within
-    ``seconds``; ``optimizer`` is then the command's default."""
+    cluster of that many workers, started by the command (or, with ``scheduler_file``, on
+    that running cluster, one seed per worker): its wall time is the command's own, from
+    the start of ``learn`` (its imports done, as every tool's imports are done before its
+    clock starts; reading the CSV and the cluster's start included); ``optimizer`` is then
+    the command's default."""
     import importlib
 
     if tool == "bnsl_dist" and workers > 0:
         subprocess.run([sys.executable, "-c", WARM], check=True, capture_output=True)
-        start = cli_start_seconds()
-        run = bnsl_dist_cli(csv, seconds - start, workers, seed)
+        run = bnsl_dist_cli(csv, seconds, workers, seed, scheduler_file=scheduler_file)
         res = run["result"]
         return {"parents": {c: list(ps) for c, ps in res["dag"]["parents"].items()},
-                "wall": run["wall"], "workers": workers, "cli_start": start,
-                "time_limit": seconds - start, "seeds": len(res.get("runs", [])),
+                "wall": float(res["wall_seconds"]), "command_process_wall": run["wall"],
+                "workers": workers, "cluster": "running" if scheduler_file else "started",
+                "seeds": len(res.get("runs", [])),
                 "cache_sets": (res.get("cache") or {}).get("n_sets")}
     df = pd.read_csv(csv, dtype=str)
     for mod in PRELOAD.get(tool, ()):  # imports are not learning time
@@ -307,10 +308,10 @@ def run_tool(tool: str, csv: Path, seconds: float, seed: int, optimizer: str,
 
 
 def _run_isolated(tool: str, csv: Path, seconds: float, seed: int, optimizer: str,
-                  workers: int = 0) -> dict[str, Any]:
+                  workers: int = 0, scheduler_file: str | None = None) -> dict[str, Any]:
     """run_tool in a child process, stopped after seconds + GRACE."""
     cmd = [sys.executable, "-m", "workflows.benchmarks.peers", "--one", tool, str(csv),
-           str(seconds), str(seed), optimizer, str(workers)]
+           str(seconds), str(seed), optimizer, str(workers), scheduler_file or ""]
     t0 = time.perf_counter()
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + GRACE)
@@ -352,7 +353,8 @@ def markdown(result: dict[str, Any]) -> str:
         score = f"{r['bic']:,.1f}" if r.get("bic") is not None else r.get("error", "—")
         arcs = "—" if r.get("arcs") is None else str(r["arcs"])
         budget = "" if r.get("budget") is None else f"{r['budget']:g}"
-        tool = r["tool"] + (f" ({r['workers']} workers)" if r.get("workers") else "") \
+        tool = r["tool"] + (f" ({r['workers']} workers, cluster {r['cluster']})"
+                            if r.get("workers") else "") \
             + (f" (seed {r['bnsl_seed']})" if "bnsl_seed" in r else "")
         lines.append(f"| {r['network']} | {r['n']} | {budget} | {tool} | "
                      f"{wall} | {arcs} | {score} |")
@@ -365,8 +367,9 @@ def markdown(result: dict[str, Any]) -> str:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--one":  # child process: one tool
-        tool, csv, seconds, seed, optimizer, workers = sys.argv[2:8]
-        res = run_tool(tool, Path(csv), float(seconds), int(seed), optimizer, int(workers))
+        tool, csv, seconds, seed, optimizer, workers, sched = sys.argv[2:9]
+        res = run_tool(tool, Path(csv), float(seconds), int(seed), optimizer, int(workers),
+                       sched or None)
         print(json.dumps(res))
         return
     ap = argparse.ArgumentParser(description=__doc__)
@@ -390,6 +393,10 @@ def main() -> None:
     ap.add_argument("--bnsl-workers", type=int, default=0, metavar="W",
                     help="run bnsl_dist as `bnsl-dist learn --time-limit` on a local cluster "
                          "of W workers (default: learn_within in one process, one core)")
+    ap.add_argument("--bnsl-running-cluster", action="store_true",
+                    help="with --bnsl-workers W: start a cluster of W workers once (bnsl-dist "
+                         "cluster start), warm it, and run every bnsl_dist learn on it "
+                         "(--scheduler-file): the cluster's start is not in its time")
     args = ap.parse_args()
     if args.match is not None and (args.match not in args.tools or "bnsl_dist" not in args.tools
                                    or args.tools.index(args.match)
@@ -398,6 +405,38 @@ def main() -> None:
     budgets = args.seconds * len(args.networks) if len(args.seconds) == 1 else args.seconds
     if len(budgets) != len(args.networks):
         ap.error("--seconds: one value, or one per network")
+    if args.bnsl_running_cluster and args.bnsl_workers < 1:
+        ap.error("--bnsl-running-cluster needs --bnsl-workers W")
+    with _running_cluster(args.bnsl_workers if args.bnsl_running_cluster else 0) as sched:
+        compare(args, budgets, sched)
+
+
+@contextlib.contextmanager
+def _running_cluster(workers: int) -> Iterator[str | None]:
+    """A cluster of ``workers`` started once (its scheduler file), after one small learn
+    on it has loaded every stage's kernels in its workers; None for ``workers`` = 0."""
+    if workers < 1:
+        yield None
+        return
+    from bnsl_dist.orchestrate.cluster import start_cluster, stop_cluster
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "cluster"
+        start_cluster(folder, workers=workers)
+        try:
+            small = Path(tmp) / "warm.csv"
+            pd.DataFrame(np.random.default_rng(0).integers(0, 2, (300, 8))).to_csv(
+                small, index=False)
+            bnsl_dist_cli(small, 5.0, workers, 0, scheduler_file=str(folder / "scheduler.json"))
+            yield str(folder / "scheduler.json")
+        finally:
+            stop_cluster(folder)
+
+
+def compare(args: argparse.Namespace, budgets: list[float], scheduler_file: str | None
+            ) -> None:
+    """Every tool on every network, one at a time (:func:`main`'s arguments); writes the
+    JSON after each run and the markdown at the end."""
     result: dict[str, Any] = {"settings": vars(args), "rows": [], "scorer_checks": []}
     for network, budget in zip(args.networks, budgets, strict=True):
         csv = make_csv(network, args.n_samples, args.seed, OUT_DIR / "peers_data")
@@ -420,7 +459,8 @@ def main() -> None:
                                        f"no wall time to match")
                 given = walls[args.match] * args.match_fraction
             res = _run_isolated(tool, csv, given, seed, args.bnsl_optimizer,
-                                args.bnsl_workers if tool == "bnsl_dist" else 0)
+                                args.bnsl_workers if tool == "bnsl_dist" else 0,
+                                scheduler_file if tool == "bnsl_dist" else None)
             if "parents" in res:
                 walls[tool] = float(res["wall"])
             row = {"network": network, "n": df.shape[1], "rows": len(df), "budget": given,

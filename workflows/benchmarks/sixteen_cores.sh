@@ -1,0 +1,90 @@
+#!/bin/bash
+# The 16-core figures of issues 15 and 17 in one run, most wanted first, each command
+# with its own timeout and the whole under one deadline (PLAN seconds), as they were
+# taken on a lent 16-core machine (workflows/results/benchmarks/README.md, "16 cores").
+#
+#   bash workflows/benchmarks/sixteen_cores.sh [RESULTS_DIR]
+#
+# from the repository root, with bnsl_dist importable and BNSL_SHARED_DATA set (the
+# Twenty Datasets: book and the 12 of configs/grids/utilisation-16.yaml) and, for the
+# pyAgrum row, the [peers] extra. Environment: W (workers, default: the cores), PLAN
+# (seconds, default 570), STEPS (a subset of "warm bn500 bn500_running bn2000 scaling r10 grid"),
+# WHEELS (a folder of wheels to install into /tmp/site first: a machine without the
+# dependencies), PEERS_DATA (a folder of the seeded peers samples, *.csv.gz and
+# *.dag.json, to copy instead of drawing them with pyAgrum), SMOKE=1 (small sizes, for
+# checking the script on a small machine). Writes RESULTS_DIR (default
+# workflows/benchmarks/out/sixteen) with each command's log and the benchmarks' JSON and
+# markdown, and RESULTS_DIR.tgz.
+set -u
+T0=$(date +%s)
+PLAN=${PLAN:-570}
+W=${W:-$(nproc)}
+RES=${1:-workflows/benchmarks/out/sixteen}
+B=workflows/benchmarks/out
+mkdir -p "$RES" "$B/peers_data"
+left() { echo $(( PLAN - ($(date +%s) - T0) )); }
+step() {  # step NAME MAX_SECONDS CMD...: run with the smaller of MAX and the time left
+  local name=$1 max=$2; shift 2
+  [[ " ${STEPS:-warm bn500 bn500_running bn2000 scaling r10 grid} " == *" $name "* ]] || return 0
+  local l t s rc
+  l=$(left); t=$(( max < l ? max : l ))
+  if (( t < 20 )); then echo "== $name: skipped, $l s left" | tee -a "$RES/steps.txt"; return; fi
+  echo "== $name (timeout $t s, $l s left) $(date +%T)" | tee -a "$RES/steps.txt"
+  s=$(date +%s)
+  timeout "$t" "$@" > "$RES/$name.log" 2>&1
+  rc=$?
+  echo "   rc=$rc in $(( $(date +%s) - s )) s" | tee -a "$RES/steps.txt"
+  tail -4 "$RES/$name.log"
+}
+finish() {
+  cp $B/sixteen-*.json $B/sixteen-*.md "$RES/" 2>/dev/null
+  cp /tmp/bnsl-util/reports/*.json "$RES/" 2>/dev/null
+  tar czf "$RES.tgz" -C "$(dirname "$RES")" "$(basename "$RES")"
+}
+trap finish EXIT
+export PYTHONUNBUFFERED=1
+if [[ -n ${WHEELS:-} ]]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/site "$WHEELS"/*.whl || exit 1
+  export PYTHONPATH=/tmp/site:$PWD
+fi
+if [[ -n ${PEERS_DATA:-} ]]; then
+  for f in "$PEERS_DATA"/*.csv.gz; do
+    t=$B/peers_data/$(basename "$f" .gz); [[ -f $t ]] || gunzip -c "$f" > "$t"
+  done
+  cp "$PEERS_DATA"/*.dag.json $B/peers_data/ 2>/dev/null
+fi
+if [[ ${SMOKE:-0} == 1 ]]; then
+  BN500=bn100; F=2; BN2000_S=20; SPV=300; R10=r0; R10_S=5; GRID=(--datasets nltcs)
+else
+  BN500=bn500; F=0.25; BN2000_S=120; SPV=6000; R10=r10; R10_S=60; GRID=()
+fi
+{ date -u; nproc; lscpu | grep -E "Model name|^CPU\(s\)"; free -g | head -2
+  git log --oneline -1 2>/dev/null; git status --short 2>/dev/null | head -5
+} > "$RES/machine.txt" 2>&1
+CLI=(python3 -c "import sys; from bnsl_dist.cli import main; sys.argv[0] = 'bnsl-dist'; main()")
+step warm 150 python3 -c "from workflows.benchmarks.peers import WARM; exec(WARM)"
+# issue 17: pyAgrum tabu on one core, then learn --time-limit on W workers in F of its time
+step bn500 200 python3 -m workflows.benchmarks.peers --networks $BN500 --tools pyagrum-tabu \
+  bnsl_dist --seconds 900 --match pyagrum-tabu --match-fraction $F --bnsl-workers "$W" \
+  --name sixteen-peers-$BN500
+# the same quarter on a cluster started beforehand (what a user of a running cluster pays)
+Q=$(python3 -c "import json; d = json.load(open('$B/sixteen-peers-$BN500.json')); print([r['budget'] for r in d['rows'] if r['tool'] == 'bnsl_dist'][0])" 2>/dev/null)
+[[ -n $Q ]] && step bn500_running 120 python3 -m workflows.benchmarks.peers --networks $BN500 \
+  --tools bnsl_dist --seconds "$Q" --bnsl-workers "$W" --bnsl-running-cluster \
+  --name sixteen-peers-$BN500-running
+# issue 17: 2,000 variables on W workers, above the generating network within 5 minutes
+step bn2000 200 python3 -m workflows.benchmarks.peers --networks bn2000 --tools bnsl_dist \
+  --seconds $BN2000_S --bnsl-workers "$W" --name sixteen-peers-bn2000
+# issue 15: the cache build of book at 6,000 exact scores per variable, serial vs W
+step scaling 170 python3 -m workflows.benchmarks.scaling --data book --workers "$W" \
+  --scores-per-variable $SPV --iterations 300 --seeds "$W" --grid-seeds 2 \
+  --grid-iterations 300 --skip-overhead --name sixteen-scaling
+# issue 15: learn r10 on W workers within its budgets + 15 s, the client's memory
+step r10 200 python3 -m workflows.benchmarks.learn_large --data $R10 --workers "$W" \
+  --seconds $R10_S --name sixteen-learn-$R10
+# issue 15: the utilisation of a 288-cell grid on W workers
+rm -rf /tmp/bnsl-util
+step grid 400 "${CLI[@]}" grid run configs/grids/utilisation-16.yaml --results /tmp/bnsl-util \
+  --workers "$W" --no-progress --no-report "${GRID[@]}"
+echo "done at $(( $(date +%s) - T0 )) s" | tee -a "$RES/steps.txt"
