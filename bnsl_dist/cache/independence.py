@@ -243,14 +243,18 @@ def explore_independence(scorer: LocalScorer, child: int, *, max_indegree: int |
                   ws.h_prio, ws.h_rank, ws.h_pos, ws.h_gen, ws.buf, ws.mark, ws.state)
         deadline = None if seconds is None else t0 + seconds
         chunk = 8
+        per_pop = 0.0  # seconds per pop of the last chunk: no chunk runs far past the deadline
         while int(ws.state[K.S_HEAP]) > 0:
             if max_scores is not None and exact >= max_scores:
                 stopped = "scores"
                 break
-            if deadline is not None and time.perf_counter() >= deadline:
+            now = time.perf_counter()
+            if deadline is not None and now >= deadline:
                 stopped = "seconds"
                 break
             want = chunk if max_scores is None else min(chunk, max_scores - exact)
+            if deadline is not None and per_pop > 0.0:
+                want = max(1, min(want, int((deadline - now) / per_pop) + 1))
             before = int(ws.state[K.S_POPS])
             tc = time.perf_counter()
             status = K.is_search(data.codes, ar, child, kind, scorer.ess, log_n, nlogn, cand,
@@ -261,7 +265,10 @@ def explore_independence(scorer: LocalScorer, child: int, *, max_indegree: int |
                                  ws.ring_radix, ws.ring_owner, ws.ids, ws.tmp, ws.counts,
                                  ws.buf, ws.mark, expand_dominated, want, ws.state)
             dt = time.perf_counter() - tc
-            exact += int(ws.state[K.S_POPS]) - before
+            popped = int(ws.state[K.S_POPS]) - before
+            exact += popped
+            if popped > 0:
+                per_pop = dt / popped
             if status == K.ST_EMPTY:
                 break
             if status == K.ST_GROW:
