@@ -62,6 +62,27 @@ def config_ids(codes, parents, arities, ids, tmp):
     return radix
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _bdeu_priors(kind, ess, qf, r):
+    """BDeu's alpha_j = ess / q, alpha_jk = ess / (q r) and their log-gammas (zeros for
+    the other scores)."""
+    if kind == KIND_BDEU:
+        a_j = ess / qf
+        a_jk = ess / (qf * r)
+        return a_j, a_jk, math.lgamma(a_j), math.lgamma(a_jk)
+    return 0.0, 0.0, 0.0, 0.0
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _family_result(kind, ll, bd, log_n, r, qf):
+    """(score, log-likelihood) of a family from its log-likelihood and BDeu sum."""
+    if kind == KIND_BIC:
+        return ll - 0.5 * log_n * (r - 1) * qf, ll
+    if kind == KIND_BDEU:
+        return bd, ll
+    return ll, ll
+
+
 @nb.njit(cache=True, nogil=True)
 def score_from_table(counts, radix, r, kind, ess, qf, log_n, nlogn):
     """(score, log-likelihood) of a family from its dense count table: ``counts[j * r +
@@ -69,15 +90,7 @@ def score_from_table(counts, radix, r, kind, ess, qf, log_n, nlogn):
     (``qf`` = q(P) as float, ``nlogn[c] = c ln c``)."""
     ll = 0.0
     bd = 0.0
-    a_j = 0.0
-    a_jk = 0.0
-    lg_aj = 0.0
-    lg_ajk = 0.0
-    if kind == KIND_BDEU:
-        a_j = ess / qf
-        a_jk = ess / (qf * r)
-        lg_aj = math.lgamma(a_j)
-        lg_ajk = math.lgamma(a_jk)
+    a_j, a_jk, lg_aj, lg_ajk = _bdeu_priors(kind, ess, qf, r)
     for j in range(radix):
         nj = 0
         base = j * r
@@ -92,11 +105,7 @@ def score_from_table(counts, radix, r, kind, ess, qf, log_n, nlogn):
             ll -= nlogn[nj]
             if kind == KIND_BDEU:
                 bd += lg_aj - math.lgamma(a_j + nj)
-    if kind == KIND_BIC:
-        return ll - 0.5 * log_n * (r - 1) * qf, ll
-    if kind == KIND_BDEU:
-        return bd, ll
-    return ll, ll
+    return _family_result(kind, ll, bd, log_n, r, qf)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -113,15 +122,7 @@ def score_from_ids(x, r, ids, radix, kind, ess, qf, log_n, nlogn, tmp, counts):
     size = radix * r
     ll = 0.0
     bd = 0.0
-    a_j = 0.0
-    a_jk = 0.0
-    lg_aj = 0.0
-    lg_ajk = 0.0
-    if kind == KIND_BDEU:
-        a_j = ess / qf
-        a_jk = ess / (qf * r)
-        lg_aj = math.lgamma(a_j)
-        lg_ajk = math.lgamma(a_jk)
+    a_j, a_jk, lg_aj, lg_ajk = _bdeu_priors(kind, ess, qf, r)
     if size <= counts.shape[0]:
         lanes = 4 if 4 * size <= counts.shape[0] else 1
         for t in range(lanes * size):
@@ -162,11 +163,7 @@ def score_from_ids(x, r, ids, radix, kind, ess, qf, log_n, nlogn, tmp, counts):
             ll -= nlogn[nj]
             if kind == KIND_BDEU:
                 bd += lg_aj - math.lgamma(a_j + nj)
-    if kind == KIND_BIC:
-        return ll - 0.5 * log_n * (r - 1) * qf, ll
-    if kind == KIND_BDEU:
-        return bd, ll
-    return ll, ll
+    return _family_result(kind, ll, bd, log_n, r, qf)
 
 
 @nb.njit(cache=True, nogil=True)
