@@ -35,7 +35,13 @@ import math
 import numba as nb
 import numpy as np
 
-from bnsl_dist.scores._kernels import config_ids, pair_table, score_from_ids, score_from_table
+from bnsl_dist.scores._kernels import (
+    PAIR_CELLS,
+    config_ids,
+    pair_table,
+    score_from_ids,
+    score_from_table,
+)
 
 # Status codes returned by is_search.
 ST_CHUNK = 0  # scored max_pops sets
@@ -197,18 +203,14 @@ def members_of(c_gen, c_add, cid, out):
     return k
 
 
-#: Largest (r_x - 1)(r_y - 1) of a singleton counted from state bitsets: each inner cell
-#: costs N / 64 word ANDs and popcounts against N row visits for the whole table.
-PAIR_CELLS = 24
-
-
 @nb.njit(cache=True, nogil=True)
 def score_closed_basics(codes, arities, child, kind, ess, log_n, nlogn, others, z,
                         c_gen, c_add, c_size, c_hash, c_q, c_score, c_bic, ids, tmp, counts,
                         bits, offs, sizes):
     """Score the empty set (closed id 0) and every singleton of ``others`` (ids 1..).
 
-    A singleton whose table has at most :data:`PAIR_CELLS` inner cells, both variables
+    A singleton whose table has at most
+    :data:`~bnsl_dist.scores._kernels.PAIR_CELLS` inner cells, both variables
     having state bitsets (``bits``, ``offs``, ``sizes`` of
     :func:`~bnsl_dist.scores._kernels.state_bitsets`; ``offs`` -1 where not), is counted
     by :func:`~bnsl_dist.scores._kernels.pair_table`: the same table, ~(r_x - 1)(r_y - 1)

@@ -25,8 +25,9 @@ ScoreName = Literal["bic", "bdeu", "ll"]
 SCORES: dict[str, int] = {"bic": K.KIND_BIC, "bdeu": K.KIND_BDEU, "ll": K.KIND_LL}
 
 
-#: Variables of at most this many states get state bitsets (:meth:`LocalScorer.state_bitsets`).
-BITSET_MAX_ARITY = 25
+#: Variables of at most this many states get state bitsets (:meth:`LocalScorer.state_bitsets`):
+#: a variable of more can be in no table of :data:`~bnsl_dist.scores._kernels.PAIR_CELLS`.
+BITSET_MAX_ARITY = K.PAIR_CELLS + 1
 #: State bitsets are made only while they take at most this many bytes, or twice the codes.
 BITSET_MAX_BYTES = 1 << 28
 _BITSETS: weakref.WeakKeyDictionary[CategoricalData, tuple[NDArray[np.uint64], NDArray[np.int64],
@@ -56,6 +57,10 @@ class LocalScorer:
         The local score.
     ess : float
         Equivalent sample size of BDeu.
+    bitsets : bool
+        Count single-parent tables from state bitsets where they pay
+        (:meth:`state_bitsets`; the same counts, so the same scores); ``False``: from the
+        rows, always.
 
     Examples
     --------
@@ -67,7 +72,8 @@ class LocalScorer:
     True
     """
 
-    def __init__(self, data: CategoricalData, score: ScoreName | str = "bic", ess: float = 1.0):
+    def __init__(self, data: CategoricalData, score: ScoreName | str = "bic", ess: float = 1.0,
+                 *, bitsets: bool = True):
         if data.missing is not None:
             raise DataError("scores need complete data: this data set has missing values"
                             " (impute them, or use structural EM)", path=data.source)
@@ -88,6 +94,7 @@ class LocalScorer:
         self._tmp = np.empty(self.n_samples, dtype=np.int64)
         self._counts = np.empty(max(8 * self.n_samples, 1 << 14), dtype=np.int64)
         self._log_n = math.log(self.n_samples)
+        self._bitsets = bool(bitsets)
 
     # ------------------------------------------------------------------ families
     def _family(self, child: int, parents: Sequence[int], kind: int) -> tuple[float, float]:
@@ -137,17 +144,19 @@ class LocalScorer:
     def state_bitsets(self) -> tuple[NDArray[np.uint64], NDArray[np.int64], NDArray[np.int64]]:
         """Each state of each variable of at most :data:`BITSET_MAX_ARITY` states as a
         bitset over the rows (:func:`bnsl_dist.scores._kernels.state_bitsets`): made once
-        per data set and process, and shared by its scorers; none (every ``offs`` -1)
+        per data set and process, and shared by its scorers; none (every ``offs`` -1:
+        every table counted from the rows) for a scorer made with ``bitsets=False`` or
         when they would take more than :data:`BITSET_MAX_BYTES` or twice the codes."""
+        none = (np.zeros((0, 1), dtype=np.uint64), np.full(self.n_vars, -1, dtype=np.int64),
+                np.zeros(0, dtype=np.int64))
+        if not self._bitsets:
+            return none
         got = _BITSETS.get(self.data)
         if got is None:
             small = self.arities[self.arities <= BITSET_MAX_ARITY]
             size = int(small.sum()) * ((self.n_samples + 63) // 64) * 8
-            if size <= max(BITSET_MAX_BYTES, 2 * self._codes.nbytes):
-                got = K.state_bitsets(self._codes, self.arities, BITSET_MAX_ARITY)
-            else:
-                got = (np.zeros((0, 1), dtype=np.uint64),
-                       np.full(self.n_vars, -1, dtype=np.int64), np.zeros(0, dtype=np.int64))
+            got = (K.state_bitsets(self._codes, self.arities, BITSET_MAX_ARITY)
+                   if size <= max(BITSET_MAX_BYTES, 2 * self._codes.nbytes) else none)
             _BITSETS[self.data] = got
         return got
 

@@ -152,7 +152,8 @@ def test_state_bitsets_are_made_once_per_data_set_and_not_beyond_their_memory_ca
     first = LocalScorer(d, "bic").state_bitsets()
     assert LocalScorer(d, "bdeu").state_bitsets() is first  # shared by the data's scorers
     monkeypatch.setattr(local, "BITSET_MAX_BYTES", 0)
-    monkeypatch.setattr(local, "_BITSETS", local.weakref.WeakKeyDictionary())
     wide = CategoricalData.from_array(np.random.default_rng(0).integers(0, 20, (500, 4)))
     bits, offs, sizes = LocalScorer(wide, "bic").state_bitsets()  # 20 rows > 2 x codes
+    assert (offs == -1).all() and bits.shape[0] == 0
+    bits, offs, _ = LocalScorer(d, "bic", bitsets=False).state_bitsets()  # made, not used
     assert (offs == -1).all() and bits.shape[0] == 0

@@ -22,8 +22,8 @@ def machine() -> dict[str, Any]:
     import bnsl_dist
 
     return {"python": sys.version.split()[0], "platform": platform.platform(),
-            "cpu": _cpu_model(), "cpu_count": os.cpu_count(), "numpy": numpy.__version__, "numba": numba.__version__,
-            "bnsl_dist": bnsl_dist.__version__,
+            "cpu": _cpu_model(), "cpu_count": os.cpu_count(), "numpy": numpy.__version__,
+            "numba": numba.__version__, "bnsl_dist": bnsl_dist.__version__,
             "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 

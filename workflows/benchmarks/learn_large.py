@@ -66,26 +66,27 @@ def run(data: str, workers: int, seconds: float, per_variable: float, seeds: int
         if seeds is not None:
             cmd += ["--seeds", str(seeds)]
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        peak = 0.0
-        try:
-            while proc.poll() is None:
-                rss = _peak_rss_mb(proc.pid)
-                peak = max(peak, rss or 0.0)
-                time.sleep(POLL)
-            wall = time.perf_counter() - t0
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # ended: write what it measured
-        except Stopped:  # SIGTERM (e.g. `timeout`): say how far it got, then stop it
-            proc.terminate()
-            return {"finished": False, "stopped_after_seconds": round(
-                time.perf_counter() - t0, 3), "client_peak_rss_mb": round(peak, 1)}
-        _, err = proc.communicate()
+        err_file = Path(tmp) / "stderr.txt"  # a file, not a pipe: a pipe nobody reads while
+        with err_file.open("w") as log:     # the command runs would stop it once full
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
+            peak = 0.0
+            try:
+                while proc.poll() is None:
+                    rss = _peak_rss_mb(proc.pid)
+                    peak = max(peak, rss or 0.0)
+                    time.sleep(POLL)
+                wall = time.perf_counter() - t0
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)  # ended: write what it measured
+            except Stopped:  # SIGTERM (e.g. `timeout`): say how far it got, then stop it
+                proc.terminate()
+                return {"finished": False, "stopped_after_seconds": round(
+                    time.perf_counter() - t0, 3), "client_peak_rss_mb": round(peak, 1)}
         if proc.returncode != 0:
-            raise RuntimeError(f"learn exited {proc.returncode}: {err.strip()[-2000:]}")
+            raise RuntimeError(f"learn exited {proc.returncode}: "
+                               f"{err_file.read_text().strip()[-2000:]}")
         res = json.loads(out.read_text())
     return {"finished": True, "wall_seconds": round(wall, 3), "client_peak_rss_mb": round(peak, 1),
-            "score": res.get("score"), "result_keys": sorted(res)[:20],
-            "stderr_tail": err.strip()[-1000:]}
+            "score": res.get("score")}
 
 
 def main() -> None:

@@ -4,8 +4,8 @@ Independence selection scores ∅ and every singleton of a variable before anyth
 whatever its budget: n - 1 scores of N rows each. For the first ``--vars`` variables of
 a data set (default r10: 10,000 variables, N = 5,000), only that part
 (``max_scores = n``) is timed, alternately with the data set's state bitsets
-(:meth:`bnsl_dist.scores.LocalScorer.state_bitsets`, the default) and with them withheld
-(every singleton counted from the rows, the path of variables with many states), in
+(:meth:`bnsl_dist.scores.LocalScorer.state_bitsets`, the default) and without them
+(``LocalScorer(..., bitsets=False)``: every singleton counted from the rows), in
 one process, ``--rounds`` rounds; the two lists of each variable are checked equal.
 
 Run: ``python -m workflows.benchmarks.singletons [--data r10] [--vars 40] [--rounds 3]``
@@ -37,7 +37,7 @@ def main() -> None:
     from bnsl_dist.datasets.catalog import fetch
     from bnsl_dist.exceptions import DataError
     from bnsl_dist.pipeline import DataRef, load_data
-    from bnsl_dist.scores import LocalScorer, local
+    from bnsl_dist.scores import LocalScorer
 
     try:
         data = load_data(DataRef(name=args.data, split="train"))
@@ -48,16 +48,13 @@ def main() -> None:
     t0 = time.perf_counter()
     bitsets = LocalScorer(data, "bic").state_bitsets()
     build = time.perf_counter() - t0
-    none = (np.zeros((0, 1), dtype=np.uint64), np.full(n, -1, dtype=np.int64),
-            np.zeros(0, dtype=np.int64))
     variables = list(range(min(args.vars, n)))
     explore_independence(LocalScorer(data, "bic"), 0, max_scores=2)  # compiled
     per_var: dict[str, list[float]] = {"bitsets": [], "rows": []}
     for _ in range(args.rounds):
         lists = {}
-        for kind, held in (("bitsets", bitsets), ("rows", none)):
-            local._BITSETS[data] = held
-            scorer = LocalScorer(data, "bic")
+        for kind, use in (("bitsets", True), ("rows", False)):
+            scorer = LocalScorer(data, "bic", bitsets=use)
             t0 = time.perf_counter()
             lists[kind] = [explore_independence(scorer, v, max_scores=n)[0] for v in variables]
             per_var[kind].append((time.perf_counter() - t0) / len(variables))
