@@ -511,15 +511,29 @@ def prune_dominated(c_gen, c_add, c_size, c_hash, c_score, n_closed, z, n_vars, 
 
     A set is dominated when a scored proper subset scores at least as well
     (ALGORITHMS.md §3). Returns the number kept. Exact (members are verified).
+
+    Closed id 0 is the empty set, a proper subset of every other: a set scoring no
+    better than it is dominated without a look at its subsets, and only the rest are
+    sorted and checked (on 10,000 variables nearly every singleton scores below ∅).
     """
-    order_key = np.empty(n_closed, dtype=np.float64)
     for i in range(n_closed):
-        order_key[i] = -c_score[i]
+        keep_out[i] = False
+    base = c_score[0] if n_closed > 0 and c_size[0] == 0 else -np.inf
+    live = np.empty(n_closed, dtype=np.int64)
+    n_live = 0
+    for i in range(n_closed):
+        if i == 0 or c_score[i] > base:
+            live[n_live] = i
+            n_live += 1
+    live = live[:n_live]
     # best first; among equal scores smaller sets first, then lower id
-    order = np.argsort(c_size[:n_closed], kind="mergesort")
-    order = order[np.argsort(order_key[order], kind="mergesort")]
+    order = live[np.argsort(c_size[live], kind="mergesort")]
+    order_key = np.empty(n_live, dtype=np.float64)
+    for i in range(n_live):
+        order_key[i] = -c_score[order[i]]
+    order = order[np.argsort(order_key, kind="mergesort")]
     cap = 1
-    while cap < 2 * n_closed + 2:
+    while cap < 2 * n_live + 2:
         cap *= 2
     table = np.full(cap, -1, dtype=np.int64)  # closed ids of kept sets, keyed by hash
     mask = cap - 1
@@ -528,9 +542,7 @@ def prune_dominated(c_gen, c_add, c_size, c_hash, c_score, n_closed, z, n_vars, 
     buf = np.empty(n_vars + 1, dtype=np.int64)
     mark = np.zeros(n_vars, dtype=np.bool_)
     sub = np.zeros(n_vars, dtype=np.bool_)
-    for i in range(n_closed):
-        keep_out[i] = False
-    for oi in range(n_closed):
+    for oi in range(n_live):
         cid = order[oi]
         k = members_of(c_gen, c_add, cid, buf)
         dominated = False
