@@ -147,6 +147,18 @@ def _pow2(x: int) -> int:
     return p
 
 
+def _best_first(scores: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` highest ``scores``, best first, ties by position: the first
+    ``k`` of a stable sort, which a partition spares when ``k`` is a small part."""
+    if k >= len(scores):
+        return np.argsort(-scores, kind="stable")
+    if k == 0:
+        return np.zeros(0, dtype=np.int64)
+    kth = np.partition(-scores, k - 1)[k - 1]
+    top = np.flatnonzero(-scores <= kth)  # the k best and every tie with the k-th
+    return top[np.argsort(-scores[top], kind="stable")][:k]
+
+
 def explore_independence(scorer: LocalScorer, child: int, *, max_indegree: int | None = None,
                          seconds: float | None = None, max_scores: int | None = None,
                          candidate_limit: int = 256, max_open: int | None = None,
@@ -204,7 +216,7 @@ def explore_independence(scorer: LocalScorer, child: int, *, max_indegree: int |
     max_size = n if max_indegree is None else int(max_indegree)
     keep = default_max_open(n) if max_open is None else int(max_open)
     z = K.zobrist_keys(n, _ZOBRIST_SEED)
-    basics = (np.array([u for u in range(n) if u != child], dtype=np.int64) if max_size >= 1
+    basics = (np.delete(np.arange(n, dtype=np.int64), child) if max_size >= 1
               else np.zeros(0, dtype=np.int64))
     cand_arities = np.unique(ar[basics]) if len(basics) else np.zeros(0, dtype=np.int64)
     ws = _Workspace(n_rows, n, max(1024, 2 * (len(basics) + 1)), len(cand_arities),
@@ -217,7 +229,7 @@ def explore_independence(scorer: LocalScorer, child: int, *, max_indegree: int |
     K.map_rebuild(ws.table, ws.c_hash, n_closed)
     exact = n_closed
     # candidate parents: the best singletons (score desc, then index)
-    order = np.lexsort((basics, -ws.c_score[1:n_closed]))[:max(0, int(candidate_limit))]
+    order = _best_first(ws.c_score[1:n_closed], max(0, int(candidate_limit)))
     cand = np.ascontiguousarray(basics[order])
     cand_cid = (order + 1).astype(np.int64)
     pos_of = np.full(n, -1, dtype=np.int64)

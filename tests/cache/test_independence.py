@@ -8,9 +8,11 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bnsl_dist.cache import bic_star
-from bnsl_dist.cache.independence import explore_independence
+from bnsl_dist.cache.independence import _best_first, explore_independence
 from bnsl_dist.cache.sequential import explore_sequential
 from bnsl_dist.data import CategoricalData
 from bnsl_dist.data.registry import bundled_path
@@ -309,3 +311,13 @@ def test_singletons_by_state_bitsets_score_as_the_naive_oracle(score):
         without, _ = explore_independence(LocalScorer(d, score, bitsets=False), child,
                                           max_scores=40)
         assert with_bits == without
+
+
+# ---------------------------------------------------------------------- candidates
+@given(st.lists(st.sampled_from([-3.0, -2.5, -1.0, 0.0, 0.5]), min_size=0, max_size=40),
+       st.integers(0, 45))
+def test_best_first_is_the_head_of_a_stable_sort(scores, k):
+    # heavy ties: the k-th score shared by many positions, which a partition scatters
+    s = np.array(scores, dtype=np.float64)
+    oracle = np.lexsort((np.arange(len(s)), -s))[:k]
+    assert _best_first(s, k).tolist() == oracle.tolist()
