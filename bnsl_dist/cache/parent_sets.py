@@ -91,7 +91,7 @@ class ParentSetCache:
     arities: NDArray[np.int64] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     entropies: NDArray[np.float64] | None = None
-    _lookup: list[dict[tuple[int, ...], int]] | None = field(default=None, repr=False)
+    _lookup: list[dict[tuple[int, ...], int] | None] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.offsets = np.ascontiguousarray(self.offsets, dtype=np.int64)
@@ -231,12 +231,40 @@ class ParentSetCache:
         return float(self.scores[self.offsets[v]:self.offsets[v + 1]].min())
 
     def score_of(self, v: int, parents: Iterable[int]) -> float:
-        """Score of a set that is in the cache (KeyError otherwise)."""
+        """Score of a set that is in the cache (KeyError otherwise). The first query of a
+        variable indexes its sets (only its own; the empty set needs no index)."""
+        key = tuple(sorted(int(p) for p in parents))
+        if not key:
+            lo, hi = int(self.offsets[v]), int(self.offsets[v + 1])
+            po = self.par_offsets
+            at = np.flatnonzero(po[lo + 1:hi + 1] == po[lo:hi])
+            if not len(at):
+                raise KeyError(f"variable {self.names[v]!r} has no empty parent set")
+            return float(self.scores[lo + at[0]])
         if self._lookup is None:
-            self._lookup = [{self.parents_at(i): i for i in range(self.offsets[u],
-                                                                  self.offsets[u + 1])}
-                            for u in range(self.n_vars)]
-        return float(self.scores[self._lookup[v][tuple(sorted(int(p) for p in parents))]])
+            self._lookup = [None] * self.n_vars
+        index = self._lookup[v]
+        if index is None:
+            index = self._lookup[v] = {self.parents_at(i): i for i in range(self.offsets[v],
+                                                                            self.offsets[v + 1])}
+        return float(self.scores[index[key]])
+
+    def empty_scores(self) -> NDArray[np.float64]:
+        """Score of every variable's empty parent set, read off the arrays.
+
+        Raises
+        ------
+        KeyError
+            A variable has no empty set in the cache (the first one named).
+        """
+        empty = np.flatnonzero(self.par_offsets[1:] == self.par_offsets[:-1])
+        owner = np.searchsorted(self.offsets, empty, side="right") - 1
+        missing = np.setdiff1d(np.arange(self.n_vars), owner)
+        if len(missing):
+            raise KeyError(f"variable {self.names[int(missing[0])]!r} has no empty parent set")
+        out = np.empty(self.n_vars, dtype=np.float64)
+        out[owner] = self.scores[empty]  # one empty set per variable (from_lists, read_jkl)
+        return out
 
     def has_set(self, v: int, parents: Iterable[int]) -> bool:
         try:

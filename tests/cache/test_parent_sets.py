@@ -32,10 +32,35 @@ def test_flat_views_match_a_loop_over_the_sets(n):
     assert cache.flat is f  # computed once
 
 
+@pytest.mark.parametrize("n", [1, 6, 40])
+def test_score_lookups_match_the_listed_sets(n):
+    cache = random_cache(n, n + 1, max_sets_per_var=8)
+    empty = cache.empty_scores()
+    for v in range(n):
+        listed = cache.sets_of(v)  # read off the arrays: no lookup involved
+        for ps, s in listed:
+            assert cache.score_of(v, reversed(ps)) == s and cache.has_set(v, ps)
+        assert empty[v] == dict(listed)[()]
+        absent = next(ps for ps in [(u,) for u in range(n) if u != v] + [(v,)]
+                      if ps not in dict(listed))
+        assert not cache.has_set(v, absent)
+
+
+def test_a_variable_without_the_empty_set_is_named():
+    # bypasses from_lists (which refuses such a cache): sets (1,) of "a", () of "b"
+    cache = ParentSetCache(("a", "b"), np.array([0, 1, 2]), np.array([-1.0, -2.0]),
+                           np.array([0, 1, 1]), np.array([1]))
+    with pytest.raises(KeyError, match="'a' has no empty parent set"):
+        cache.empty_scores()
+    with pytest.raises(KeyError, match="'a' has no empty parent set"):
+        cache.score_of(0, ())
+    assert cache.score_of(1, ()) == -2.0
+
+
 def test_views_are_not_pickled_and_come_back_equal():
     cache = random_cache(8, 3)
     before = cache.flat, cache.set_masks, cache.mask_words
-    cache.score_of(0, ())
+    cache.score_of(0, cache.sets_of(0)[0][0])
     state = cache.__getstate__()
     assert not {"flat", "set_masks", "mask_words"} & set(state) and state["_lookup"] is None
     back = pickle.loads(pickle.dumps(cache))

@@ -138,7 +138,7 @@ def entropy_weights(cache: ParentSetCache,
     elif cache.entropies is not None:
         h = cache.entropies
     else:
-        h = np.array([-cache.score_of(v, ()) for v in range(n)], dtype=np.float64)
+        h = -cache.empty_scores()
     if h.shape != (n,):
         raise InvalidConfigError(f"entropies: expected {n} values, got shape {h.shape}")
     if not np.all(np.isfinite(h)):
