@@ -63,7 +63,7 @@ class FlatCache:
 
 
 #: Derived views, recomputed on demand (never pickled).
-_DERIVED = ("flat", "set_masks", "mask_words")
+_DERIVED = ("flat", "set_masks", "mask_words", "empty_index")
 
 
 @dataclass(eq=False)
@@ -235,12 +235,10 @@ class ParentSetCache:
         variable indexes its sets (only its own; the empty set needs no index)."""
         key = tuple(sorted(int(p) for p in parents))
         if not key:
-            lo, hi = int(self.offsets[v]), int(self.offsets[v + 1])
-            po = self.par_offsets
-            at = np.flatnonzero(po[lo + 1:hi + 1] == po[lo:hi])
-            if not len(at):
-                raise KeyError(f"variable {self.names[v]!r} has no empty parent set")
-            return float(self.scores[lo + at[0]])
+            at = int(self.empty_index[v])
+            if at < 0:
+                raise self._no_empty(v)
+            return float(self.scores[at])
         if self._lookup is None:
             self._lookup = [None] * self.n_vars
         index = self._lookup[v]
@@ -249,22 +247,31 @@ class ParentSetCache:
                                                                             self.offsets[v + 1])}
         return float(self.scores[index[key]])
 
+    @cached_property
+    def empty_index(self) -> NDArray[np.int64]:
+        """Global index of each variable's empty parent set, read off the arrays once; -1
+        where it has none (only in a cache made without :meth:`from_lists` or
+        :func:`~bnsl_dist.cache.jkl.read_jkl`, which refuse such a cache)."""
+        empty = np.flatnonzero(self.par_offsets[1:] == self.par_offsets[:-1])
+        out = np.full(self.n_vars, -1, dtype=np.int64)
+        out[np.searchsorted(self.offsets, empty, side="right") - 1] = empty
+        return out
+
+    def _no_empty(self, v: int) -> KeyError:
+        return KeyError(f"variable {self.names[v]!r} has no empty parent set")
+
     def empty_scores(self) -> NDArray[np.float64]:
-        """Score of every variable's empty parent set, read off the arrays.
+        """Score of every variable's empty parent set.
 
         Raises
         ------
         KeyError
             A variable has no empty set in the cache (the first one named).
         """
-        empty = np.flatnonzero(self.par_offsets[1:] == self.par_offsets[:-1])
-        owner = np.searchsorted(self.offsets, empty, side="right") - 1
-        missing = np.setdiff1d(np.arange(self.n_vars), owner)
+        missing = np.flatnonzero(self.empty_index < 0)
         if len(missing):
-            raise KeyError(f"variable {self.names[int(missing[0])]!r} has no empty parent set")
-        out = np.empty(self.n_vars, dtype=np.float64)
-        out[owner] = self.scores[empty]  # one empty set per variable (from_lists, read_jkl)
-        return out
+            raise self._no_empty(int(missing[0]))
+        return self.scores[self.empty_index]
 
     def has_set(self, v: int, parents: Iterable[int]) -> bool:
         try:

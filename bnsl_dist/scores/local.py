@@ -43,6 +43,12 @@ def n_configurations(arities: NDArray[np.int64], parents: Iterable[int]) -> floa
     return q
 
 
+def _no_bitsets(n_vars: int) -> tuple[NDArray[np.uint64], NDArray[np.int64], NDArray[np.int64]]:
+    """State bitsets of no variable (every ``offs`` -1: every table from the rows)."""
+    return (np.zeros((0, 1), dtype=np.uint64), np.full(n_vars, -1, dtype=np.int64),
+            np.zeros(0, dtype=np.int64))
+
+
 class LocalScorer:
     """Scores families of one complete data set.
 
@@ -147,16 +153,15 @@ class LocalScorer:
         per data set and process, and shared by its scorers; none (every ``offs`` -1:
         every table counted from the rows) for a scorer made with ``bitsets=False`` or
         when they would take more than :data:`BITSET_MAX_BYTES` or twice the codes."""
-        none = (np.zeros((0, 1), dtype=np.uint64), np.full(self.n_vars, -1, dtype=np.int64),
-                np.zeros(0, dtype=np.int64))
         if not self._bitsets:
-            return none
+            return _no_bitsets(self.n_vars)
         got = _BITSETS.get(self.data)
         if got is None:
             small = self.arities[self.arities <= BITSET_MAX_ARITY]
             size = int(small.sum()) * ((self.n_samples + 63) // 64) * 8
             got = (K.state_bitsets(self._codes, self.arities, BITSET_MAX_ARITY)
-                   if size <= max(BITSET_MAX_BYTES, 2 * self._codes.nbytes) else none)
+                   if size <= max(BITSET_MAX_BYTES, 2 * self._codes.nbytes)
+                   else _no_bitsets(self.n_vars))
             _BITSETS[self.data] = got
         return got
 

@@ -33,16 +33,28 @@ def test_flat_views_match_a_loop_over_the_sets(n):
 
 
 @pytest.mark.parametrize("n", [1, 6, 40])
-def test_score_lookups_match_the_listed_sets(n):
-    cache = random_cache(n, n + 1, max_sets_per_var=8)
-    empty = cache.empty_scores()
+def test_score_lookups_match_the_lists_the_cache_was_built_from(n):
+    rng = np.random.default_rng(n)
+    lists = []
     for v in range(n):
-        listed = cache.sets_of(v)  # read off the arrays: no lookup involved
-        for ps, s in listed:
-            assert cache.score_of(v, reversed(ps)) == s and cache.has_set(v, ps)
-        assert empty[v] == dict(listed)[()]
+        others = [u for u in range(n) if u != v]
+        sets = {(): float(rng.normal())}
+        for _ in range(min(7, len(others))):
+            size = int(rng.integers(1, min(3, len(others)) + 1))
+            sets[tuple(sorted(int(x) for x in rng.choice(others, size, replace=False)))] = \
+                float(rng.normal())
+        items = [(tuple(rng.permutation(ps).tolist()), s) for ps, s in sets.items()]
+        rng.shuffle(items)  # members and sets in any order
+        lists.append(items)
+    cache = ParentSetCache.from_lists(lists)
+    empty = cache.empty_scores()
+    for v, items in enumerate(lists):
+        for ps, s in items:
+            assert cache.score_of(v, ps) == s and cache.has_set(v, reversed(ps))
+        sets_of_v = {tuple(sorted(ps)): s for ps, s in items}
+        assert empty[v] == sets_of_v[()]
         absent = next(ps for ps in [(u,) for u in range(n) if u != v] + [(v,)]
-                      if ps not in dict(listed))
+                      if ps not in sets_of_v)
         assert not cache.has_set(v, absent)
 
 
@@ -61,8 +73,10 @@ def test_views_are_not_pickled_and_come_back_equal():
     cache = random_cache(8, 3)
     before = cache.flat, cache.set_masks, cache.mask_words
     cache.score_of(0, cache.sets_of(0)[0][0])
+    cache.empty_scores()
     state = cache.__getstate__()
-    assert not {"flat", "set_masks", "mask_words"} & set(state) and state["_lookup"] is None
+    assert not {"flat", "set_masks", "mask_words", "empty_index"} & set(state)
+    assert state["_lookup"] is None
     back = pickle.loads(pickle.dumps(cache))
     assert np.array_equal(back.flat.owner, before[0].owner)
     assert back.set_masks == before[1] and np.array_equal(back.mask_words, before[2])

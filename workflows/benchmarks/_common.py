@@ -38,6 +38,30 @@ def _cpu_model() -> str | None:
     return platform.processor() or None
 
 
+def train_data(name: str) -> Any:
+    """The training split of a registered data set, its recipe made first when it is one
+    not made yet (r0-r14, samples of networks)."""
+    from bnsl_dist.datasets.catalog import fetch
+    from bnsl_dist.exceptions import DataError
+    from bnsl_dist.pipeline import DataRef, load_data
+
+    try:
+        return load_data(DataRef(name=name, split="train"))
+    except DataError:
+        fetch(name + "/train")
+        return load_data(DataRef(name=name, split="train"))
+
+
+def tree_env(tree: str | Path) -> dict[str, str]:
+    """The environment that imports ``bnsl_dist`` (and ``workflows``) from the checkout
+    ``tree`` (run the command in a neutral folder: ``python -c`` puts the working folder
+    first)."""
+    env = {**os.environ}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(tree).resolve()),
+                                         *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
 def write_result(name: str, payload: dict[str, Any]) -> Path:
     """Write ``out/<name>.json`` atomically and return its path."""
     from bnsl_dist._io import atomic_write_text

@@ -29,18 +29,14 @@ from typing import Any
 
 
 def _measure(data_name: str, seconds: float, n_vars: int) -> dict[str, Any]:
-    """One round in this process: per-variable wall, exact scores, stop reasons."""
+    """One round in this process: per-variable wall, exact scores, stop reasons. Runs
+    with another checkout's ``bnsl_dist`` and ``workflows`` too (``--baseline``), so it
+    uses the package only; the data are made by the parent."""
     from bnsl_dist.cache.independence import explore_independence
-    from bnsl_dist.datasets.catalog import fetch
-    from bnsl_dist.exceptions import DataError
     from bnsl_dist.pipeline import DataRef, load_data
     from bnsl_dist.scores import LocalScorer
 
-    try:
-        data = load_data(DataRef(name=data_name, split="train"))
-    except DataError:  # a recipe not made yet (r0-r14, samples of networks)
-        fetch(data_name + "/train")
-        data = load_data(DataRef(name=data_name, split="train"))
+    data = load_data(DataRef(name=data_name, split="train"))
     scorer = LocalScorer(data, "bic")
     scorer.state_bitsets()  # once per data set and process: not a variable's time
     explore_independence(scorer, 0, max_scores=2)  # compiled
@@ -57,10 +53,9 @@ def _measure(data_name: str, seconds: float, n_vars: int) -> dict[str, Any]:
 def _round(tree: str | None, args: argparse.Namespace) -> dict[str, Any]:
     """One round in a fresh interpreter importing ``bnsl_dist`` from ``tree`` (default:
     the installed package)."""
-    env = {**os.environ}
-    if tree is not None:
-        env["PYTHONPATH"] = os.pathsep.join([str(Path(tree).resolve()),
-                                             *filter(None, [env.get("PYTHONPATH")])])
+    from workflows.benchmarks._common import tree_env
+
+    env = {**os.environ} if tree is None else tree_env(tree)
     here = str(Path(__file__).resolve())
     code = (f"import json, runpy; measure = runpy.run_path({here!r})['_measure']; "
             f"print(json.dumps(measure({args.data!r}, {args.seconds!r}, {args.vars})))")
@@ -97,8 +92,9 @@ def main() -> None:
                     help="another checkout, measured in the rounds in between")
     ap.add_argument("--name", default="explore_budget")
     args = ap.parse_args()
-    from workflows.benchmarks._common import write_result
+    from workflows.benchmarks._common import train_data, write_result
 
+    train_data(args.data)  # a recipe made once, before any round
     trees: dict[str, str | None] = {"this": None}
     if args.baseline is not None:
         trees["baseline"] = args.baseline

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workflows.benchmarks._common import write_result
+from workflows.benchmarks._common import train_data, write_result
 from workflows.benchmarks.peers import CLI, WARM
 
 POLL = 0.1
@@ -99,11 +99,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=None, help="default: one per worker")
     ap.add_argument("--name", default="learn_large")
     args = ap.parse_args()
-    from bnsl_dist.datasets.catalog import fetch
-    from bnsl_dist.pipeline import DataRef, load_data
-
-    fetch(args.data.split("/")[0] + "/train")
-    n_vars = load_data(DataRef(name=args.data, split="train")).n_vars
+    n_vars = train_data(args.data).n_vars
     subprocess.run([sys.executable, "-c", WARM], check=True, capture_output=True)
     budget = args.seconds_per_variable * n_vars / args.workers + args.seconds
     signal.signal(signal.SIGTERM, _stop)  # a stopped run still writes what it measured

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from workflows.benchmarks._common import write_result
+from workflows.benchmarks._common import tree_env, write_result
 
 TINY = ["nltcs", "--iterations", "20", "--scores-per-variable", "50", "--seeds", "2", "-q"]
 
@@ -132,15 +132,6 @@ def _children() -> set[int]:
     return out
 
 
-def _tree_env(tree: str | Path) -> dict[str, str]:
-    """The environment that imports ``bnsl_dist`` from the checkout ``tree`` (the runs
-    start in a neutral folder: ``python -c`` puts the working folder first)."""
-    env = {**os.environ}
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(tree).resolve()),
-                                         *filter(None, [env.get("PYTHONPATH")])])
-    return env
-
-
 def fixed_overhead(workers: int, repeats: int, tmp: Path,
                    baseline: str | None = None) -> dict[str, Any]:
     """Median wall (and CPU) seconds of the tiny learn job: serial, fresh cluster,
@@ -148,9 +139,9 @@ def fixed_overhead(workers: int, repeats: int, tmp: Path,
     import bnsl_dist
     from bnsl_dist.orchestrate.cluster import start_cluster, stop_cluster
 
-    trees = {"this": _tree_env(Path(bnsl_dist.__file__).resolve().parents[1])}
+    trees = {"this": tree_env(Path(bnsl_dist.__file__).resolve().parents[1])}
     if baseline is not None:
-        trees["baseline"] = _tree_env(baseline)
+        trees["baseline"] = tree_env(baseline)
     out = str(tmp / "learn.json")
     kinds = ("serial", "fresh_cluster", "reused_cluster")
     runs: dict[str, dict[str, list[tuple[float, float]]]] = {

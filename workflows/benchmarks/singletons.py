@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from workflows.benchmarks._common import write_result
+from workflows.benchmarks._common import train_data, write_result
 
 
 def main() -> None:
@@ -34,16 +34,9 @@ def main() -> None:
     ap.add_argument("--name", default="singletons")
     args = ap.parse_args()
     from bnsl_dist.cache.independence import explore_independence
-    from bnsl_dist.datasets.catalog import fetch
-    from bnsl_dist.exceptions import DataError
-    from bnsl_dist.pipeline import DataRef, load_data
     from bnsl_dist.scores import LocalScorer
 
-    try:
-        data = load_data(DataRef(name=args.data, split="train"))
-    except DataError:  # a recipe not made yet (r0-r14, samples of networks)
-        fetch(args.data + "/train")
-        data = load_data(DataRef(name=args.data, split="train"))
+    data = train_data(args.data)
     n = data.n_vars
     t0 = time.perf_counter()
     bitsets = LocalScorer(data, "bic").state_bitsets()
