@@ -8,6 +8,7 @@ real penalty ``(ln N / 2)(r - 1) q`` (no smoothing, no truncation of ``q/2``).
 from __future__ import annotations
 
 import math
+import operator
 import weakref
 from collections.abc import Iterable, Sequence
 from typing import Literal
@@ -103,8 +104,35 @@ class LocalScorer:
         self._bitsets = bool(bitsets)
 
     # ------------------------------------------------------------------ families
+    def _check_family(self, child: int, parents: Sequence[int]) -> NDArray[np.int64]:
+        """The parents as int64 indices, after checking that the child and the parents
+        are variables of the data, the parents distinct and without the child (the
+        kernels index the columns unchecked)."""
+        n = self.n_vars
+        try:
+            c = operator.index(child)
+        except TypeError:
+            raise InvalidConfigError(f"child index must be an integer, got {child!r}") from None
+        if not 0 <= c < n:
+            raise InvalidConfigError(f"child index {c} out of range 0..{n - 1}")
+        raw = np.asarray(parents)
+        if raw.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        if raw.ndim != 1 or raw.dtype.kind not in "iu":
+            raise InvalidConfigError(f"parents must be a list of variable indices, got {parents!r}")
+        par = raw.astype(np.int64)
+        members = par.tolist()
+        for p in members:
+            if not 0 <= p < n:
+                raise InvalidConfigError(f"parent index {p} out of range 0..{n - 1}")
+        if c in members:
+            raise InvalidConfigError(f"variable {c} cannot be its own parent")
+        if len(set(members)) != len(members):
+            raise InvalidConfigError(f"parents {members}: a variable is repeated")
+        return par
+
     def _family(self, child: int, parents: Sequence[int], kind: int) -> tuple[float, float]:
-        par = np.asarray(parents, dtype=np.int64)
+        par = self._check_family(child, parents)
         qf = n_configurations(self.arities, par)
         s, ll = K.family_score(self._codes, self.arities, int(child), par, kind, self.ess, qf,
                                self._nlogn, self._ids, self._tmp, self._counts)
@@ -125,8 +153,9 @@ class LocalScorer:
 
     def penalty(self, child: int, parents: Sequence[int] = ()) -> float:
         """BIC penalty (ln N / 2)(r_X - 1) q(P)."""
+        par = self._check_family(child, parents)
         return float(0.5 * self._log_n * (self.arities[child] - 1)
-                     * n_configurations(self.arities, parents))
+                     * n_configurations(self.arities, par))
 
     def conditional_entropy(self, child: int, parents: Sequence[int] = ()) -> float:
         """H_D(X|P) in nats (the empirical conditional entropy)."""

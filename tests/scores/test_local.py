@@ -157,3 +157,31 @@ def test_state_bitsets_are_made_once_per_data_set_and_not_beyond_their_memory_ca
     assert (offs == -1).all() and bits.shape[0] == 0
     bits, offs, _ = LocalScorer(d, "bic", bitsets=False).state_bitsets()  # made, not used
     assert (offs == -1).all() and bits.shape[0] == 0
+
+
+@pytest.mark.parametrize("child,parents,what", [
+    (3, [], "child index 3"),  # past the last variable: was a garbage score (read past codes)
+    (-1, [], "child index -1"),  # was the last variable's score (numpy wrap-around)
+    (0, [3], "parent index 3"),
+    (0, [-1], "parent index -1"),
+    (0, [0], "own parent"),  # was LL(X | X) = 0 less a penalty
+    (0, [1, 1], "repeated"),  # was scored with q = r_1 * r_1
+])
+def test_a_family_of_unknown_or_repeated_variables_is_refused(child, parents, what):
+    d = CategoricalData.from_array(np.random.default_rng(0).integers(0, 3, size=(50, 3)))
+    s = LocalScorer(d, "bic")
+    for call in (s.score, s.score_and_ll, s.log_likelihood, s.penalty,
+                 s.conditional_entropy):
+        with pytest.raises(InvalidConfigError, match=what):
+            call(child, parents)
+    if not parents:
+        with pytest.raises(InvalidConfigError, match=what):
+            s.entropy(child)
+    lists: list[list[int]] = [[], [], []]
+    if 0 <= child < 3:
+        lists[child] = list(parents)
+        with pytest.raises(InvalidConfigError, match=what):
+            s.score_parents(lists)
+    # a valid family still scores as the oracle does, given in any order
+    assert s.score(0, (2, 1)) == pytest.approx(naive_bic(d.codes, d.arities, 0, [1, 2]),
+                                               rel=1e-12)
