@@ -123,8 +123,8 @@ class ParentSetCache:
         Raises
         ------
         CacheFormatError
-            A variable without the empty set, a set containing its own child or an
-            unknown variable, a duplicate set, or a non-finite score.
+            A variable without the empty set, a set containing its own child, an
+            unknown variable or a repeated member, a duplicate set, or a non-finite score.
         """
         n = len(sets)
         nm = tuple(str(i) for i in range(n)) if names is None else tuple(str(s) for s in names)
@@ -149,6 +149,9 @@ class ParentSetCache:
                 if ps and (ps[0] < 0 or ps[-1] >= n):
                     raise CacheFormatError(f"variable {nm[v]}: parent index out of range 0..{n - 1}",
                                            path=source)
+                if len(set(ps)) != len(ps):
+                    raise CacheFormatError(f"variable {nm[v]}: parent set {list(ps)} has a "
+                                           "repeated member", path=source)
             if () not in seen:
                 raise CacheFormatError(f"variable {nm[v]} has no empty parent set", path=source)
             items.sort(key=sort_key)

@@ -124,3 +124,19 @@ def test_entropies_of_older_files_come_from_the_metadata(tmp_path):
     p.write_text(f'{META_TAG} {{"entropies":[0.5]}}\n2\n0 1\n-1.0 0\n1 1\n-2.0 0\n')
     with pytest.raises(CacheFormatError, match="entropies"):
         read_jkl(p)
+
+
+@pytest.mark.parametrize("bad,msg", [
+    ([((1, 1), -1.0), ((), -2.0)], "repeated"),  # was kept as the set (1, 1)
+    ([((1, 2, 1), -1.0), ((), -2.0)], "repeated"),
+    ([((0,), -1.0), ((), -2.0)], "own parent set"),
+    ([((3,), -1.0), ((), -2.0)], "out of range"),
+    ([((1,), -1.0), ((1,), -1.5), ((), -2.0)], "listed twice"),
+    ([((1,), np.nan), ((), -2.0)], "non-finite"),
+    ([((1,), -1.0)], "no empty parent set"),
+])
+def test_from_lists_refuses_a_malformed_set_naming_the_variable(bad, msg):
+    ok = [((), -3.0)]
+    with pytest.raises(CacheFormatError, match=msg) as err:
+        ParentSetCache.from_lists([bad, ok, ok], names=["a", "b", "c"])
+    assert "variable a" in str(err.value)
