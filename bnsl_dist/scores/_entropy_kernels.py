@@ -38,7 +38,12 @@ def bitplanes(codes, arities, state_offsets, planes):  # OUT planes (sum r, W) u
 
 @nb.njit(cache=True, nogil=True)
 def joint_entropies_rows(codes, arities, state_offsets, planes, rows, out):
-    """out[a, j] = H(X_rows[a], X_j) in nats for every j (OUT out (len(rows), n))."""
+    """out[a, j] = H(X_rows[a], X_j) in nats for every j (OUT out (len(rows), n)).
+
+    A pair is counted by popcounts of its states' planes when its r_i r_j tables of
+    W words cost at most 2 N; else by a dense table when r_i r_j <= max(4 N, 1024);
+    else (many states on both sides, or a variable with itself) by sorting the rows'
+    joint keys, so no table larger than that is ever made."""
     n = codes.shape[0]
     n_vars = codes.shape[1]
     w = planes.shape[1]
@@ -48,7 +53,9 @@ def joint_entropies_rows(codes, arities, state_offsets, planes, rows, out):
     for v in range(n_vars):
         if arities[v] > maxr:
             maxr = arities[v]
-    table = np.zeros(maxr * maxr, dtype=np.int64)
+    cap = max(4 * n, 1024)
+    table = np.zeros(min(maxr * maxr, cap), dtype=np.int64)
+    keys = np.empty(n, dtype=np.int64)
     for a in range(rows.shape[0]):
         i = rows[a]
         ri = arities[i]
@@ -65,7 +72,7 @@ def joint_entropies_rows(codes, arities, state_offsets, planes, rows, out):
                             c += popcount64(planes[oi + si, k] & planes[oj + sj, k])
                         if c > 0:
                             h -= c * (math.log(c) - log_n)
-            else:
+            elif ri * rj <= table.shape[0]:
                 for t in range(ri * rj):
                     table[t] = 0
                 ci = codes[:, i]
@@ -76,4 +83,17 @@ def joint_entropies_rows(codes, arities, state_offsets, planes, rows, out):
                     c = table[t]
                     if c > 0:
                         h -= c * (math.log(c) - log_n)
+            else:
+                ci = codes[:, i]
+                cj = codes[:, j]
+                for t in range(n):
+                    keys[t] = np.int64(ci[t]) * rj + cj[t]
+                keys.sort()
+                t = 0
+                while t < n:
+                    run = 1
+                    while t + run < n and keys[t + run] == keys[t]:
+                        run += 1
+                    h -= run * (math.log(run) - log_n)
+                    t += run
             out[a, j] = h * inv_n
