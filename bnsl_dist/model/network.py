@@ -75,6 +75,10 @@ class BayesianNetwork:
             if t.shape != (q, ar[v]):
                 raise DataError(f"CPT of {self.dag.names[v]!r} has shape {t.shape}, "
                                 f"expected {(q, int(ar[v]))}")
+            if t.size and not np.isfinite(t).all():
+                row = int(np.argwhere(~np.isfinite(t))[0][0])
+                raise DataError(f"CPT of {self.dag.names[v]!r}: row {row} has a non-finite "
+                                f"entry {t[row].tolist()}")
             if t.size and (float(np.abs(t.sum(axis=1) - 1.0).max()) > 1e-6 or float(t.min()) < 0):
                 raise DataError(f"CPT of {self.dag.names[v]!r}: rows must be distributions")
 
