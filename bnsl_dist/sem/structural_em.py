@@ -123,7 +123,9 @@ def random_chain(n_vars: int, rng: np.random.Generator) -> tuple[list[list[int]]
 
 def initial_network(data: CategoricalData, rng: np.random.Generator,
                     alpha: float = 1.0) -> tuple[BayesianNetwork, tuple[int, ...]]:
-    """The random chain with CPTs fitted on the available cases of each family."""
+    """The random chain with CPTs fitted on the available cases of each family (the
+    prior ``alpha`` spread as in :func:`~bnsl_dist.model.fit.fit_cpts`; a parent state
+    never observed with the child gets a uniform row)."""
     parents, perm = random_chain(data.n_vars, rng)
     dag = DAG.from_parents(parents, data.names)
     miss = data.missing if data.missing is not None else np.zeros(data.codes.shape, bool)
@@ -139,7 +141,10 @@ def initial_network(data: CategoricalData, rng: np.random.Generator,
             j = data.codes[ok, dag.parents[v][0]].astype(np.int64)
         counts = np.bincount(j * r + data.codes[ok, v].astype(np.int64), minlength=q * r)
         counts = counts.reshape(q, r) + alpha / (q * r)
-        cpts.append(counts / counts.sum(axis=1, keepdims=True))
+        tot = counts.sum(axis=1, keepdims=True)
+        # nothing to count (alpha = 0, a parent state never seen with the child): uniform,
+        # as fit_cpts does
+        cpts.append(np.where(tot > 0, counts / np.where(tot > 0, tot, 1.0), 1.0 / r))
     states = tuple(tuple(data.state_label(v, k) for k in range(int(ar[v])))
                    for v in range(data.n_vars))
     # A chain has treewidth 1: eliminating from the tail is a perfect order.
@@ -398,6 +403,8 @@ def structural_em(data: CategoricalData, *, k: int = 4, rng: np.random.Generator
         raise InvalidConfigError(f"tolerance must be >= 0, got {tolerance}")
     if patience < 1:
         raise InvalidConfigError(f"patience must be >= 1, got {patience}")
+    if not (np.isfinite(alpha) and alpha >= 0):
+        raise InvalidConfigError(f"alpha must be a finite number >= 0, got {alpha}")
     for name, method in (("e_step", e_step), ("imputation", imputation)):
         if method not in ("mpe", "marginal") and not (name == "imputation" and method is None):
             raise InvalidConfigError(f"unknown {name} {method!r}; choose 'mpe' or 'marginal'")

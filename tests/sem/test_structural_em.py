@@ -489,3 +489,56 @@ def test_accumulated_cache_holds_every_earlier_set_rescored(asia, accumulate):
                 else:
                     assert ps not in got or (v, ps) in fams
     assert (added > 0) == accumulate
+
+
+def _hand_available_case_cpt(codes, miss, arities, child, parent, alpha):
+    """P(child | parent) from the rows where both are observed, the prior alpha spread
+    as alpha / (q r) per cell, uniform rows where there is nothing to count (as
+    fit_cpts): plain loops over the rows."""
+    r = arities[child]
+    q = 1 if parent is None else arities[parent]
+    table = np.zeros((q, r))
+    for row, m in zip(codes, miss, strict=True):
+        if m[child] or (parent is not None and m[parent]):
+            continue
+        table[0 if parent is None else row[parent], row[child]] += 1
+    table += alpha / (q * r)
+    tot = table.sum(axis=1, keepdims=True)
+    return np.where(tot > 0, table / np.where(tot > 0, tot, 1), 1.0 / r)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+@pytest.mark.parametrize("seed", range(4))
+def test_initial_chain_cpts_are_available_case_counts(alpha, seed):
+    # a parent state never observed together with its child (every row with X1 = 2
+    # has its other cells missing) left a 0/0 CPT row with alpha = 0: NaN, now uniform
+    from bnsl_dist.data import CategoricalData
+    from bnsl_dist.sem.structural_em import initial_network
+
+    rng = np.random.default_rng(seed)
+    arities = [2, 3, 2]
+    codes = np.column_stack([rng.integers(0, a, 40) for a in arities])
+    miss = rng.random(codes.shape) < 0.3
+    miss[codes[:, 1] == 2] = [True, False, True]
+    codes[miss] = 0
+    data = CategoricalData.from_array(codes, arities=arities, missing=miss)
+    net, order = initial_network(data, np.random.default_rng(seed), alpha)
+    assert sorted(order) == [0, 1, 2]
+    for v in range(3):
+        ps = net.dag.parents[v]
+        want = _hand_available_case_cpt(codes, miss, arities, v, ps[0] if ps else None, alpha)
+        np.testing.assert_allclose(net.cpts[v], want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("alpha", [-1.0, float("nan")])
+def test_bad_alpha_is_rejected_before_any_work(alpha):
+    # a negative prior made the first chain's CPT rows negative where a count was 0:
+    # "CPT of 'X1': rows must be distributions" instead of naming alpha
+    from bnsl_dist.data import CategoricalData
+    from bnsl_dist.exceptions import InvalidConfigError
+
+    codes = np.array([[0, 0], [0, 1], [1, 0], [0, 0]])
+    miss = np.array([[False, False], [False, True], [True, False], [False, False]])
+    data = CategoricalData.from_array(codes, arities=[2, 2], missing=miss)
+    with pytest.raises(InvalidConfigError, match="alpha must be a finite number >= 0"):
+        structural_em(data, alpha=alpha, rng=0)
