@@ -15,7 +15,9 @@ array ``idx``; an *offset* points at the ``S_c``-long map of one factor:
 
 ``up``/``down`` have ``sum(sep_size)`` columns (messages), ``lam``/``marg`` have
 ``sum(arities)`` columns. Messages are rescaled to a maximum of 1 per batch row and the
-logs of the scales summed into ``logz``, so nothing underflows on large networks.
+logs of the scales summed into ``logz``, so nothing underflows on large networks; where
+the entries of one clique still underflow for a row (below :data:`TINY`: the product of
+many child messages), that row's entries of the clique are recomputed in logs.
 """
 
 from __future__ import annotations
@@ -25,6 +27,13 @@ import numpy as np
 
 MODE_SUM = 0
 MODE_MAX = 1
+
+#: A clique's entries are products of factors of at most 1 (CPT entries, 0/1 evidence,
+#: messages rescaled to a maximum of 1). When the largest of a row falls below this,
+#: the row's entries of that clique are recomputed in log space and shifted by their
+#: maximum: the product of many child messages (a variable with hundreds of children
+#: whose evidence disagrees) underflows a double at every entry otherwise.
+TINY = 1e-250
 
 
 @nb.njit(cache=True, nogil=True)
@@ -60,6 +69,102 @@ def _entry(c, s, base_val, idx, msg_ptr, msg_off, lam_ptr, lam_var, lam_off, use
         col = idx[msg_off[f] + s]
         for b in range(nb_):
             tmp[b] *= up[col, b]
+
+
+@nb.njit(cache=True, nogil=True)
+def _log_entry(c, s, b, base_val, idx, msg_ptr, msg_off, lam_ptr, lam_var, lam_off, use_lam,
+               up, lam):
+    """ln of what :func:`_entry` computes at entry s of clique c for batch row b
+    (-inf for 0); ``base_val`` > 0, ``lam`` holds 0/1 indicators."""
+    for li in range(lam_ptr[c], lam_ptr[c + 1]):
+        if use_lam[lam_var[li]] and lam[idx[lam_off[li] + s], b] == 0.0:
+            return -np.inf
+    lv = np.log(base_val)
+    for f in range(msg_ptr[c], msg_ptr[c + 1]):
+        u = up[idx[msg_off[f] + s], b]
+        if u == 0.0:
+            return -np.inf
+        lv += np.log(u)
+    return lv
+
+
+@nb.njit(cache=True, nogil=True)
+def _collect_row_in_logs(mode, c, b, base, base_off, idx, out_off, sep_off, sep_size,
+                         msg_ptr, msg_off, lam_ptr, lam_var, lam_off, use_lam, lam, up):
+    """Recompute column b of clique c's upward message from log entries shifted by their
+    maximum; returns that shift (-inf: every entry is 0, the message is left 0)."""
+    b0 = base_off[c]
+    so = sep_off[c]
+    top = -np.inf
+    for s in range(base_off[c + 1] - b0):
+        bv = base[b0 + s]
+        if bv != 0.0:
+            lv = _log_entry(c, s, b, bv, idx, msg_ptr, msg_off, lam_ptr, lam_var, lam_off,
+                            use_lam, up, lam)
+            if lv > top:
+                top = lv
+    for t in range(sep_size[c]):
+        up[so + t, b] = 0.0
+    if top == -np.inf:
+        return top
+    for s in range(base_off[c + 1] - b0):
+        bv = base[b0 + s]
+        if bv == 0.0:
+            continue
+        lv = _log_entry(c, s, b, bv, idx, msg_ptr, msg_off, lam_ptr, lam_var, lam_off,
+                        use_lam, up, lam)
+        if lv == -np.inf:
+            continue
+        val = np.exp(lv - top)
+        o = so + idx[out_off[c] + s]
+        if mode == MODE_SUM:
+            up[o, b] += val
+        elif val > up[o, b]:
+            up[o, b] = val
+    return top
+
+
+@nb.njit(cache=True, nogil=True)
+def _distribute_row_in_logs(c, b, base, base_off, idx, out_off, sep_off, sep_size, msg_ptr,
+                            msg_off, msg_child, lam_ptr, lam_var, lam_off, use_lam, lam, up,
+                            down, marg, var_off, arities):
+    """Recompute clique c's contributions to ``marg`` and to its children's ``down``
+    columns for batch row b from log entries shifted by their maximum."""
+    b0 = base_off[c]
+    so = sep_off[c]
+    top = -np.inf
+    for s in range(base_off[c + 1] - b0):
+        bv = base[b0 + s]
+        d = down[so + idx[out_off[c] + s], b]
+        if bv != 0.0 and d > 0.0:
+            lv = _log_entry(c, s, b, bv, idx, msg_ptr, msg_off, lam_ptr, lam_var, lam_off,
+                            use_lam, up, lam) + np.log(d)
+            if lv > top:
+                top = lv
+    for li in range(lam_ptr[c], lam_ptr[c + 1]):
+        v = lam_var[li]
+        for k in range(arities[v]):
+            marg[var_off[v] + k, b] = 0.0
+    for f in range(msg_ptr[c], msg_ptr[c + 1]):
+        ch = msg_child[f]
+        for t in range(sep_size[ch]):
+            down[sep_off[ch] + t, b] = 0.0
+    if top == -np.inf:
+        return
+    for s in range(base_off[c + 1] - b0):
+        bv = base[b0 + s]
+        d = down[so + idx[out_off[c] + s], b]
+        if bv == 0.0 or d <= 0.0:
+            continue
+        lv = _log_entry(c, s, b, bv, idx, msg_ptr, msg_off, lam_ptr, lam_var, lam_off,
+                        use_lam, up, lam)
+        if lv == -np.inf:
+            continue
+        val = np.exp(lv + np.log(d) - top)
+        for li in range(lam_ptr[c], lam_ptr[c + 1]):
+            marg[idx[lam_off[li] + s], b] += val
+        for f in range(msg_ptr[c], msg_ptr[c + 1]):
+            down[idx[msg_off[f] + s], b] += val
 
 
 @nb.njit(cache=True, nogil=True)
@@ -113,17 +218,42 @@ def collect(mode, post, base, base_off, idx, out_off, sep_off, sep_size, msg_ptr
             else:
                 for b in range(nb_):
                     up[o, b] = max(up[o, b], tmp[b])
-        _rescale(up, so, ss, logz, True)
+        for b in range(nb_):
+            m = 0.0
+            for t in range(ss):
+                if up[so + t, b] > m:
+                    m = up[so + t, b]
+            if m < TINY and logz[b] > -np.inf:  # underflow: this row again in logs
+                top = _collect_row_in_logs(mode, c, b, base, base_off, idx, out_off,
+                                           sep_off, sep_size, msg_ptr, msg_off, lam_ptr,
+                                           lam_var, lam_off, use_lam, lam, up)
+                if top == -np.inf:
+                    logz[b] = -np.inf
+                    continue
+                logz[b] += top
+                m = 0.0
+                for t in range(ss):
+                    if up[so + t, b] > m:
+                        m = up[so + t, b]
+            if m > 0.0:
+                inv = 1.0 / m
+                for t in range(ss):
+                    up[so + t, b] *= inv
+                logz[b] += np.log(m)
+            else:
+                logz[b] = -np.inf
 
 
 @nb.njit(cache=True, nogil=True)
 def distribute(pre, base, base_off, idx, out_off, sep_off, sep_size, msg_ptr, msg_off,
-               msg_child, lam_ptr, lam_var, lam_off, use_lam, lam, up, down, marg, tmp):
-    """Downward pass (Hugin, parents first) after a sum-mode :func:`collect`.
+               msg_child, lam_ptr, lam_var, lam_off, use_lam, lam, up, down, marg, tmp,
+               logz, var_off, arities):
+    """Downward pass (Hugin, parents first) after a sum-mode :func:`collect` (``logz``
+    its output: rows at -inf are impossible and skipped by the underflow check).
 
     ``down`` must hold 1 in the (single) separator column of every root and 0
-    elsewhere. OUT ``marg[var_off[v] + k, b]``: unnormalised P(v = k, e) up to the
-    scale of the row (normalise per variable).
+    elsewhere, ``marg`` 0. OUT ``marg[var_off[v] + k, b]``: unnormalised P(v = k, e) up
+    to a scale of the row and of v's clique (normalise per variable).
     """
     nb_ = tmp.shape[0]
     for ci in range(pre.shape[0]):
@@ -152,6 +282,19 @@ def distribute(pre, base, base_off, idx, out_off, sep_off, sep_size, msg_ptr, ms
                 col = idx[msg_off[f] + s]
                 for b in range(nb_):
                     down[col, b] += tmp[b]
+        # every clique homes a variable: its marg columns hold the clique's total mass
+        v0 = lam_var[lam_ptr[c]]
+        for b in range(nb_):
+            if logz[b] == -np.inf:
+                continue
+            tot = 0.0
+            for k in range(arities[v0]):
+                tot += marg[var_off[v0] + k, b]
+            if tot < TINY:  # underflow: this row again in logs
+                _distribute_row_in_logs(c, b, base, base_off, idx, out_off, sep_off,
+                                        sep_size, msg_ptr, msg_off, msg_child, lam_ptr,
+                                        lam_var, lam_off, use_lam, lam, up, down, marg,
+                                        var_off, arities)
         for f in range(msg_ptr[c], msg_ptr[c + 1]):
             ch = msg_child[f]
             co = sep_off[ch]
@@ -166,13 +309,56 @@ def distribute(pre, base, base_off, idx, out_off, sep_off, sep_size, msg_ptr, ms
 
 
 @nb.njit(cache=True, nogil=True)
+def _trace_best(in_logs, c, b, s, base, b0, idx, msg_ptr, msg_off, lam_ptr, lam_var, lam_off,
+                use_lam, lam, up, j0, j1, cv_var, cv_stride, cv_insep, arities, cnt):
+    """The first maximiser over the entries of clique c that extend entry s (its
+    separator's states) for batch row b, and its value (its log with ``in_logs``)."""
+    for j in range(j0, j1):
+        cnt[j - j0] = 0
+    best = -np.inf if in_logs else -1.0
+    best_s = s
+    while True:
+        val = base[b0 + s]
+        if in_logs:
+            if val != 0.0:
+                val = _log_entry(c, s, b, val, idx, msg_ptr, msg_off, lam_ptr, lam_var,
+                                 lam_off, use_lam, up, lam)
+            else:
+                val = -np.inf
+        elif val != 0.0:
+            for li in range(lam_ptr[c], lam_ptr[c + 1]):
+                if use_lam[lam_var[li]]:
+                    val *= lam[idx[lam_off[li] + s], b]
+            for f in range(msg_ptr[c], msg_ptr[c + 1]):
+                val *= up[idx[msg_off[f] + s], b]
+        if val > best:
+            best = val
+            best_s = s
+        j = j0
+        while j < j1:
+            if not cv_insep[j]:
+                cnt[j - j0] += 1
+                s += cv_stride[j]
+                if cnt[j - j0] < arities[cv_var[j]]:
+                    break
+                s -= cnt[j - j0] * cv_stride[j]
+                cnt[j - j0] = 0
+            j += 1
+        if j == j1:
+            break
+    return best, best_s
+
+
+@nb.njit(cache=True, nogil=True)
 def traceback(pre, base, base_off, idx, msg_ptr, msg_off, lam_ptr, lam_var, lam_off, use_lam,
-              lam, up, cv_ptr, cv_var, cv_stride, cv_insep, arities, cnt, x):
-    """Argmax traceback after a max-mode :func:`collect`, parents first.
+              lam, up, cv_ptr, cv_var, cv_stride, cv_insep, arities, cnt, logz, x):
+    """Argmax traceback after a max-mode :func:`collect` (``logz`` its output), parents
+    first.
 
     For each clique, given its separator's states (already fixed by the ancestors), the
     entries consistent with them are re-evaluated exactly as :func:`collect` evaluated
-    them and the first maximiser fixes the clique's other variables. OUT ``x[v, b]``.
+    them and the first maximiser fixes the clique's other variables (compared in logs
+    where the products underflow, as :func:`collect` then did). OUT ``x[v, b]``.
     ``cnt``: int64 scratch of at least the largest clique size.
     """
     nb_ = x.shape[1]
@@ -184,34 +370,15 @@ def traceback(pre, base, base_off, idx, msg_ptr, msg_off, lam_ptr, lam_var, lam_
         for b in range(nb_):
             s = 0
             for j in range(j0, j1):
-                cnt[j - j0] = 0
                 if cv_insep[j]:
                     s += x[cv_var[j], b] * cv_stride[j]
-            best = -1.0
-            best_s = s
-            while True:
-                val = base[b0 + s]
-                if val != 0.0:
-                    for li in range(lam_ptr[c], lam_ptr[c + 1]):
-                        if use_lam[lam_var[li]]:
-                            val *= lam[idx[lam_off[li] + s], b]
-                    for f in range(msg_ptr[c], msg_ptr[c + 1]):
-                        val *= up[idx[msg_off[f] + s], b]
-                if val > best:
-                    best = val
-                    best_s = s
-                j = j0
-                while j < j1:
-                    if not cv_insep[j]:
-                        cnt[j - j0] += 1
-                        s += cv_stride[j]
-                        if cnt[j - j0] < arities[cv_var[j]]:
-                            break
-                        s -= cnt[j - j0] * cv_stride[j]
-                        cnt[j - j0] = 0
-                    j += 1
-                if j == j1:
-                    break
+            best, best_s = _trace_best(False, c, b, s, base, b0, idx, msg_ptr, msg_off,
+                                       lam_ptr, lam_var, lam_off, use_lam, lam, up, j0, j1,
+                                       cv_var, cv_stride, cv_insep, arities, cnt)
+            if best < TINY and logz[b] > -np.inf:
+                best, best_s = _trace_best(True, c, b, s, base, b0, idx, msg_ptr, msg_off,
+                                           lam_ptr, lam_var, lam_off, use_lam, lam, up, j0,
+                                           j1, cv_var, cv_stride, cv_insep, arities, cnt)
             for j in range(j0, j1):
                 if not cv_insep[j]:
                     x[cv_var[j], b] = (best_s // cv_stride[j]) % arities[cv_var[j]]
@@ -286,6 +453,18 @@ def _advance(s, nu, uj, cnt, cv_var, cv_stride, arities):
 
 
 @nb.njit(cache=True, nogil=True)
+def _log_entry_row(c, s, base_val, idx, msg_ptr, msg_off, up):
+    """:func:`sparse_rows`' entry s of clique c in logs (-inf for 0; ``base_val`` > 0)."""
+    lv = np.log(base_val)
+    for f in range(msg_ptr[c], msg_ptr[c + 1]):
+        u = up[idx[msg_off[f] + s]]
+        if u == 0.0:
+            return -np.inf
+        lv += np.log(u)
+    return lv
+
+
+@nb.njit(cache=True, nogil=True)
 def sparse_rows(mode, want_x, post, pre, base, base_off, idx, out_off, sep_off, msg_ptr,
                 msg_off, cv_ptr, cv_var, cv_stride, cv_insep, arities, ev, up, uj, cnt,
                 logz, x):
@@ -343,6 +522,39 @@ def sparse_rows(mode, want_x, post, pre, base, base_off, idx, out_off, sep_off, 
             while s >= 0:
                 m = max(m, up[so + idx[oo + s]])
                 s = _advance(s, nsep, uj, cnt, cv_var, cv_stride, arities)
+            if m < TINY and lz > -np.inf:  # underflow (see TINY): the clique again in logs
+                top = -np.inf
+                s = s0
+                while s >= 0:
+                    val = base[b0 + s]
+                    if val != 0.0:
+                        top = max(top, _log_entry_row(c, s, val, idx, msg_ptr, msg_off, up))
+                    s = _advance(s, nu, uj, cnt, cv_var, cv_stride, arities)
+                s = s0
+                while s >= 0:
+                    up[so + idx[oo + s]] = 0.0
+                    s = _advance(s, nsep, uj, cnt, cv_var, cv_stride, arities)
+                if top > -np.inf:
+                    lz += top
+                    s = s0
+                    while s >= 0:
+                        val = base[b0 + s]
+                        if val != 0.0:
+                            val = np.exp(_log_entry_row(c, s, val, idx, msg_ptr, msg_off, up)
+                                         - top)
+                            o = so + idx[oo + s]
+                            if mode == MODE_SUM:
+                                up[o] += val
+                            elif val > up[o]:
+                                up[o] = val
+                        s = _advance(s, nu, uj, cnt, cv_var, cv_stride, arities)
+                    m = 0.0
+                    s = s0
+                    while s >= 0:
+                        m = max(m, up[so + idx[oo + s]])
+                        s = _advance(s, nsep, uj, cnt, cv_var, cv_stride, arities)
+                else:
+                    m = 0.0
             if m > 0.0:
                 inv = 1.0 / m
                 s = s0
@@ -370,6 +582,7 @@ def sparse_rows(mode, want_x, post, pre, base, base_off, idx, out_off, sep_off, 
                     uj[nu] = j
                     cnt[nu] = 0
                     nu += 1
+            s_start = s
             best = -1.0
             best_s = s
             while s >= 0:
@@ -381,6 +594,18 @@ def sparse_rows(mode, want_x, post, pre, base, base_off, idx, out_off, sep_off, 
                     best = val
                     best_s = s
                 s = _advance(s, nu, uj, cnt, cv_var, cv_stride, arities)
+            if best < TINY and lz > -np.inf:  # underflow: compare in logs, as collected
+                best = -np.inf
+                s = s_start
+                best_s = s
+                while s >= 0:
+                    val = base[b0 + s]
+                    if val != 0.0:
+                        val = _log_entry_row(c, s, val, idx, msg_ptr, msg_off, up)
+                        if val > best:
+                            best = val
+                            best_s = s
+                    s = _advance(s, nu, uj, cnt, cv_var, cv_stride, arities)
             for i in range(nu):
                 j = uj[i]
                 x[b, cv_var[j]] = (best_s // cv_stride[j]) % arities[cv_var[j]]

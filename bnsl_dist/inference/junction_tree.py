@@ -18,7 +18,8 @@ looping over the batch innermost, :mod:`bnsl_dist.inference._kernels`):
 * ``log_prob_rows``: ln P(row) of rows with missing cells (= ln P(observed)).
 
 Messages are rescaled per row (max = 1) and their log scales accumulated, so thousands
-of variables do not underflow. Time and memory are O(sum of clique tables) =
+of variables do not underflow; a row whose entries of one clique still underflow (the
+product of many children's messages) has that clique recomputed in logs. Time and memory are O(sum of clique tables) =
 O(n r^(k+1)) for treewidth k.
 """
 
@@ -366,7 +367,8 @@ class JunctionTree:
             K.distribute(self._pre, self._base, self._base_off, self._idx, self._out_off,
                          self._sep_off, self._sep_size, self._msg_ptr, self._msg_off,
                          self._msg_child, self._lam_ptr, self._lam_var, self._lam_off, use,
-                         lam, up, down, marg, np.empty(b - a))
+                         lam, up, down, marg, np.empty(b - a), logz, self._var_off,
+                         self._arities)
             logp[a:b] = logz
             dead = ~(logz > -np.inf)  # impossible evidence (maybe in another component)
             for v in q:
@@ -401,7 +403,7 @@ class JunctionTree:
             x = e.astype(np.int64)
             K.traceback(self._pre, self._base, self._base_off, self._idx, self._msg_ptr,
                         self._msg_off, self._lam_ptr, self._lam_var, self._lam_off, use, lam,
-                        up, *self._cv, self._arities, cnt, x)
+                        up, *self._cv, self._arities, cnt, logz, x)
             obs = e >= 0
             x[obs] = e[obs]
             x_out[sel] = x.T

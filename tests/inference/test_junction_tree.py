@@ -244,3 +244,64 @@ def test_certificate_orders(k):
         jt = build_junction_tree(net, order)
         assert jt.width <= k
         _check_against_brute_force(net, jt, ev)
+
+
+def _naive_bayes(n_leaves: int, rng: np.random.Generator) -> BayesianNetwork:
+    """A 3-state root with ``n_leaves`` binary children (near-deterministic CPTs)."""
+    dag = DAG.from_parents([()] + [(0,)] * n_leaves)
+    leaf = [np.array([[0.99, 0.01], [0.01, 0.99], [0.5, 0.5]])[rng.permutation(3)]
+            for _ in range(n_leaves)]
+    return BayesianNetwork(dag, (("a", "b", "c"),) + (("0", "1"),) * n_leaves,
+                           (np.array([[0.2, 0.3, 0.5]]),) + tuple(leaf))
+
+
+def _naive_bayes_joint(net: BayesianNetwork, ev: np.ndarray) -> np.ndarray:
+    """ln P(root = h, e) for each root state h, leaves read from ``ev`` (-1 summed out),
+    added up in logs leaf by leaf."""
+    out = np.log(net.cpts[0][0]).copy()
+    for v in range(1, net.n_vars):
+        if ev[v] >= 0:
+            out += np.log(net.cpts[v][:, ev[v]])
+    return out
+
+
+@pytest.mark.parametrize("root_observed", [False, True])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_many_disagreeing_children_do_not_underflow(sparse, root_observed):
+    # a root with 600 children whose evidence disagrees: each child's message is
+    # rescaled to a maximum of 1, but the product of 600 of them is below 1e-308 at
+    # every root state, so P(e) came out 0 (ln -inf), the marginals NaN and the MPE
+    # arbitrary, although ln P(e) is about -1,000
+    rng = np.random.default_rng(0)
+    n_leaves = 600
+    net = _naive_bayes(n_leaves, rng)
+    ev = rng.integers(0, 2, size=(3, n_leaves + 1))
+    ev[:, 0] = 1 if root_observed else -1
+    ev[1, 5] = ev[2, 7] = -1   # a leaf to impute
+    jt = build_junction_tree(net, sparse=sparse)
+    logp = jt.log_prob_evidence(ev)
+    post = jt.posterior(ev, [0, 5, 7])
+    mpe = jt.mpe(ev)
+    for b in range(ev.shape[0]):
+        joint = _naive_bayes_joint(net, ev[b])
+        if root_observed:
+            joint = np.where(np.arange(3) == 1, joint, -np.inf)
+        top = joint.max()
+        truth = top + np.log(np.exp(joint - top).sum())
+        assert truth < -700                    # P(e) itself underflows a double
+        assert logp[b] == pytest.approx(truth, rel=1e-10)
+        assert post.log_prob_evidence[b] == pytest.approx(truth, rel=1e-10)
+        root = np.exp(joint - truth)
+        np.testing.assert_allclose(post.marginals[0][b], root, atol=1e-10)
+        for leaf in (5, 7):
+            if ev[b, leaf] < 0:
+                np.testing.assert_allclose(post.marginals[leaf][b], root @ net.cpts[leaf],
+                                           atol=1e-10)
+        h = int(np.argmax(joint))              # the MPE: the best root state, then each
+        best = ev[b].copy()                    # missing leaf at its likelier state
+        best[0] = h
+        for leaf in np.flatnonzero(ev[b] < 0):
+            if leaf:
+                best[leaf] = int(np.argmax(net.cpts[leaf][h]))
+        assert np.array_equal(mpe.assignment[b], best)
+        assert mpe.log_prob[b] == pytest.approx(net.log_prob_rows(best[None])[0], rel=1e-10)
