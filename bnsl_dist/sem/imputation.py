@@ -82,7 +82,11 @@ def imputation_accuracy(truth: CategoricalData, masked: CategoricalData,
                         completed: CategoricalData) -> float:
     """Fraction of the missing cells of ``masked`` whose completed value is the true one
     (Scanagatta et al. 2018, k-MAX and SEM, §7)."""
-    if masked.missing is None:
+    if masked.missing is None or not masked.missing.any():
         raise DataError("the masked data have no missing cells")
+    shapes = {"truth": truth.codes.shape, "masked": masked.codes.shape,
+              "completed": completed.codes.shape}
+    if len(set(shapes.values())) > 1:
+        raise DataError(f"data of different shapes: {shapes}")
     m = masked.missing
     return float((completed.codes[m] == truth.codes[m]).mean())

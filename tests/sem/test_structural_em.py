@@ -542,3 +542,22 @@ def test_bad_alpha_is_rejected_before_any_work(alpha):
     data = CategoricalData.from_array(codes, arities=[2, 2], missing=miss)
     with pytest.raises(InvalidConfigError, match="alpha must be a finite number >= 0"):
         structural_em(data, alpha=alpha, rng=0)
+
+
+def test_imputation_accuracy_counts_the_masked_cells_and_rejects_bad_input():
+    from bnsl_dist.data import CategoricalData
+    from bnsl_dist.exceptions import DataError
+
+    truth = CategoricalData.from_array(np.array([[0, 1], [1, 1], [2, 0]]), arities=[3, 2])
+    miss = np.array([[True, False], [False, True], [True, True]])
+    masked = truth.with_codes(np.where(miss, 0, truth.codes), miss)
+    completed = truth.with_codes(np.array([[0, 1], [1, 0], [1, 0]]))
+    # masked cells: (0,0) right, (1,1) wrong, (2,0) wrong, (2,1) right
+    assert imputation_accuracy(truth, masked, completed) == 0.5
+    # a mask with no missing cell gave NaN (and numpy's "Mean of empty slice")
+    none = truth.with_codes(truth.codes, np.zeros((3, 2), dtype=bool))
+    with pytest.raises(DataError, match="no missing cells"):
+        imputation_accuracy(truth, none, completed)
+    # data of other shapes gave an IndexError from the boolean mask
+    with pytest.raises(DataError, match="different shapes"):
+        imputation_accuracy(truth, masked, truth.with_codes(truth.codes[:2]))
