@@ -21,7 +21,7 @@ import csv
 import io
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -53,7 +53,9 @@ class _Raw:
     cols: list[NDArray[Any]]
     labels: list[list[str] | None]  # a label column's distinct labels ("": missing)
     missing: NDArray[np.bool_] | None
-    first_data_line: int  # 1-based line number of the first data row
+    #: the 1-based line of a data row (0-based index): blank lines and fields spanning
+    #: lines counted, as in the messages of the readers' own checks
+    row_line: Callable[[int], int]
 
 
 def _base_suffix(path: Path) -> str:
@@ -85,6 +87,19 @@ def _records(buf: io.StringIO, comma: bool, first_line: int) -> Iterator[tuple[i
         toks = text.split()
         if toks:
             yield i, toks
+
+
+def _line_finder(text: str, start: int, comma: bool, body_line: int) -> Callable[[int], int]:
+    """The line of data row ``r`` (0-based) of the records from offset ``start``: read
+    again (only when an error names a row) as :func:`_records` reads them."""
+    def row_line(r: int) -> int:
+        buf = io.StringIO(text, newline="")
+        buf.seek(start)
+        for i, (line, _) in enumerate(_records(buf, comma, body_line)):
+            if i == r:
+                return line
+        return body_line  # not reached: r is a row of the table read from this text
+    return row_line
 
 
 def _int_table(buf: io.StringIO, comma: bool, width: int) -> NDArray[np.int64] | None:
@@ -134,12 +149,13 @@ def _first_row(codes: NDArray[np.intp], values: Sequence[int]) -> int:
 
 def _columns(table: list[_Factorized], lines: list[int] | None, *, spath: str,
              names: list[str] | None, labels: LabelPolicy, allow_labels: bool,
-             missing: MissingPolicy, declared: NDArray[np.int64] | None) -> _Raw | None:
+             missing: MissingPolicy, declared: NDArray[np.int64] | None,
+             row_line: Callable[[int], int] | None = None) -> _Raw | None:
     """The code or label columns of a table of factorised tokens (each distinct token
     is checked once). ``lines`` (the 1-based line of each row) makes a problem a
     :class:`DataError` naming its line and column; without them (the table came from
     :func:`_str_table`) a problem returns None, and the record loop reads the file
-    again to name it."""
+    again to name it; ``row_line`` then gives the line of a row for later checks."""
     n_rows = table[0][0].shape[0]
     miss = np.zeros((n_rows, len(table)), dtype=bool)
     for j, (codes, uniq) in enumerate(table):
@@ -182,18 +198,11 @@ def _columns(table: list[_Factorized], lines: list[int] | None, *, spath: str,
                             column=_colname(names, j))
         cols.append(out)
         label_sets.append(None)
-    first = lines[0] if lines is not None else 0
-    return _Raw(spath, names, declared, cols, label_sets, miss if miss.any() else None, first)
-
-
-def _first_record_line(text: str, start: int, body_line: int) -> int:
-    """The line of the first non-blank record at or after offset ``start``."""
-    line = body_line
-    for chunk in text[start:].split("\n"):
-        if chunk.strip():
-            return line
-        line += 1
-    return body_line
+    if row_line is None:
+        assert lines is not None  # the caller gives one or the other
+        row_line = lines.__getitem__
+    return _Raw(spath, names, declared, cols, label_sets, miss if miss.any() else None,
+                row_line)
 
 
 def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: MissingPolicy) -> _Raw:
@@ -241,7 +250,7 @@ def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: M
         arr = _int_table(buf, comma, width)
         if arr is not None:
             return _Raw(spath, names, declared, [arr[:, j] for j in range(width)],
-                        [None] * width, None, body_line)
+                        [None] * width, None, _line_finder(text, start, comma, body_line))
         buf.seek(start)
         records = _records(buf, comma, body_line)
 
@@ -252,9 +261,9 @@ def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: M
     if comma:
         buf.seek(start)
         table = _str_table(buf, width)
-        raw = None if table is None else _columns(table, None, **settings)
+        raw = None if table is None else _columns(
+            table, None, row_line=_line_finder(text, start, comma, body_line), **settings)
         if raw is not None:
-            raw.first_data_line = _first_record_line(text, start, body_line)
             return raw
         buf.seek(start)
         records = _records(buf, comma, body_line)
@@ -316,7 +325,8 @@ def _parse_parquet(path: Path, missing: MissingPolicy) -> _Raw:
             codes, uniq = pd.factorize(s.astype("string").fillna(""))
             cols.append(codes)
             label_sets.append([str(u) for u in uniq])
-    return _Raw(spath, names, None, cols, label_sets, miss if miss.any() else None, 1)
+    return _Raw(spath, names, None, cols, label_sets, miss if miss.any() else None,
+                lambda r: r + 1)  # the row number, as in the messages above
 
 
 def _parse(path: str | os.PathLike[str], header: bool | None, labels: LabelPolicy,
@@ -388,7 +398,7 @@ def _combine(raws: Sequence[_Raw], arities: Sequence[int] | None,
                 row = int(np.argmax(codes[k][:, j] >= declared[j]))
                 raise DataError(f"code {codes[k][row, j]} not below the declared arity "
                                 f"{declared[j]}", path=raws[k].path,
-                                line=raws[k].first_data_line + row, column=_colname(final_names, j))
+                                line=raws[k].row_line(row), column=_colname(final_names, j))
         arity = declared
     if arity.max() > MAX_STATES:
         j = int(np.argmax(arity))

@@ -139,6 +139,27 @@ def test_declared_arity_error_names_line(tmp_path):
     assert exc.value.line == 4
 
 
+@pytest.mark.parametrize("name,text,kw,line,col", [
+    # a clean integer table (the fast reader), blank lines before the bad row
+    ("d.dat", "a b\n2 2\n0 1\n\n\n1 0\n0 1\n2 0\n", {}, 8, "1 (a)"),
+    ("d.csv", "a,b\n0,1\n\n1,0\n\n0,2\n", {"arities": [2, 2]}, 6, "2 (b)"),
+    ("d.data", "0 1\n\n1 0\n\n\n0 3\n", {"arities": [2, 2]}, 6, "2 (X1)"),
+    # a label column (pandas' string reader), and a field spanning two lines
+    ("d.csv", "a,b\n\"x\ny\",1\n\nz,0\n\nw,5\n", {"arities": [3, 2]}, 7, "2 (b)"),
+    # white-space separated with labels (the record reader)
+    ("d.txt", "a b\nx 1\n\nz 0\n\nw 5\n", {"arities": [3, 2]}, 6, "2 (b)"),
+    # a label column whose states outnumber the declared arity
+    ("d.csv", "a,b\nx,1\n\ny,0\n\nz,1\n", {"arities": [2, 2]}, 6, "1 (a)"),
+])
+def test_declared_arity_error_names_line_after_blank_lines(tmp_path, name, text, kw, line, col):
+    """The row of a code above the declared arity is named by its physical line: blank
+    lines and multi-line fields before it count (each line counted by hand here)."""
+    p = _write(tmp_path, name, text)
+    with pytest.raises(DataError, match="declared arity") as exc:
+        read_data(p, **kw)
+    assert (exc.value.path, exc.value.line, exc.value.column) == (str(p), line, col)
+
+
 def test_dat_arities_line_named(tmp_path):
     p = _write(tmp_path, "d.dat", "a b\n\n2 x\n0 1\n")
     with pytest.raises(DataError, match="expected 2 integer arities") as exc:
