@@ -77,13 +77,34 @@ def _comments(text: str, src: str) -> tuple[str, list[str], dict[str, Any] | Non
     return "\n".join(kept), comments, stored
 
 
+def _is_index(tok: str) -> bool:
+    return tok.lstrip("-").isdigit()
+
+
+def _index_file(heads: list[str], stored: dict[str, Any] | None) -> bool:
+    """Whether the file lists variables by index (every header an integer), so that an
+    integer token is an index even where a name is the same text (names "1", "0": the
+    data's, or those stored by :func:`write_jkl`). :func:`write_jkl` marks files that
+    name the variables (``use_names``); those read by name."""
+    return (all(_is_index(h) for h in heads)
+            and not (stored is not None and stored.get("labels") == "names"))
+
+
+def _lookup(final_names: list[str], n: int, by_index: bool) -> dict[str, int]:
+    """Token -> variable: indices ``"0".."n-1"`` and names; in an index file an index
+    wins over an equal name, in a named file a name wins over an equal index."""
+    index = {str(i): i for i in range(n)}
+    named = {nm: i for i, nm in enumerate(final_names)}
+    return {**named, **index} if by_index else {**index, **named}
+
+
 def _final_names(heads: list[str], n: int, names: Sequence[str] | None,
                  stored: dict[str, Any] | None, src: str) -> list[str]:
     if names is not None:
         out = [str(s) for s in names]
         if len(out) != n:
             raise CacheFormatError(f"{len(out)} names given for {n} variables", path=src)
-    elif all(h.lstrip("-").isdigit() for h in heads):
+    elif all(_is_index(h) for h in heads):
         stored_names = None if stored is None else stored.get("names")
         out = ([str(s) for s in stored_names]
                if isinstance(stored_names, list) and len(stored_names) == n
@@ -128,7 +149,9 @@ def read_jkl(path: str | os.PathLike[str], *, names: Sequence[str] | None = None
         The file.
     names : sequence of str, optional
         Variable names in index order (e.g. the data's names). Tokens equal to a name
-        mean that variable; other tokens must be 0-based indices. Without ``names``,
+        mean that variable; other tokens must be 0-based indices. In a file of indices
+        (every variable header an integer, as BLIP and GOBNILP write them) an integer
+        token is always an index, even where a name is the same text. Without ``names``,
         a file that names its variables gets them in the order of their headers, and
         a file of indices gets the names stored by :func:`write_jkl` or ``"0".."n-1"``.
 
@@ -190,8 +213,7 @@ def _read_fast(text: str, names: Sequence[str] | None, stored: dict[str, Any] | 
     except (ValueError, IndexError):
         raise _Fallback from None
     final_names = _final_names(heads, n, names, stored, src)
-    lookup = {str(i): i for i in range(n)}
-    lookup.update({nm: i for i, nm in enumerate(final_names)})
+    lookup = _lookup(final_names, n, _index_file(heads, stored))
     try:
         var_of_block = np.fromiter(map(lookup.__getitem__, heads), dtype=np.int64, count=n)
     except KeyError:
@@ -319,14 +341,15 @@ def _read_slow(text: str, names: Sequence[str] | None, stored: dict[str, Any] | 
         where = blocks[-1][0] if blocks else line0
         raise CacheFormatError(f"the file announces {n} variables but lists {len(blocks)}",
                                path=src, line=where)
-    final_names = _final_names([b[1] for b in blocks], n, names, stored, src)
-    index = {nm: i for i, nm in enumerate(final_names)}
+    heads = [b[1] for b in blocks]
+    final_names = _final_names(heads, n, names, stored, src)
+    index = _lookup(final_names, n, _index_file(heads, stored))
 
     def resolve(tok: str, line: int) -> int:
         j = index.get(tok)
         if j is not None:
             return j
-        if tok.lstrip("-").isdigit():
+        if _is_index(tok):
             j = int(tok)
             if 0 <= j < n:
                 return j
@@ -427,7 +450,9 @@ def write_jkl(cache: ParentSetCache, path: str | os.PathLike[str], *, comments: 
     Raises
     ------
     CacheFormatError
-        ``use_names`` with a name that contains white space or ``#``.
+        ``use_names`` with a name that contains white space or ``#``; ``use_names``
+        without ``comments`` when every name is an integer but not every name its own
+        index (the file would read as one of indices: the ``#`` metadata says otherwise).
     """
     if use_names:
         for nm in cache.names:
@@ -435,6 +460,12 @@ def write_jkl(cache: ParentSetCache, path: str | os.PathLike[str], *, comments: 
                 raise CacheFormatError(f"variable name {nm!r} (empty, white space or #) cannot "
                                        "be written in a .jkl file; write indices "
                                        "(use_names=False)", path=str(path))
+        if not comments and all(_is_index(nm) for nm in cache.names) \
+                and list(cache.names) != [str(i) for i in range(cache.n_vars)]:
+            raise CacheFormatError("integer variable names other than each variable's own "
+                                   "index would read as indices in a file without comments; "
+                                   "write indices (use_names=False) or comments",
+                                   path=str(path))
         label = list(cache.names)
     else:
         label = [str(i) for i in range(cache.n_vars)]
@@ -449,6 +480,8 @@ def write_jkl(cache: ParentSetCache, path: str | os.PathLike[str], *, comments: 
             if cache.entropies is not None:
                 payload["entropies"] = cache.entropies.tolist()
             payload["meta"] = _json_safe(cache.meta)
+            if use_names:
+                payload["labels"] = "names"  # tokens are names, even integer ones
             lines.append(f"{META_TAG} {json.dumps(payload, separators=(',', ':'))}")
         lines.append(str(cache.n_vars))
         fh.write(("\n".join(lines) + "\n").encode("utf-8"))

@@ -199,3 +199,51 @@ def test_failed_write_leaves_nothing(tmp_path):
         write_jkl(c, p, use_names=True)
     assert not p.exists()
     assert list(tmp_path.iterdir()) == []
+
+
+def _by_name(c):
+    """Each variable's sets as {parent names: score}, keyed by the variable's name."""
+    return {c.names[v]: {tuple(c.names[p] for p in ps): s for ps, s in c.sets_of(v)}
+            for v in range(c.n_vars)}
+
+
+@pytest.mark.parametrize("names", [["1", "0", "2"], ["1", "2", "3"], ["2", "x", "0"]])
+@pytest.mark.parametrize("comments", [True, False])
+@pytest.mark.parametrize("use_names", [True, False])
+def test_names_that_look_like_indices_round_trip(tmp_path, names, comments, use_names):
+    """Data whose names are integers (a Parquet file's columns 1..n, a subset of
+    variables named by their old indices) keep their sets: in a file of indices a
+    token is an index, whatever the names; a file naming the variables says so."""
+    c = ParentSetCache.from_lists(
+        [[((), -1.0), ((1,), -0.5)], [((), -2.0), ((0, 2), -1.5)], [((), -3.0)]],
+        names=names)
+    expected = {names[0]: {(): -1.0, (names[1],): -0.5},
+                names[1]: {(): -2.0, (names[0], names[2]): -1.5},
+                names[2]: {(): -3.0}}
+    assert _by_name(c) == expected
+    p = tmp_path / "c.jkl"
+    as_indices = all(nm.isdigit() for nm in names)  # the headers would read as indices
+    if use_names and not comments and as_indices:  # and no metadata says they are names
+        with pytest.raises(CacheFormatError, match="index"):
+            write_jkl(c, p, comments=comments, use_names=use_names)
+        assert not p.exists()
+        return
+    write_jkl(c, p, comments=comments, use_names=use_names)
+    if comments:
+        assert _by_name(read_jkl(p)) == expected
+    assert _by_name(read_jkl(p, names=names)) == expected  # as the pipeline reads it
+
+
+def test_index_file_read_with_integer_names():
+    """A BLIP/GOBNILP file lists variables by index: names given for them (the data's)
+    only label the indices, even names that are themselves integers."""
+    import os
+    import tempfile
+
+    p = os.path.join(tempfile.mkdtemp(), "blip.jkl")
+    with open(p, "w") as fh:
+        fh.write("2\n0 2\n-1.5 1 1\n-2.0 0\n1 1\n-3.0 0\n")
+    c = read_jkl(p, names=["1", "0"])
+    assert c.names == ("1", "0")
+    assert c.sets_of(0) == [((1,), -1.5), ((), -2.0)]
+    assert c.sets_of(1) == [((), -3.0)]
