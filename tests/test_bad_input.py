@@ -127,6 +127,20 @@ def test_data_sample_and_fetch_outputs(tmp_path, a_file):
     _nothing_in(tmp_path, {a_file.name})
 
 
+def test_data_sample_refuses_a_state_that_reads_back_as_missing(tmp_path):
+    """pathfinder's state "NA": a CSV of labels would read back with missing values."""
+    bif = tmp_path / "na.bif"
+    bif.write_text("network n { }\n"
+                   "variable A { type discrete [ 3 ] { NA, No, Yes }; }\n"
+                   "probability ( A ) { table 0.4, 0.3, 0.3; }\n")
+    out = tmp_path / "s.csv"
+    res = _run(["data", "sample", str(bif), "-n", "50", "-o", str(out)])
+    _one_line_error(res, str(out), "'NA'", "--codes")
+    _nothing_in(tmp_path, {bif.name})
+    res = _run(["data", "sample", str(bif), "-n", "50", "--codes", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+
+
 def test_tables_output(tmp_path, a_file):
     res = _run(["tables", str(tmp_path), "--out", str(a_file / "t")])
     _one_line_error(res, "--out", str(a_file))

@@ -459,7 +459,16 @@ def read_dataset(name: str, paths: Mapping[str, str | os.PathLike[str]], *,
 
 def write_csv(data: CategoricalData, path: str | os.PathLike[str], *, header: bool = True,
               labels: bool = True) -> None:
-    """Write data as CSV atomically (temp file, then rename); missing cells as ``?``."""
+    """Write data as CSV atomically (temp file, then rename); missing cells as ``?``.
+
+    Raises
+    ------
+    DataError
+        With ``labels``, a state that some row takes and that :func:`read_data` would
+        not read back as itself: a missing-value token (:data:`MISSING_TOKENS`, e.g.
+        the state ``NA`` of the bnlearn network pathfinder) or a label with white space
+        around it. Nothing is written; ``labels=False`` writes the codes.
+    """
     from bnsl_dist._io import atomic_write_text
 
     cols = []
@@ -467,6 +476,16 @@ def write_csv(data: CategoricalData, path: str | os.PathLike[str], *, header: bo
         col = data.codes[:, j].astype(np.int64)
         if labels and data.states is not None and data.states[j] is not None:
             lab = np.array(data.states[j], dtype=object)
+            used = col if data.missing is None else col[~data.missing[:, j]]
+            for k in np.unique(used).tolist():
+                s = str(lab[k])
+                if s in MISSING_TOKENS or s != s.strip():
+                    why = ("a missing value" if s in MISSING_TOKENS
+                           else "another label (white space is stripped)")
+                    raise DataError(f"state {s!r} would read back as {why}; write the state "
+                                    "codes instead (labels=False, `bnsl-dist data sample "
+                                    "--codes`)", path=str(path),
+                                    column=_colname(list(data.names), j))
             vals = lab[col]
         else:
             vals = col.astype(str).astype(object)

@@ -99,6 +99,30 @@ def test_write_csv_round_trip(tmp_path):
     assert back.names == d.names
 
 
+@pytest.mark.parametrize("label", ["NA", "?", "", " x", "x "])
+def test_write_csv_refuses_labels_that_read_back_otherwise(tmp_path, label):
+    """A state labelled as a missing-value token (pathfinder's state "NA") or with white
+    space around it would read back as a missing value or as another label: nothing is
+    written, and the message names the variable, the state and the way out (codes)."""
+    d = CategoricalData.from_array([[0, 1], [1, 0], [2, 1]], names=["a", "b"],
+                                   states=[(label, "No", "Yes"), None])
+    out = tmp_path / "o.csv"
+    with pytest.raises(DataError, match=r"column 1 \(a\).*state " + re.escape(repr(label))
+                       + ".*codes") as exc:
+        write_csv(d, out)
+    assert exc.value.path == str(out)
+    assert list(tmp_path.iterdir()) == []
+    write_csv(d, out, labels=False)  # codes read back as they are
+    np.testing.assert_array_equal(read_data(out).codes, [[0, 1], [1, 0], [2, 1]])
+    # a state no row takes is never written, so it is no obstacle
+    unused = CategoricalData.from_array([[1], [2], [1]], names=["a"],
+                                        states=[(label, "No", "Yes")])
+    write_csv(unused, out)
+    back = read_data(out)
+    assert back.states == (("No", "Yes"),)
+    np.testing.assert_array_equal(back.codes[:, 0], [0, 1, 0])
+
+
 @pytest.mark.parametrize("text,match,line,col", [
     ("0,1\n1,0,1\n", "expected 2 fields, found 3", 2, None),
     ("0,1\n1\n", "expected 2 fields, found 1", 2, None),
