@@ -11,10 +11,10 @@ The grammar (Cozman's Interchange Format, as written by bnlearn and pgmpy)::
         property ...;
     }
 
-``//`` and ``/* */`` comments are ignored, names may be double-quoted, and commas are
-optional between numbers. CPTs are converted to the project's layout
-(:mod:`bnsl_dist.model.network`): parents sorted ascending by variable index, row index
-mixed-radix with the *first* parent fastest.
+``//`` and ``/* */`` comments (outside double-quoted strings) are ignored, names may be
+double-quoted, and commas are optional between numbers. CPTs are converted to the
+project's layout (:mod:`bnsl_dist.model.network`): parents sorted ascending by variable
+index, row index mixed-radix with the *first* parent fastest.
 
 References
 ----------
@@ -39,7 +39,8 @@ from bnsl_dist.model.network import BayesianNetwork
 
 __all__ = ["read_bif", "parse_bif", "write_bif", "format_bif"]
 
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+#: a double-quoted string (kept: ``//`` in a URL is text) or a comment (dropped)
+_COMMENT = re.compile(r'"[^"]*"|//[^\n]*|/\*.*?\*/', re.S)
 _WS = re.compile(r"[\s,|]*")  # ',' and '|' are ignored between tokens (BIF 0.15)
 _WORD = re.compile(r'"([^"]*)"|([^\s{}()\[\],;|"]+)')
 _ROW = re.compile(r"\(([^)]*)\)([^;{}]*);")
@@ -335,7 +336,8 @@ def parse_bif(text: str, path: str = "<string>") -> BayesianNetwork:
     >>> parse_bif(format_bif(net)).cpts[0].tolist()
     [[0.3, 0.7]]
     """
-    text = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    text = _COMMENT.sub(lambda m: m.group(0) if m.group(0).startswith('"')
+                        else "\n" * m.group(0).count("\n"), text)
     sc = _Scanner(text, path)
     names: list[str] = []
     states: list[tuple[str, ...]] = []

@@ -246,3 +246,26 @@ def test_good_toy_file_reads():
     net = parse_bif(GOOD)
     assert net.names == ("A", "B") and net.dag.parents == ((), (0,))
     np.testing.assert_array_equal(net.cpts[1], [[0.1, 0.9], [0.5, 0.5]])
+
+
+def test_comment_markers_inside_quoted_strings_are_text():
+    """``//`` and ``/*`` inside a double-quoted string (a URL in a property, a quoted
+    name) are part of the string; comments outside strings are still dropped, quotes
+    inside them included."""
+    text = ('network "toy" { property "source = http://www.bnlearn.com/bnrepository"; }\n'
+            '// a comment with a "quote\n'
+            'variable "A//x" { type discrete [ 2 ] { "a/*0", a1 }; '
+            'property "note = see http://example.org"; }\n'
+            '/* block "comment\n   over two lines */\n'
+            'variable B { type discrete [ 2 ] { b0, b1 }; }\n'
+            'probability ( "A//x" ) { table 0.3, 0.7; }\n'
+            'probability ( B | "A//x" ) { ("a/*0") 0.9, 0.1; (a1) 0.4, 0.6; }  // end\n')
+    net = parse_bif(text)
+    assert net.names == ("A//x", "B")
+    assert net.states == (("a/*0", "a1"), ("b0", "b1"))
+    assert net.dag.parents == ((), (0,))
+    np.testing.assert_array_equal(net.cpts[0], [[0.3, 0.7]])
+    np.testing.assert_array_equal(net.cpts[1], [[0.9, 0.1], [0.4, 0.6]])
+    bad = text.replace("table 0.3, 0.7;", "table 0.3, 0.8;")  # lines still counted
+    with pytest.raises(BIFFormatError, match="line 7"):
+        parse_bif(bad)
