@@ -185,6 +185,31 @@ def test_bad_yaml_and_missing_file(tmp_path):
         load_grid(_write(tmp_path, "- 1\n- 2\n"))
 
 
+@pytest.mark.parametrize("text, line, first", [
+    (MINIMAL + "budget:\n  iterations: 1000\n", 13, 11),  # a second section
+    (MINIMAL.replace("  iterations: 10\n", "  iterations: 10\n  iterations: 99\n"), 13, 12),
+    (MINIMAL.replace("    k: [2]\n", "    k: [2]\n    k: [3]\n"), 11, 10),
+    (MINIMAL.replace("    splits: [train]\n", "    splits: [train]\n    name: wine\n"), 5, 3),
+])
+def test_duplicate_keys_are_errors(tmp_path, text, line, first):
+    """YAML keys are unique (YAML 1.2, 3.2.1.1); PyYAML keeps the last of two silently,
+    so a grid with two 'budget' sections ran with the second. The error names the file,
+    the line of the repeated key and that of the first."""
+    p = _write(tmp_path, text)
+    with pytest.raises(InvalidConfigError, match="duplicate key") as ei:
+        load_grid(p)
+    msg = str(ei.value)
+    assert msg.startswith(f"{p}, line {line}:") and f"line {first}" in msg, msg
+
+
+def test_merge_keys_may_override(tmp_path):
+    """A key given beside a '<<' merge overrides the merged one: not a duplicate."""
+    text = MINIMAL.replace("budget:\n  iterations: 10\n",
+                           "budget:\n  <<: {iterations: 10, seconds: 5}\n  iterations: 20\n")
+    g = load_grid(_write(tmp_path, text))
+    assert (g.budget.iterations, g.budget.seconds) == (20, 5.0)
+
+
 @pytest.mark.parametrize("obj, needle", [
     ({"kind": "address"}, "needs 'address'"),
     ({"kind": "address", "address": "localhost:8786"}, "tcp://"),
