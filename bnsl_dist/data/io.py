@@ -188,7 +188,12 @@ def _columns(table: list[_Factorized], lines: list[int] | None, *, spath: str,
             value = np.array([0 if u in MISSING_TOKENS else int(u) for u in uniq],
                              dtype=np.int64)
         except OverflowError:
-            raise DataError("code out of range", path=spath, column=_colname(names, j)) from None
+            if lines is None:
+                return None
+            big = [i for i in present if not -2**63 <= int(uniq[i]) < 2**63]
+            r = _first_row(codes, big)
+            raise DataError(f"code {uniq[codes[r]]} out of range", path=spath, line=lines[r],
+                            column=_colname(names, j)) from None
         out = value[codes]
         if out.size and out.min() < 0:
             if lines is None:
@@ -312,7 +317,14 @@ def _parse_parquet(path: Path, missing: MissingPolicy) -> _Raw:
             pd.api.types.is_float_dtype(s.dtype)
             and bool((s.dropna() == s.dropna().round()).all())
         ):
-            v = s.fillna(0).to_numpy().astype(np.int64)
+            full = s.fillna(0).to_numpy()
+            as_float = full.astype(np.float64)
+            big = ~np.isfinite(as_float) | (np.abs(as_float) >= 2.0**63)  # no int64 holds it
+            if big.any():
+                r = int(np.argmax(big))
+                raise DataError(f"code {full[r]} out of range", path=spath, line=r + 1,
+                                column=_colname(names, j))
+            v = full.astype(np.int64)
             if v.min() < 0:
                 r = int(np.argmin(v))
                 raise DataError(f"negative code {v[r]}", path=spath, line=r + 1,

@@ -90,6 +90,28 @@ def test_parquet(tmp_path):
     assert d.arities.tolist() == [3, 2] and d.states[1] == ("x", "y")
 
 
+@pytest.mark.parametrize("column", [
+    [0.0, 1e20, 1.0],                                   # integral, beyond int64
+    [0.0, float("inf"), 1.0],                           # "integral": inf == round(inf)
+    np.array([0, 2**63 + 5, 1], dtype=np.uint64),       # wraps to a negative int64
+])
+def test_parquet_code_beyond_int64_is_named(tmp_path, column):
+    """A code no int64 holds was cast (a RuntimeWarning) and reported as a *negative*
+    code, -9223372036854775808; it is a code out of range, on its row and column."""
+    p = tmp_path / "d.parquet"
+    pd.DataFrame({"a": [0, 1, 1], "b": column}).to_parquet(p)
+    with pytest.raises(DataError, match="out of range") as exc:
+        read_data(p)
+    assert (exc.value.path, exc.value.line, exc.value.column) == (str(p), 2, "2 (b)")
+
+
+def test_csv_code_beyond_int64_names_line(tmp_path):
+    p = _write(tmp_path, "d.csv", "a,b\n0,1\n\n1,99999999999999999999999\n")
+    with pytest.raises(DataError, match="out of range") as exc:
+        read_data(p)
+    assert (exc.value.path, exc.value.line, exc.value.column) == (str(p), 4, "2 (b)")
+
+
 def test_write_csv_round_trip(tmp_path):
     d = resolve_data("nltcs/test")
     out = tmp_path / "o.csv.gz"
