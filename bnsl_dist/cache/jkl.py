@@ -71,10 +71,36 @@ def _comments(text: str, src: str) -> tuple[str, list[str], dict[str, Any] | Non
             if not isinstance(stored, dict):
                 raise CacheFormatError("bnsl_dist metadata must be a JSON object", path=src,
                                        line=i)
+            problem = _metadata_problem(stored)
+            if problem:
+                raise CacheFormatError(f"bnsl_dist metadata: {problem}", path=src, line=i)
         else:
             comments.append(comment)
         kept.append(line[:at])
     return "\n".join(kept), comments, stored
+
+
+def _metadata_problem(stored: dict[str, Any]) -> str | None:
+    """What is wrong with the fields :func:`write_jkl` stores (their count is checked
+    against the variables later), or None."""
+    def numbers(v: Any) -> bool:
+        return isinstance(v, list) and all(isinstance(x, (int, float))
+                                           and not isinstance(x, bool) for x in v)
+
+    names = stored.get("names")
+    if names is not None and not (isinstance(names, list)
+                                  and all(isinstance(x, str) for x in names)):
+        return "'names' must be a list of strings"
+    ar = stored.get("arities")
+    if ar is not None and not (numbers(ar) and all(isinstance(a, int) and a >= 1 for a in ar)):
+        return "'arities' must be a list of positive integers"
+    meta = stored.get("meta")
+    if meta is not None and not isinstance(meta, dict):
+        return "'meta' must be a JSON object"
+    h = stored.get("entropies", (meta or {}).get("entropies"))
+    if h is not None and not numbers(h):
+        return "'entropies' must be a list of numbers"
+    return None
 
 
 def _is_index(tok: str) -> bool:

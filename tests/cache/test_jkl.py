@@ -247,3 +247,19 @@ def test_index_file_read_with_integer_names():
     assert c.names == ("1", "0")
     assert c.sets_of(0) == [((1,), -1.5), ((), -2.0)]
     assert c.sets_of(1) == [((), -3.0)]
+
+
+@pytest.mark.parametrize("payload", [
+    '{"arities":"ab"}', '{"arities":[2,"x"]}', '{"arities":[2.7,3]}', '{"arities":[0,-3]}',
+    '{"arities":[true,2]}', '{"entropies":["x",1]}', '{"entropies":5}', '{"meta":[1]}',
+    '{"names":"ab"}', '{"meta":{"entropies":["x",1]}}',
+])
+def test_malformed_metadata_line_is_a_cache_error(tmp_path, payload):
+    """A hand-edited or damaged '# bnsl_dist:' line is named (file, line), like every
+    other defect of the file: it raised ValueError / TypeError / AttributeError (a
+    traceback from the CLI), or was taken as it was (arities 0 and -3, 2.7 -> 2)."""
+    p = tmp_path / "m.jkl"
+    p.write_text(f"# a comment\n# bnsl_dist: {payload}\n2\n0 2\n-1.5 1 1\n-2.0 0\n1 1\n-3.0 0\n")
+    with pytest.raises(CacheFormatError, match="metadata") as ei:
+        read_jkl(p)
+    assert (ei.value.path, ei.value.line) == (str(p), 2)
