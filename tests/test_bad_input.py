@@ -331,6 +331,28 @@ def test_missing_values_hint_names_what_the_cli_offers(tmp_path):
     assert "missing=" not in res.stderr
 
 
+@pytest.mark.parametrize("header,row,needle", [
+    ("age (years),b", "1,0", "'age (years)'"),           # a name BIF cannot hold
+    ("a,b", '"(0, 10]",0', "'(0, 10]'"),                 # a state (pandas.cut's labels)
+])
+def test_bif_outputs_checked_before_compute(tmp_path, no_compute, header, row, needle):
+    """`learn --export bif` and `impute --network` on data whose names or states cannot
+    be written as BIF: one line naming the option and the name, before any compute, and
+    nothing written (the result JSON / the completed CSV used to be left behind, after
+    the whole search, with exit code 2)."""
+    data = tmp_path / "d.csv"
+    data.write_text(f"{header}\n{row}\n0,1\n1,1\n0,0\n")
+    res = _run(["learn", str(data), "--serial", "--iterations", "5", "--export", "bif",
+                "-o", str(tmp_path / "r.json")])
+    _one_line_error(res, "--export bif", needle, "cannot be written")
+    missing = tmp_path / "m.csv"
+    missing.write_text(f"{header}\n{row}\n0,?\n1,1\n0,0\n")
+    res = _run(["impute", str(missing), "--serial", "-o", str(tmp_path / "o.csv"),
+                "--network", str(tmp_path / "n.bif")])
+    _one_line_error(res, "--network", needle, "cannot be written")
+    _nothing_in(tmp_path, {data.name, missing.name})
+
+
 def test_impute_rejects_a_column_without_observed_value(tmp_path, no_compute):
     src = tmp_path / "m.csv"
     src.write_text("a,b,c\n0,?,1\n1,?,0\n0,NA,1\n")

@@ -16,10 +16,15 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bnsl_dist.exceptions import InvalidConfigError
 
-__all__ = ["check_output_file", "check_output_dir", "check_scheduler_address"]
+if TYPE_CHECKING:
+    from bnsl_dist.data import CategoricalData
+
+__all__ = ["check_output_file", "check_output_dir", "check_scheduler_address",
+           "check_bif_writable"]
 
 
 def _nearest_existing(p: Path) -> Path:
@@ -80,3 +85,16 @@ def check_scheduler_address(address: str | None, option: str) -> None:
     except ValueError as exc:
         raise InvalidConfigError(f"{option} {address}: not a scheduler address ({exc}); "
                                  "expected tcp://HOST:PORT") from None
+
+
+def check_bif_writable(data: CategoricalData, option: str) -> None:
+    """The names and states of ``data`` can be written as BIF (a network learned from it
+    goes to ``option``): checked before the search, so that a name BIF cannot hold fails
+    before anything is computed or written."""
+    from bnsl_dist.exceptions import DataError
+    from bnsl_dist.model.bif import check_bif_names
+
+    try:
+        check_bif_names(data.names, data.states)
+    except DataError as exc:
+        raise InvalidConfigError(f"{option}: {exc} (data {data.source})") from None

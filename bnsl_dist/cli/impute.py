@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from bnsl_dist.cli._checks import check_output_file
+from bnsl_dist.cli._checks import check_bif_writable, check_output_file
 from bnsl_dist.cli._common import cluster_options, echo_json, pop_cluster_kwargs
 from bnsl_dist.cli._specs import cache_options, cache_spec
 
@@ -80,6 +80,8 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
               else {"expand_dominated": EXPAND_DOMINATED})
     cache = cache_spec(options, **expand)  # checked before the data are read
     d = load_data(data, missing="mask")
+    if network_out is not None:
+        check_bif_writable(d, "--network")
     cache = sem_cache_spec(cache, cache.score, d, scaled=not budget_given)
     budget = None
     if search_seconds is not None or search_iterations is not None:

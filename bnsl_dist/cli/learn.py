@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from bnsl_dist.cli._checks import check_output_file
+from bnsl_dist.cli._checks import check_bif_writable, check_output_file
 from bnsl_dist.cli._common import cluster_options, pop_cluster_kwargs
 from bnsl_dist.cli._specs import (
     cache_options,
@@ -146,6 +146,10 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
     data = None if is_cache else DataRef.parse(source)
     if data is not None:
         data.check()
+        if export == "bif":
+            from bnsl_dist.pipeline.run import load_data
+
+            check_bif_writable(load_data(data), "--export bif")  # read once, cached
     n_seeds = seeds if seeds is not None else 1 if serial else None
     shared: ParentSetCache | None
     if serial:
@@ -293,6 +297,8 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
                                      f"{algorithm!r} is not one")
         opts["search"] = algorithm
     data = load_data(source)
+    if export == "bif":
+        check_bif_writable(data, "--export bif")
     built: list[Any] = []  # the shared cache, written after the result (--save-cache)
     if not serial and all(conn.get(k) is None for k in ("workers", "scheduler",
                                                         "scheduler_file")) \

@@ -27,6 +27,7 @@ from __future__ import annotations
 import gzip
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +38,7 @@ from bnsl_dist.exceptions import BIFFormatError, DataError, NotADAGError
 from bnsl_dist.graph.dag import DAG
 from bnsl_dist.model.network import BayesianNetwork
 
-__all__ = ["read_bif", "parse_bif", "write_bif", "format_bif"]
+__all__ = ["read_bif", "parse_bif", "write_bif", "format_bif", "check_bif_names"]
 
 #: a double-quoted string (kept: ``//`` in a URL is text) or a comment (dropped)
 _COMMENT = re.compile(r'"[^"]*"|//[^\n]*|/\*.*?\*/', re.S)
@@ -426,6 +427,27 @@ def _quote(name: str, what: str) -> str:
     if not name or _UNWRITABLE.search(name):
         raise DataError(f"{what} {name!r} cannot be written in BIF")
     return f'"{name}"'
+
+
+def check_bif_names(names: Sequence[str], states: Sequence[Sequence[str] | None] | None
+                    ) -> None:
+    """Raise the :class:`DataError` of :func:`format_bif` for the first variable or state
+    name it cannot write (a ``"``, a brace, bracket, parenthesis or ``;``, ``//`` or
+    ``/*``), before a network is learned for them; a variable without state names
+    (``None``: integer codes) is written with its codes.
+
+    Examples
+    --------
+    >>> check_bif_names(["age", "sex"], [("young", "old"), None])
+    >>> check_bif_names(["age (years)"], None)
+    Traceback (most recent call last):
+    ...
+    bnsl_dist.exceptions.DataError: variable name 'age (years)' cannot be written in BIF
+    """
+    for v, nm in enumerate(names):
+        _quote(nm, "variable name")
+        for s in (states[v] if states is not None else None) or ():
+            _quote(s, "state name")
 
 
 def format_bif(net: BayesianNetwork, name: str = "unknown") -> str:
