@@ -479,7 +479,10 @@ def write_csv(data: CategoricalData, path: str | os.PathLike[str], *, header: bo
         With ``labels``, a state that some row takes and that :func:`read_data` would
         not read back as itself: a missing-value token (:data:`MISSING_TOKENS`, e.g.
         the state ``NA`` of the bnlearn network pathfinder) or a label with white space
-        around it. Nothing is written; ``labels=False`` writes the codes.
+        around it; or, in a column whose states (those rows take) are all integers, one
+        whose value is not its code (bnlearn's link labels states 1..4: read back, "1"
+        is code 1, the arity one more). Nothing is written; ``labels=False`` writes the
+        codes.
     """
     from bnsl_dist._io import atomic_write_text
 
@@ -489,7 +492,18 @@ def write_csv(data: CategoricalData, path: str | os.PathLike[str], *, header: bo
         if labels and data.states is not None and data.states[j] is not None:
             lab = np.array(data.states[j], dtype=object)
             used = col if data.missing is None else col[~data.missing[:, j]]
-            for k in np.unique(used).tolist():
+            ks = np.unique(used).tolist()
+            if ks and all(_is_int(str(lab[k])) for k in ks):
+                # a column of integer tokens reads back as codes (their values; arity the
+                # largest plus one): only labels equal to their codes survive that
+                k = next((k for k in ks if int(str(lab[k])) != k), None)
+                if k is not None:
+                    raise DataError(f"state {str(lab[k])!r} (code {k}) would read back as code "
+                                    f"{int(str(lab[k]))}: integer tokens are codes; write the "
+                                    "state codes instead (labels=False, `bnsl-dist data "
+                                    "sample --codes`)", path=str(path),
+                                    column=_colname(list(data.names), j))
+            for k in ks:
                 s = str(lab[k])
                 if s in MISSING_TOKENS or s != s.strip():
                     why = ("a missing value" if s in MISSING_TOKENS

@@ -145,6 +145,28 @@ def test_write_csv_refuses_labels_that_read_back_otherwise(tmp_path, label):
     np.testing.assert_array_equal(back.codes[:, 0], [0, 1, 0])
 
 
+def test_write_csv_refuses_integer_labels_other_than_their_codes(tmp_path):
+    """A column of integer states reads back as codes with the arity its largest value
+    plus one: link's states "1".."4" (1-based) would come back as codes 1..4 of arity 5,
+    water's "3".."6" of arity 7. Such a column is refused (nothing written); integer
+    labels equal to their codes (pigs' "0", "1", "2") round-trip."""
+    one_based = CategoricalData.from_array([[0, 1], [3, 0], [1, 1]], names=["a", "b"],
+                                           states=[("1", "2", "3", "4"), None])
+    out = tmp_path / "o.csv"
+    with pytest.raises(DataError, match=r"column 1 \(a\).*state '1' \(code 0\).*code 1.*codes"):
+        write_csv(one_based, out)
+    assert list(tmp_path.iterdir()) == []
+    write_csv(one_based, out, labels=False)
+    back = read_data(out)
+    np.testing.assert_array_equal(back.codes, [[0, 1], [3, 0], [1, 1]])
+    assert back.arities.tolist() == [4, 2]
+    same = CategoricalData.from_array([[0], [2], [1]], names=["p"], states=[("0", "1", "2")])
+    write_csv(same, out)
+    back = read_data(out)
+    np.testing.assert_array_equal(back.codes[:, 0], [0, 2, 1])
+    assert back.arities.tolist() == [3]
+
+
 @pytest.mark.parametrize("text,match,line,col", [
     ("0,1\n1,0,1\n", "expected 2 fields, found 3", 2, None),
     ("0,1\n1\n", "expected 2 fields, found 1", 2, None),
