@@ -202,6 +202,8 @@ def test_bad_numbers_and_paths_are_one_line(tmp_path, monkeypatch, no_compute, a
     (["learn", "nltcs", "--seeds", "0"], "--seeds"),
     (["learn", "nltcs", "--workers", "0"], "--workers"),
     (["learn", "nltcs", "--iterations", "0"], "--iterations"),
+    # inf seconds and no iterations: an anytime search that never stops
+    (["learn", "nltcs", "--seconds", "inf"], "seconds: Input should be a finite number"),
 ])
 def test_learn_numbers_checked_before_compute(tmp_path, no_compute, args, needle):
     out = tmp_path / "r.json"

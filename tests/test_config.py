@@ -133,6 +133,7 @@ def test_minimal_grid(tmp_path):
 @pytest.mark.parametrize("edit, field, line", [
     (("    k: [2]\n", "    k: [2]\n    bogus: 1\n"), "algorithms[0].bogus", 11),
     (("  iterations: 10\n", "  iterations: 0\n"), "budget.iterations", 12),
+    (("  iterations: 10\n", "  seconds: .inf\n"), "budget.seconds", 12),
     (("  scores_per_variable: 10\n", "  scores_per_variable: -1\n"),
      "cache.scores_per_variable", 7),
     (("  - name: kg\n", "  - name: dpp\n"), "algorithms[0].name", 9),

@@ -24,7 +24,6 @@ from typing import Annotated, Any
 from pydantic import (
     AfterValidator,
     Field,
-    PositiveFloat,
     PositiveInt,
     ValidationInfo,
     field_validator,
@@ -41,13 +40,18 @@ __all__ = ["BudgetSpec", "SearchSpec", "JSONValue", "AlgorithmName", "declared_p
 JSONValue = str | int | float | bool | None | list[Any] | dict[str, Any]
 
 
+#: Seconds of a budget: positive and finite (``inf`` would be no budget at all: an anytime
+#: optimizer would never stop; leave seconds out and give iterations instead).
+FiniteSeconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
 class BudgetSpec(Spec):
     """Seconds and/or iterations per run, and the checkpoints reported on the way
     (``checkpoints`` in seconds, ``iteration_checkpoints`` in iterations)."""
 
-    seconds: PositiveFloat | None = None
+    seconds: FiniteSeconds | None = None
     iterations: PositiveInt | None = None
-    checkpoints: tuple[PositiveFloat, ...] = ()
+    checkpoints: tuple[FiniteSeconds, ...] = ()
     iteration_checkpoints: tuple[PositiveInt, ...] = ()
 
     @model_validator(mode="after")
