@@ -14,6 +14,7 @@ from bnsl_dist.data import CategoricalData
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.graph.dag import DAG
 from bnsl_dist.search import Budget, make_optimizer
+from bnsl_dist.search.base import AnytimeTrace
 from bnsl_dist.search.local import TabuClimber, cache_candidates, tabu_search
 from bnsl_dist.search.local import _kernels as K
 from tests.naive import naive_is_acyclic, random_cache
@@ -222,6 +223,30 @@ def test_data_tabu_start_keeps_its_iteration_cap_beside_seconds():
     assert starts and max(i.iterations for i in starts) <= 3
     climbs = [i for i in incs if i.info["stage"] != "start"]
     assert all(i.iterations <= 3 + 2 for i in climbs)  # the start's runs + the climbs
+
+
+@pytest.mark.parametrize("seconds", [None, 60.0])
+def test_data_tabu_stays_within_an_iteration_budget_below_start_iterations(seconds):
+    """An iteration budget bounds the whole run, start and climbs together: with the
+    default ``start_iterations`` (200) and 10 iterations, every incumbent is within the
+    budget (``AnytimeTrace.within`` keeps them all) and some climb runs. Before, the
+    start ran 200 orders and the climbs 10 more: every incumbent said 200+ iterations,
+    ``within`` dropped them all and a cell failed ("no DAG within the budget")."""
+    data = _random_data(4, 6, 400)
+    budget = Budget(seconds=seconds, max_iterations=10)
+    stream = make_optimizer("tabu-data").learn(
+        data, budget, np.random.default_rng(0),
+        cache_builder=exhaustive_cache_builder(max_indegree=1))
+    trace = AnytimeTrace.collect(stream)
+    assert trace.incumbents and trace.within(budget).incumbents == trace.incumbents
+    assert trace.total_iterations == 10  # 9 orders, then one climb
+    assert [i.info["stage"] for i in trace.incumbents][-1] == "tabu"
+    assert max(i.iterations for i in trace.incumbents) <= 10
+    # a budget of one iteration: the start's one order, no climb
+    one = AnytimeTrace.collect(make_optimizer("tabu-data").learn(
+        data, Budget(max_iterations=1), np.random.default_rng(0),
+        cache_builder=exhaustive_cache_builder(max_indegree=1)))
+    assert one.total_iterations == 1 and {i.info["stage"] for i in one.incumbents} == {"start"}
 
 
 def test_bad_settings():

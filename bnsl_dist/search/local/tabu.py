@@ -312,7 +312,9 @@ class DataTabu:
         Share of the seconds left after the cache build given to ``start``.
     start_iterations : int
         ``start``'s iterations when the budget counts iterations (with or without
-        seconds: both limits then hold).
+        seconds: both limits then hold), at most the budget's iterations less one: the
+        budget bounds the start's iterations and the climbs together, and leaves at
+        least one climb when it allows two iterations.
     tabu_length, max_no_improve, restarts, perturb, max_indegree :
         As in :func:`tabu_search`.
     candidates : {"all", "cache"}
@@ -355,7 +357,7 @@ class DataTabu:
         """Build the cache, run ``start`` on it, then polish from its best DAG.
 
         Incumbents' ``elapsed`` counts from this call (the cache build included);
-        iterations are the start's runs plus the climbs.
+        iterations are the start's runs plus the climbs, within the budget's.
         """
         if self.candidates not in ("all", "cache"):
             raise InvalidConfigError(f"candidates must be 'all' or 'cache', got "
@@ -365,19 +367,30 @@ class DataTabu:
         watch = budget.stopwatch()
         cache = cache_builder(data)
         opt = make_optimizer(self.start, **self.start_params)
+        max_it = budget.max_iterations
         sb = Budget(seconds=None if budget.seconds is None
                     else max(1e-3, watch.remaining() * float(self.start_fraction)),
-                    max_iterations=None if budget.max_iterations is None
-                    and budget.seconds is not None else int(self.start_iterations))
+                    max_iterations=None if max_it is None
+                    else min(int(self.start_iterations), max(1, max_it - 1)))
         start = None
         best = -math.inf
         start_iters = 0
-        for inc in opt.run(cache, sb, rng):
+        stream = iter(opt.run(cache, sb, rng))
+        while True:
+            try:
+                inc = next(stream)
+            except StopIteration as stop:  # the iterations run: the generator's value
+                if isinstance(stop.value, int | np.integer):
+                    start_iters = int(stop.value)
+                break
             start, best, start_iters = inc.dag, inc.score, inc.iterations
             yield Incumbent(watch.elapsed(), inc.score, inc.dag, iterations=inc.iterations,
                             info={"stage": "start"})
+        left = None if max_it is None else max_it - start_iters
+        if left is not None and left < 1:
+            return start_iters
         rest = None if budget.seconds is None else max(1e-3, watch.remaining())
-        pb = Budget(seconds=rest, max_iterations=budget.max_iterations)
+        pb = Budget(seconds=rest, max_iterations=left)
         cand = cache_candidates(cache) if self.candidates == "cache" else None
         climbs = yield from _shifted(tabu_search(
             data, start, pb, rng, score=self.score, ess=self.ess,
