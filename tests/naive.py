@@ -11,8 +11,8 @@ Shared by every search test: others import these, so keep the signatures stable.
 - :func:`naive_asobs` — ASOBS for one order (walked from its end, as in the paper),
   re-deriving descendants by graph search after every choice (no bitsets).
 - :func:`naive_asobs_search` — the whole ASOBS loop over given batches of orders (pass,
-  topological order nearest the sampled one, OBS, adjacent-swap sweeps; best of each
-  batch, improvements only), re-deriving every family from the set lists.
+  topological order nearest the sampled one, OBS, adjacent-swap sweeps; every order
+  that improves, at its index), re-deriving every family from the set lists.
 - :func:`naive_is_acyclic` — Kahn's algorithm on a parents list.
 - :func:`load_jkl` — a ``.jkl`` cache through ``bnsl_dist.cache.read_jkl`` when it
   exists, else a minimal test-only parser (``bundled=True``: a file of
@@ -239,24 +239,21 @@ def naive_asobs_search(cache: ParentSetCache, batches: Sequence[Sequence[Sequenc
                        ) -> list[tuple[int, list[tuple[int, ...]]]]:
     """ASOBS with swaps (``asobs``, ``local_search="swap"``) over the given batches of
     orders: per order the ASOBS pass, a topological order of its DAG nearest the
-    sampled order, OBS on it and adjacent-swap sweeps; the first best DAG of each
-    batch is reported (with the number of orders done) when it beats every earlier
-    one. Scores are summed per family, as the optimizer does."""
+    sampled order, OBS on it and adjacent-swap sweeps; every DAG that beats every
+    earlier one is reported with the index (from 1) of its order. Scores are summed
+    per family, as the optimizer does."""
     sets = _best_subset_sets(cache)
     best = -np.inf
     done = 0
     out: list[tuple[int, list[tuple[int, ...]]]] = []
     for batch in batches:
-        b_score, b_dag = -np.inf, None
         for order in batch:
+            done += 1
             _, parents = naive_asobs(cache, order)
             score, dag = _naive_swaps(sets, _topological_near(parents, order))
-            if score > b_score:
-                b_score, b_dag = score, dag
-        done += len(batch)
-        if b_score > best:
-            best = b_score
-            out.append((done, [tuple(sorted(ps)) for ps in b_dag]))
+            if score > best:
+                best = score
+                out.append((done, [tuple(sorted(ps)) for ps in dag]))
     return out
 
 

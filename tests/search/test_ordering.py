@@ -13,6 +13,7 @@ from scipy import stats
 from bnsl_dist.cache import ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.search import Budget, get_optimizer, make_optimizer
+from bnsl_dist.search.base import AnytimeTrace
 from bnsl_dist.search.ordering import _kernels as K
 from bnsl_dist.search.ordering import _window_kernels as WK
 from bnsl_dist.search.ordering import asobs as asobs_module
@@ -413,7 +414,7 @@ def _masked_batch_equals_naive(n, seed, m, d, oseed, words):
     K.run_orders_masked(orders, True, True, 10**6, fc.offsets, fc.par_offsets, fc.par_flat,
                         masks, *cand, int(fc.sizes.max()), fc.scores, out, chosen, best_order,
                         K.CLOSURE_BITSETS)
-    assert want[0] == (3, [cache.parents_at(int(i)) for i in chosen])
+    assert want[-1][1] == [cache.parents_at(int(i)) for i in chosen]  # the batch's best
     again = np.empty(n, np.int64)  # run_orders: its own masks, mask_words(n) words
     K.run_orders(orders, True, True, 10**6, fc.offsets, fc.par_offsets, fc.par_flat,
                  fc.scores, np.empty(3), again, best_order, K.CLOSURE_BITSETS)
@@ -623,6 +624,27 @@ def test_every_local_search_is_at_least_the_asobs_pass(local_search):
     order = uniform_orders(np.random.default_rng(4), 1, 30)[0]
     bare, _ = _asobs(cache, order)
     assert first[-1].score >= bare - 1e-9
+
+
+@pytest.mark.parametrize(("name", "params"), [
+    ("obs", {}), ("obs", {"swaps": False}), ("asobs", {}), ("asobs", {"local_search": "none"}),
+    ("asobs-ent", {})])
+def test_best_at_an_iteration_checkpoint_is_the_best_of_a_run_with_that_budget(name, params):
+    """Every order that beats the best so far is reported, at its own index: the best of
+    a long run within c iterations is the best of a run with a budget of c iterations
+    (the same orders are drawn). Before, only the best order of each batch (170 orders
+    here) was reported, at the batch's end: nothing at 1, 10 or 100 iterations."""
+    cache = random_cache(12, 4, max_sets_per_var=10, max_indegree=3)
+    assert batch_size(12) == 170
+    trace = AnytimeTrace.collect(make_optimizer(name, **params).run(
+        cache, Budget(max_iterations=400), np.random.default_rng(2)))
+    for c in (1, 2, 5, 10, 100, 169, 170, 171, 200, 340, 400):
+        short = list(make_optimizer(name, **params).run(cache, Budget(max_iterations=c),
+                                                        np.random.default_rng(2)))
+        at = trace.best_at_iteration(c)
+        assert at is not None, c
+        assert (at.score, at.dag) == (short[-1].score, short[-1].dag), c
+        assert at.iterations == short[-1].iterations, c
 
 
 @pytest.mark.parametrize(("name", "optimum", "iters"),
