@@ -59,6 +59,16 @@ class Budget:
     def __post_init__(self) -> None:
         if self.seconds is None and self.max_iterations is None:
             raise InvalidConfigError("a budget needs seconds or max_iterations")
+        # the loops draw and count whole iterations and compare seconds: a float count
+        # (1e3) failed only near the end of the run, a string at the first comparison
+        if self.seconds is not None and (isinstance(self.seconds, bool) or not isinstance(
+                self.seconds, int | float | np.integer | np.floating)):
+            raise InvalidConfigError(f"budget seconds must be a number, got {self.seconds!r}")
+        if self.max_iterations is not None and (isinstance(self.max_iterations, bool) or
+                                                not isinstance(self.max_iterations,
+                                                               int | np.integer)):
+            raise InvalidConfigError(f"budget max_iterations must be an integer, got "
+                                     f"{self.max_iterations!r}")
         if self.seconds is not None and not self.seconds > 0:
             raise InvalidConfigError(f"budget seconds must be positive, got {self.seconds}")
         if self.max_iterations is not None and self.max_iterations < 1:

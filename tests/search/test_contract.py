@@ -154,3 +154,20 @@ def test_exact_optimizers_match_brute_force(name):
         for inc in incs:
             if inc.bound is not None:
                 assert inc.bound >= opt_score - 1e-6
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"max_iterations": 1e3}, "max_iterations"), ({"max_iterations": 2.5}, "max_iterations"),
+    ({"max_iterations": "10"}, "max_iterations"), ({"max_iterations": True}, "max_iterations"),
+    ({"seconds": "5"}, "seconds"), ({"seconds": True}, "seconds"),
+    ({"seconds": 1.0, "max_iterations": np.float64(4)}, "max_iterations")])
+def test_budget_rejects_values_of_the_wrong_type_naming_the_field(kwargs, field):
+    """Budget(max_iterations=1e3) used to be accepted: asobs then ran 884 orders and
+    failed with "TypeError: 'float' object cannot be interpreted as an integer" (kg
+    likewise); a string raised a bare TypeError from a comparison."""
+    from bnsl_dist.exceptions import InvalidConfigError
+
+    with pytest.raises(InvalidConfigError, match=field):
+        Budget(**kwargs)
+    assert Budget(max_iterations=np.int64(3)).max_iterations == 3
+    assert Budget(seconds=2).seconds == 2 and Budget(seconds=np.float32(0.5)).seconds == 0.5
