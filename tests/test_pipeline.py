@@ -175,6 +175,23 @@ def test_run_cell_errors(nltcs_cache, fake_optimizers):
     assert f.status == "no-solution" and f.key == nothing.key
 
 
+def test_learn_without_a_solution_is_a_one_line_error(nltcs_cache, fake_optimizers, tmp_path):
+    """An optimizer that reports no DAG within the budget: `learn` says so on one line,
+    exits 2 (a BNSLError, as every impossible request), writes nothing (it printed a
+    traceback, exit 1)."""
+    from click.testing import CliRunner
+
+    from bnsl_dist.cli import main
+
+    out = tmp_path / "r.json"
+    res = CliRunner().invoke(main, ["learn", str(nltcs_cache), "--algorithm", "test-nothing",
+                                    "--iterations", "1", "--serial", "-o", str(out)])
+    assert res.exit_code == 2, res.output
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no DAG within the budget" in lines[0], res.stderr
+    assert "Traceback" not in res.output and not out.exists()
+
+
 def test_load_data_paths(monkeypatch, tmp_path):
     monkeypatch.delenv("NOPE_DIR", raising=False)
     with pytest.raises(DataError, match="not set"):

@@ -29,7 +29,7 @@ import numpy as np
 
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.data.dataset import CategoricalData
-from bnsl_dist.exceptions import DataError, InvalidConfigError
+from bnsl_dist.exceptions import BNSLError, DataError, InvalidConfigError
 from bnsl_dist.graph.dag import DAG
 from bnsl_dist.model.network import BayesianNetwork
 from bnsl_dist.pipeline.cell import CacheJob, Cell, canonical_json
@@ -43,8 +43,9 @@ __all__ = ["run_cell", "load_data", "sem_cell_inputs", "true_network", "stage_da
            "ensure_cache", "load_cache", "build", "NoSolutionError", "failure_record"]
 
 
-class NoSolutionError(RuntimeError):
-    """The optimizer reported no DAG within its budget (recorded as a failure)."""
+class NoSolutionError(BNSLError, RuntimeError):
+    """The optimizer reported no DAG within its budget (recorded as a failure; the CLI's
+    one-line error, exit 2, like any impossible request)."""
 
 
 # ---------------------------------------------------------------------------- data
