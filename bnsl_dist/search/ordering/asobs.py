@@ -244,7 +244,9 @@ register("asobs")(ASOBS)
 
 @register("asobs-ent")
 class ASOBSEnt(ASOBS):
-    """ASOBS with entropy-weighted orders (high-entropy variables first)."""
+    """ASOBS with entropy-weighted orders: high-entropy variables tend to the front of an
+    order and, ASOBS walking it back to front, are processed last (``high_entropy="last"``,
+    ALGORITHMS.md §4; ``"first"`` is BLIP's direction, kept for comparison)."""
 
     _default_sampler = "entropy"
 

@@ -16,9 +16,8 @@ variables, which tend to sit at the front, are PROCESSED LAST
 (``high_entropy="last"``, the default of :func:`entropy_orders`; k-G_ENT, which adds
 variables front to back, names the same choice ``"late"`` and reverses its orders for
 it, ``"early"`` keeping them). BLIP walks the
-order front to back, so with the same sampler it processes them FIRST — the
-direction ALGORITHMS.md's rationale names ("processed first, they choose from the
-most parent sets"). Measured on BLIP's own caches (book, cwebkb, dna; same number of
+order front to back, so with the same sampler it processes them FIRST, the direction
+the paper's rationale was first read to name. Measured on BLIP's own caches (book, cwebkb, dna; same number of
 orders, 3 seeds; workflows/benchmarks/search.py), processing them first is WORSE
 than uniform orders (the ASOBS-ENT deficit BLIP shows) and processing them last is
 better, so "last" is the default and "first" stays available for comparison.
