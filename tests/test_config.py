@@ -177,6 +177,32 @@ def test_semantic_errors(tmp_path, text, needle):
         load_grid(_write(tmp_path, text))
 
 
+@pytest.mark.parametrize("algorithm, needle", [
+    ("{name: kg, k: [2], params: {max_parents: -1}}", "max_parents"),
+    ("{name: kmax, k: [2], params: {max_parents: -3}}", "max_parents"),
+    ("{name: kg-ent, k: [2], params: {direction: lat}}", "'lat'"),
+    ("{name: astar, params: {constraints: recursiv}}", "'recursiv'"),
+    ("{name: awastar, params: {p: 0}}", "p must be"),
+    ("{name: bfbnb, params: {pdb_group_size: 30}}", "pdb_group_size"),
+    ("{name: ilp, params: {encoding: magic}}", "'magic'"),
+    ("{name: twilp, k: [2], params: {n_greedy: 0}}", "n_greedy"),
+])
+def test_bad_parameter_values_fail_where_the_grid_is_read(tmp_path, algorithm, needle):
+    """A value its optimizer refuses (not only a wrong type) is reported with the file,
+    the field and the line when the grid is loaded, not by every cell after its data
+    and cache are built."""
+    text = MINIMAL.replace("  - name: kg\n    k: [2]\n", f"  - {algorithm}\n")
+    p = _write(tmp_path, text)
+    with pytest.raises(InvalidConfigError) as ei:
+        load_grid(p)
+    msg = str(ei.value)
+    assert str(p) in msg and "algorithms[0].params" in msg and "line 9" in msg, msg
+    assert needle in msg, msg
+    # the defaults are fine
+    good = re.sub(r", params: \{[^}]*\}", "", algorithm)
+    load_grid(_write(tmp_path, MINIMAL.replace("  - name: kg\n    k: [2]\n", f"  - {good}\n")))
+
+
 def test_bad_yaml_and_missing_file(tmp_path):
     with pytest.raises(InvalidConfigError, match=r"grid.yaml, line \d+: not valid YAML"):
         load_grid(_write(tmp_path, "name: x\ndatasets:\n  - [unclosed\n"))

@@ -252,8 +252,9 @@ class OptimizerInfo:
         return {h.name: TypeAdapter(h.annotation) for h in self.hyperparameters}
 
     def check_params(self, params: Mapping[str, Any], k: int | None = None) -> None:
-        """Reject unknown names, values of the wrong type and a missing or
-        unexpected ``k`` (given apart from ``params``).
+        """Reject unknown names, values of the wrong type or that the optimizer's
+        constructor refuses, and a missing or unexpected ``k`` (given apart from
+        ``params``).
 
         Raises
         ------
@@ -282,6 +283,13 @@ class OptimizerInfo:
             raise InvalidConfigError(f"algorithm {self.name!r} needs a treewidth bound k")
         if not self.takes_k and k is not None:
             raise InvalidConfigError(f"algorithm {self.name!r} takes no treewidth bound k")
+        # the values too: a constructor checks its own (choices, ranges), so that a grid
+        # or a spec with one it refuses fails where it is read, not in every run after
+        # its data and cache are built
+        try:
+            self.cls(**params, **({} if k is None else {"k": k}))
+        except InvalidConfigError as exc:
+            raise InvalidConfigError(f"algorithm {self.name!r}: {exc}") from None
 
 
 _REGISTRY: dict[str, type] = {}

@@ -99,15 +99,19 @@ class CacheArrays:
         return cand_offsets, np.ascontiguousarray(codes % n, dtype=np.int64)
 
 
-def check_k(name: str, k: Any, max_parents: Any, n_vars: int) -> tuple[int, int | None]:
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise InvalidConfigError(f"{name}: the treewidth bound k must be an integer >= 1, "
-                                 f"got {k!r}")
+def check_max_parents(name: str, max_parents: Any) -> None:
     if max_parents is not None and (isinstance(max_parents, bool)
                                     or not isinstance(max_parents, int | np.integer)
                                     or max_parents < 0):
         raise InvalidConfigError(f"{name}: max_parents must be None or an integer >= 0, "
                                  f"got {max_parents!r}")
+
+
+def check_k(name: str, k: Any, max_parents: Any, n_vars: int) -> tuple[int, int | None]:
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        raise InvalidConfigError(f"{name}: the treewidth bound k must be an integer >= 1, "
+                                 f"got {k!r}")
+    check_max_parents(name, max_parents)
     if n_vars < 1:
         raise InvalidConfigError(f"{name}: the cache has no variables")
     if min(int(k) + 1, n_vars) > MAX_CLIQUE_VARS:

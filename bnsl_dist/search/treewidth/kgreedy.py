@@ -22,7 +22,12 @@ from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.search.base import register
 from bnsl_dist.search.ordering.samplers import entropy_weights
 from bnsl_dist.search.treewidth import _kernels as K
-from bnsl_dist.search.treewidth._driver import BatchKernel, CacheArrays, TreewidthLearner
+from bnsl_dist.search.treewidth._driver import (
+    BatchKernel,
+    CacheArrays,
+    TreewidthLearner,
+    check_max_parents,
+)
 
 __all__ = ["KGreedy", "KGreedyEnt"]
 
@@ -58,6 +63,7 @@ class KGreedy(TreewidthLearner):
     exact: ClassVar[bool] = False
 
     def __init__(self, *, k: int, max_parents: int | None = None) -> None:
+        check_max_parents(self.name, max_parents)
         self.k = k
         self.max_parents = max_parents
 
@@ -111,13 +117,19 @@ class KGreedyEnt(KGreedy):
     def __init__(self, *, k: int, direction: str = "early",
                  entropies: Sequence[float] | None = None,
                  max_parents: int | None = None) -> None:
+        check_max_parents(self.name, max_parents)
+        _check_direction(direction)
         self.k = k
         self.direction = direction
         self.entropies = entropies
         self.max_parents = max_parents
 
     def _weights(self, cache: ParentSetCache) -> tuple[NDArray[np.float64], bool]:
-        if self.direction not in ("early", "late"):
-            raise InvalidConfigError(f"kg-ent: direction must be 'early' or 'late', got "
-                                     f"{self.direction!r}")
+        _check_direction(self.direction)
         return entropy_weights(cache, self.entropies, self.direction)
+
+
+def _check_direction(direction: str) -> None:
+    if direction not in ("early", "late"):
+        raise InvalidConfigError(f"kg-ent: direction must be 'early' or 'late', got "
+                                 f"{direction!r}")

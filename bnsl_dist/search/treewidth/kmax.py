@@ -22,7 +22,12 @@ from numpy.typing import NDArray
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.search.base import register
 from bnsl_dist.search.treewidth import _kernels as K
-from bnsl_dist.search.treewidth._driver import BatchKernel, CacheArrays, TreewidthLearner
+from bnsl_dist.search.treewidth._driver import (
+    BatchKernel,
+    CacheArrays,
+    TreewidthLearner,
+    check_max_parents,
+)
 
 __all__ = ["KMax"]
 
@@ -57,6 +62,7 @@ class KMax(TreewidthLearner):
     exact: ClassVar[bool] = False
 
     def __init__(self, *, k: int, max_parents: int | None = None) -> None:
+        check_max_parents(self.name, max_parents)
         self.k = k
         self.max_parents = max_parents
 
