@@ -203,6 +203,26 @@ def test_k_at_least_n_minus_1_is_exact(name, kw):
             check_bounds(below, n - 2)
 
 
+@pytest.mark.parametrize(("name", "kw"), ALGOS)
+def test_a_binding_max_parents_claims_no_bound(name, kw):
+    """With k >= n - 1 but a max_parents below a cached set's size, the single DP is
+    optimal among the capped DAGs only: its score is no bound on the cache's optimum
+    (x2 <- {x0, x1} has treewidth 2 and scores -21 > -26)."""
+    cache = ParentSetCache.from_lists([[((), -10.0)], [((), -10.0)],
+                                       [((0, 1), -1.0), ((0,), -6.0), ((), -10.0)]])
+    opt, _ = brute_force_best(cache)
+    assert opt == pytest.approx(-21.0)
+    for k, cap in ((2, 1), (5, 1), (2, 0)):
+        incs = run(name, cache, k, 20, max_parents=cap, **kw)
+        assert incs[-1].score < opt
+        for inc in incs:
+            assert inc.bound is None or inc.bound >= opt - 1e-9, (k, cap, inc.bound)
+            check_bounds(inc, k)
+    # a cap that excludes no cached set does not bind: the DP's optimum is proven
+    incs = run(name, cache, 2, 20, max_parents=2, **kw)
+    assert len(incs) == 1 and incs[0].score == pytest.approx(opt) and incs[0].bound == incs[0].score
+
+
 def test_clique_dp_matches_exact_dp():
     dp = pytest.importorskip("bnsl_dist.search.exact.dp")
     rng = np.random.default_rng(3)

@@ -193,12 +193,16 @@ class TreewidthLearner:
         width k), ``k``, ``insertion_order`` and ``attach`` (per inserted node the id of
         the k-clique it joined, -1 for the initial clique; see
         :meth:`bnsl_dist.graph.KTree.replay`). When ``k + 1 >= n`` the single exact DP
-        is optimal: it is reported with ``bound`` = its score and the run stops.
+        is optimal and the run stops; it is reported with ``bound`` = its score unless
+        ``max_parents`` excluded a cached set (the DP is then optimal among the capped
+        DAGs only, and no bound is claimed).
         """
         k, kernel, sw = self._setup(cache, budget)
         n = cache.n_vars
         seed = int(as_rng(rng).integers(0, 2**63 - 1))
         single = k + 1 >= n
+        proven = single and (self.max_parents is None
+                             or self.max_parents >= int(cache.flat.sizes.max(initial=0)))
         best = -np.inf
         total = 0
         for it0, out, arg, chosen, ins, attach, elapsed in _batches(kernel, n, sw, seed,
@@ -215,7 +219,7 @@ class TreewidthLearner:
             dag = cache.dag_from_indices(chosen)
             cert = TreewidthCertificate(tuple(int(v) for v in ins[::-1]), k)
             yield Incumbent(elapsed, score, dag, iterations=it0 + arg + 1,
-                            bound=score if single else None,
+                            bound=score if proven else None,
                             info={"certificate": cert, "k": k,
                                   "insertion_order": tuple(int(v) for v in ins),
                                   "attach": tuple(int(c) for c in attach)})
