@@ -393,8 +393,9 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     Only a cell's own exception makes a failure record. A cell the infrastructure cut
     off (cancelled, lost with the scheduler, a worker killed under it too often) is
     counted as interrupted and left for a rerun; when the scheduler is lost, or no
-    worker is left for ``no_worker_timeout`` seconds, the remaining cells are
-    interrupted too.
+    worker is left for ``no_worker_timeout`` seconds (counted once a worker has been
+    seen: a batch cluster's jobs may queue before any worker joins), the remaining
+    cells are interrupted too.
     """
     summary = GridSummary(total=len(cells), skipped=0)
     t0 = time.perf_counter()
@@ -467,6 +468,7 @@ def _drain(client: Client, futures: dict[Future, str], by_key: dict[str, Cell],
     ac = as_completed(list(futures), with_results=True)  # gathers in the background
     next_check = time.monotonic() + 1.0
     workerless_since: float | None = None
+    seen = summary.workers > 0  # a batch cluster's workers may still wait in its queue
     while not ac.is_empty():
         batch = ac.next_batch(block=False)
         if not batch:
@@ -476,7 +478,8 @@ def _drain(client: Client, futures: dict[Future, str], by_key: dict[str, Cell],
                 n = connected_workers(client)
                 if n is None:
                     return "lost the scheduler"
-                workerless_since = None if n else (workerless_since or now)
+                seen = seen or n > 0
+                workerless_since = None if n or not seen else (workerless_since or now)
                 if workerless_since is not None and now - workerless_since > no_worker_timeout:
                     return f"no worker left for {no_worker_timeout:g} s"
             time.sleep(0.05)

@@ -347,3 +347,36 @@ def test_a_failed_batch_fails_its_cache_and_every_cell(client, tmp_path):
     assert len(fails) == 2 and all(f.status == "error" for f in fails)
     assert all("batch with variable 7 broke" in f.error for f in fails)
     assert store.read_results() == [] and not list(store.caches_dir.glob("*"))
+
+
+def test_workers_that_join_late_are_waited_for(caches, tmp_path, monkeypatch):
+    """A batch cluster (SLURM, PBS, Kubernetes: ``open_client`` does not wait for its
+    workers) may have none while its jobs queue. The no-worker timeout counts only once
+    a worker has been seen: a worker that joins after it ran the grid to the end (it
+    gave up with GridInterrupted "no worker left" before any worker had come)."""
+    from distributed import Client, LocalCluster
+
+    import bnsl_dist.orchestrate.grid as G
+
+    grid = small_grid(caches, name="late", seeds=(0,), splits=("test",),
+                      algorithms=[{"name": "kg", "k": [2]}])
+    checks: list[int | None] = []
+    real = G.connected_workers
+    with LocalCluster(n_workers=0, processes=False, threads_per_worker=1,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+
+        def connected(c):
+            n = real(c)
+            checks.append(n)
+            if checks.count(0) == 4:  # workerless for 3 checks of the drain, 1 s apart
+                cluster.scale(1)
+                client.wait_for_workers(1)
+            return n
+
+        monkeypatch.setattr(G, "connected_workers", connected)
+        summary = G.run_grid(client, grid, tmp_path, progress=False, report=False,
+                             no_worker_timeout=0.01)
+    assert checks[:4] == [0, 0, 0, 0]
+    (cell,) = expand_grid(grid)
+    assert summary.computed == [cell.key] and not summary.failed
+    assert comparable(ResultStore(tmp_path).read_results()[0]) == comparable(run_cell(cell))
