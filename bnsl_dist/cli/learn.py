@@ -75,7 +75,7 @@ def _summary(result: Any, out: Path, source: str) -> None:
               help="Iteration budget per seed (reproducible).")
 @click.option("--seeds", type=click.IntRange(min=1), default=None,
               help="Independent runs (one task each) [one per worker; 1 with --serial].")
-@click.option("--seed", "base_seed", type=int, default=0, show_default=True,
+@click.option("--seed", "base_seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Base seed the per-run streams are spawned from.")
 @click.option("--checkpoints", default=None, metavar="B1,B2,...",
               help="Budgets (seconds, or iterations for an iteration budget) at which to "
