@@ -1,9 +1,9 @@
-"""``learn`` on Dask: the cache as its own tasks, then ``client.map(run_cell, cells)``.
+"""``learn`` on Dask: the cache as its own tasks, then ``client.map(run_seed, cells)``.
 
 The cells are those of the serial :func:`bnsl_dist.pipeline.learn.learn` (one per
 seed, each running the optimizer for the whole budget, its seed a child stream of the
 base seed keyed by the cell), and the function is the same
-:func:`~bnsl_dist.pipeline.run.run_cell`; the records merge into the best DAG per
+:func:`~bnsl_dist.pipeline.learn.run_seed` (``run_cell``); the records merge into the best DAG per
 checkpoint the same way (:meth:`~bnsl_dist.pipeline.learn.LearnResult.merge`). So with
 an iteration budget and a cache budget in exact scores, the result equals the serial
 one whatever the number of workers.
@@ -21,8 +21,7 @@ from typing import Any
 
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.pipeline.cell import Cell
-from bnsl_dist.pipeline.learn import LearnResult, prepare_cache
-from bnsl_dist.pipeline.run import run_cell
+from bnsl_dist.pipeline.learn import LearnResult, prepare_cache, run_seed
 
 __all__ = ["THREADS_MAX_SECONDS", "fits_threads", "learn_distributed",
            "prepare_cache_distributed"]
@@ -83,7 +82,7 @@ def _warm_workers(client: Any, cell: Cell) -> None:
 
 def learn_distributed(client: Any, cells: Sequence[Cell],
                       cache: ParentSetCache | None = None) -> LearnResult:
-    """``client.map(run_cell, cells)`` with one shared cache; the records merged as
+    """``client.map(run_seed, cells)`` with one shared cache; the records merged as
     :func:`bnsl_dist.pipeline.learn.learn` does.
 
     Parameters
@@ -102,6 +101,6 @@ def learn_distributed(client: Any, cells: Sequence[Cell],
         cache = prepare_cache_distributed(client, cells[0])
     _warm_workers(client, cells[0])
     extra = {} if cache is None else {"cache": client.scatter(cache, broadcast=False)}
-    futures = client.map(run_cell, list(cells), key=[task_key("learn", c.key) for c in cells],
+    futures = client.map(run_seed, list(cells), key=[task_key("learn", c.key) for c in cells],
                          pure=False, **extra)
     return LearnResult.merge(cells, client.gather(futures))

@@ -1,10 +1,11 @@
 """``learn``: a one-data-set grid. One cell per seed, the cache built once, the per-seed
 traces merged into the best DAG at each checkpoint (:class:`LearnResult`).
 
-Serially :func:`learn` is ``map(run_cell, cells)``; on Dask
-:func:`bnsl_dist.orchestrate.anytime.learn_distributed` is ``client.map(run_cell,
-cells)``: the same cells, the same function, so with an iteration budget (and a cache
-budget in exact scores) both give the same result.
+Serially :func:`learn` is ``map(run_seed, cells)``; on Dask
+:func:`bnsl_dist.orchestrate.anytime.learn_distributed` is ``client.map(run_seed,
+cells)``: the same cells, the same function (``run_cell``, a seed without a DAG kept as
+such), so with an iteration budget (and a cache budget in exact scores) both give the
+same result.
 """
 
 from __future__ import annotations
@@ -18,13 +19,19 @@ from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.pipeline.cell import Cell
 from bnsl_dist.pipeline.provenance import provenance
-from bnsl_dist.pipeline.run import CacheBuilder, resolve_cache, run_cell, stage_data
+from bnsl_dist.pipeline.run import (
+    CacheBuilder,
+    NoSolutionError,
+    resolve_cache,
+    run_cell,
+    stage_data,
+)
 from bnsl_dist.pipeline.specs import CacheSpec, DataRef, ScreeningSpec, SearchSpec
 from bnsl_dist.results.records import CellResult
 from bnsl_dist.search.base import AnytimeTrace
 
 __all__ = ["SCHEMA_VERSION", "Checkpoint", "SeedRun", "LearnResult", "learn_cells",
-           "prepare_cache", "learn"]
+           "prepare_cache", "learn", "run_seed"]
 
 #: Version of the result JSON's layout (README "Result JSON"); bumped on any change.
 SCHEMA_VERSION = 1
@@ -81,14 +88,29 @@ class LearnResult:
                       "runs": [SeedRun(**r) for r in obj["runs"]]})
 
     @classmethod
-    def merge(cls, cells: Sequence[Cell], results: Sequence[CellResult]) -> LearnResult:
+    def merge(cls, cells: Sequence[Cell],
+              results: Sequence[CellResult | NoSolutionError]) -> LearnResult:
         """The seeds' records as one result: at each checkpoint (the budget last) the
         best DAG over the seeds (ties: the earlier seed), through
-        :meth:`AnytimeTrace.merge`."""
+        :meth:`AnytimeTrace.merge`. A seed that found no DAG within the budget
+        (:func:`run_seed` gives its :class:`NoSolutionError`) has no incumbent.
+
+        Raises
+        ------
+        NoSolutionError
+            No seed found a DAG within the budget (the first seed's error).
+        """
         if not cells or len(cells) != len(results):
             raise InvalidConfigError("one record per cell is needed")
+        found = [r for r in results if isinstance(r, CellResult)]
+        if not found:
+            first = results[0]
+            assert isinstance(first, NoSolutionError)
+            raise first
         c0 = cells[0]
-        merged = AnytimeTrace.merge([r.trace() for r in results])
+        merged = AnytimeTrace.merge([
+            r.trace() if isinstance(r, CellResult)
+            else AnytimeTrace([], r.iterations or 0, r.seconds or 0.0) for r in results])
         b = c0.search.budget
         by_time = b.seconds is not None
         cps = list(b.checkpoints if by_time else b.iteration_checkpoints)
@@ -102,13 +124,16 @@ class LearnResult:
                         Checkpoint(float(cp), inc.score, cells[inc.info["run"]].seed,
                                    inc.dag.to_json_dict()))
         best = merged.best
-        if best is None:  # pragma: no cover - run_cell raises NoSolutionError
+        if best is None:  # pragma: no cover - a seed that found one has an incumbent
             raise InvalidConfigError("no DAG")
         top = results[best.info["run"]]
+        assert isinstance(top, CellResult)
         run_dicts = [SeedRun(c.seed, r.iterations, r.elapsed, [
             {"elapsed": e, "score": s, "iterations": i, "bound": None}
             for e, s, i in zip(r.trace_elapsed, r.trace_scores, r.trace_iterations,
-                               strict=True)]) for c, r in zip(cells, results, strict=True)]
+                               strict=True)]) if isinstance(r, CellResult)
+            else SeedRun(c.seed, r.iterations or 0, r.seconds or 0.0, [])
+            for c, r in zip(cells, results, strict=True)]
         screening = json.loads(top.extra).get("screening")
         return cls(
             spec={"data": None if c0.data is None else c0.data.json_dict(),
@@ -147,7 +172,25 @@ def prepare_cache(cell: Cell, builder: CacheBuilder | None = None) -> ParentSetC
     return resolve_cache(job, None, target, builder)[0]
 
 
+def run_seed(cell: Cell, cache: ParentSetCache | str | None = None
+             ) -> CellResult | NoSolutionError:
+    """:func:`~bnsl_dist.pipeline.run.run_cell` of one seed of ``learn``; a seed that
+    found no DAG within the budget gives its :class:`NoSolutionError` instead of
+    raising it, so that the other seeds' DAGs still make the result
+    (:meth:`LearnResult.merge`)."""
+    try:
+        return run_cell(cell, cache)
+    except NoSolutionError as exc:
+        return exc
+
+
 def learn(cells: Sequence[Cell], cache: ParentSetCache | None = None) -> LearnResult:
-    """``map(run_cell, cells)`` with one shared cache (built here unless given)."""
+    """``map(run_seed, cells)`` with one shared cache (built here unless given).
+
+    Raises
+    ------
+    NoSolutionError
+        No seed found a DAG within the budget.
+    """
     shared = prepare_cache(cells[0]) if cache is None else cache
-    return LearnResult.merge(cells, [run_cell(c, shared) for c in cells])
+    return LearnResult.merge(cells, [run_seed(c, shared) for c in cells])

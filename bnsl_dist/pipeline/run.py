@@ -45,7 +45,14 @@ __all__ = ["run_cell", "load_data", "sem_cell_inputs", "true_network", "stage_da
 
 class NoSolutionError(BNSLError, RuntimeError):
     """The optimizer reported no DAG within its budget (recorded as a failure; the CLI's
-    one-line error, exit 2, like any impossible request)."""
+    one-line error, exit 2, like any impossible request). ``iterations`` and
+    ``seconds``: what the run did (None where unknown)."""
+
+    def __init__(self, message: str, iterations: int | None = None,
+                 seconds: float | None = None) -> None:
+        super().__init__(message)
+        self.iterations = iterations
+        self.seconds = seconds
 
 
 # ---------------------------------------------------------------------------- data
@@ -256,7 +263,8 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
                              trace.total_iterations, trace.total_seconds)
     best = trace.best
     if best is None:
-        raise NoSolutionError(f"{cell.describe()}: no DAG within the budget")
+        raise NoSolutionError(f"{cell.describe()}: no DAG within the budget",
+                              int(trace.total_iterations), float(trace.total_seconds))
     b = cell.search.budget
     at_time = [trace.best_at(c) for c in b.checkpoints]
     at_iter = [trace.best_at_iteration(c) for c in b.iteration_checkpoints]
