@@ -17,12 +17,14 @@ committed records file changes only when a record does.
 A records file over a size limit (``export_records(max_bytes=)``, ``grid export
 --max-mb``) is written in parts: ``records.parquet``, ``records.2.parquet``, ... each a
 records file of consecutive keys with a ``bnsl_dist.part`` metadata entry (its number,
-the count, the first part's name); the failures are in the first. Reading any part reads
-them all, and a missing or foreign part is an error naming it.
+the count, the first part's name and ``set``, a digest of the whole export, so that parts
+of two exports are never read as one); the failures are in the first. Reading any part
+reads them all, and a missing or foreign part is an error naming it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import itertools
 import json
@@ -155,7 +157,8 @@ def export_records(results: str | os.PathLike[str], out: str | os.PathLike[str],
 
     blobs = [encode(table, failures)]
     if max_bytes is not None and len(blobs[0]) > max_bytes:
-        blobs = _split_parts(table, failures, encode, len(blobs[0]), max_bytes, target)
+        blobs = _split_parts(table, failures, encode, len(blobs[0]), max_bytes, target,
+                             hashlib.sha256(blobs[0]).hexdigest()[:16])
     paths = part_paths(target, len(blobs))
     for path, blob in reversed(list(zip(paths, blobs, strict=True))):  # the first last
         atomic_write_bytes(path, blob)
@@ -223,10 +226,10 @@ def records_files(first: str | os.PathLike[str]) -> list[Path]:
 
 def _split_parts(table: pa.Table, failures: list[CellFailure],
                  encode: Callable[[pa.Table, list[CellFailure], dict[str, Any]], bytes],
-                 size: int, max_bytes: int, first: Path) -> list[bytes]:
+                 size: int, max_bytes: int, first: Path, digest: str) -> list[bytes]:
     """The parts of ``table`` (consecutive rows, balanced by their DAG and certificate
-    text) that each encode to at most ``max_bytes``; more parts are tried until they
-    fit."""
+    text) that each encode to at most ``max_bytes``, each naming the set ``digest``;
+    more parts are tried until they fit."""
     weight = (pc.binary_length(table.column("dag_json")).to_numpy(zero_copy_only=False)
               + pc.binary_length(table.column("incumbent_dags")).to_numpy(zero_copy_only=False)
               + 6 * pc.list_value_length(table.column("treewidth_order"))
@@ -238,7 +241,8 @@ def _split_parts(table: pa.Table, failures: list[CellFailure],
         bounds = np.unique(np.concatenate([[0], np.clip(cuts, 1, table.num_rows - 1),
                                            [table.num_rows]]))
         blobs = [encode(table.slice(a, b - a), failures if i == 0 else [],
-                        {"part": i + 1, "of": len(bounds) - 1, "first": first.name})
+                        {"part": i + 1, "of": len(bounds) - 1, "first": first.name,
+                         "set": digest})
                  for i, (a, b) in enumerate(itertools.pairwise(bounds))]
         if all(len(b) <= max_bytes for b in blobs):
             return blobs
@@ -282,7 +286,8 @@ def read_records(path: str | os.PathLike[str]) -> RecordSet:
             raise DataError(f"part {i} of {part['of']} of the records file {first.name} "
                             "is missing", path=str(p))
         one, got = (recs, part) if p == given else _read_one(p)  # each file read once
-        want = {"part": i, "of": part["of"], "first": first.name}
+        want = {"part": i, "of": part["of"], "first": first.name,
+                **({"set": part["set"]} if "set" in part else {})}  # older sets: none
         if got != want:
             raise DataError(f"not part {i} of {part['of']} of {first.name} "
                             f"(its part entry: {got})", path=str(p))
@@ -310,7 +315,9 @@ def _read_one(p: Path) -> tuple[RecordSet, dict[str, Any] | None]:
     grids = _meta_json(meta, _META_GRIDS, p)
     constants = _meta_json(meta, _META_CONSTANTS, p)
     part = _meta_json(meta, _META_PART, p) if _META_PART in meta else None
-    if part is not None and not (isinstance(part, dict) and set(part) == {"part", "of", "first"}
+    if part is not None and not (isinstance(part, dict)
+                                 and set(part) - {"set"} == {"part", "of", "first"}
+                                 and isinstance(part.get("set", ""), str)
                                  and isinstance(part["first"], str)
                                  and Path(part["first"]).name == part["first"]
                                  and isinstance(part["of"], int)

@@ -5,6 +5,7 @@ and a clear error naming a file that is not one."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 
 import pyarrow as pa
@@ -186,7 +187,8 @@ def test_records_over_the_limit_written_in_parts(tmp_path):
     # each part holds consecutive keys; the failures are in the first
     metas = [json.loads(pq.ParquetFile(p).schema_arrow.metadata[b"bnsl_dist.part"])
              for p in files]
-    assert metas == [{"part": i, "of": len(files), "first": "records.parquet"}
+    digest = hashlib.sha256(whole.read_bytes()).hexdigest()[:16]  # the set: the whole file
+    assert metas == [{"part": i, "of": len(files), "first": "records.parquet", "set": digest}
                      for i in range(1, len(files) + 1)]
     keys = [pq.read_table(p, columns=["key"]).column("key").to_pylist() for p in files]
     assert sum(keys, []) == sorted(r.key for r in S.records())
@@ -235,6 +237,44 @@ def test_missing_or_foreign_part_named(tmp_path):
     with pytest.raises(InvalidConfigError, match="max_bytes"):
         export_records(tmp_path / "res", tmp_path / "c.parquet", max_bytes=0)
     assert not (tmp_path / "c.parquet").exists()
+
+
+def test_parts_of_two_exports_are_never_read_as_one_set(tmp_path, monkeypatch):
+    """A re-export in as many parts that dies after writing some of its parts (the last
+    first) leaves new parts beside old ones: reading them is an error naming a foreign
+    part, not a silent mix of two exports. (Here the mix read as one set: the old parts
+    1-3 and the new part 4, with d1-sota-None-2 in neither.)"""
+    recs = _bulky(S.records())
+    S.write_store(tmp_path / "res", recs)
+    size = export_records(tmp_path / "res", tmp_path / "w.parquet").stat().st_size
+    first = export_records(tmp_path / "res", tmp_path / "a" / "records.parquet",
+                           max_bytes=size // 2)
+    files = export_mod.records_files(first)
+    assert len(files) == 4
+    before = [p.read_bytes() for p in files[:3]]
+    # one small result more, last by key: the new export cuts the rows elsewhere
+    extra = dataclasses.replace(recs[0], key="zz", treewidth_order=())
+    S.ResultStore(tmp_path / "res").write_result(extra)
+    real = export_mod.atomic_write_bytes
+
+    def dies_on_part_3(path, data):
+        if path == files[2]:
+            raise KeyboardInterrupt
+        real(path, data)
+
+    monkeypatch.setattr(export_mod, "atomic_write_bytes", dies_on_part_3)
+    with pytest.raises(KeyboardInterrupt):
+        export_records(tmp_path / "res", first, max_bytes=size // 2)
+    monkeypatch.undo()
+    assert export_mod.records_files(first) == files
+    assert [p.read_bytes() for p in files[:3]] == before  # part 4 is the new export's
+    with pytest.raises(DataError, match="not part 4 of 4 of records.parquet") as err:
+        read_records(first)
+    assert str(files[3]) in str(err.value)
+    # the export run again reads back as the folder
+    export_records(tmp_path / "res", first, max_bytes=size // 2)
+    assert [r.key for r in read_records(first).results()] == sorted(
+        [r.key for r in recs] + [extra.key])
 
 
 def test_cli_export_in_parts(tmp_path):
