@@ -344,7 +344,24 @@ def _read_one(p: Path) -> tuple[RecordSet, dict[str, Any] | None]:
     except (pa.ArrowException, ValueError) as exc:
         raise DataError(f"records file with columns of the wrong type: {exc}",
                         path=str(p)) from None
+    if not isinstance(grids, dict) or not all(isinstance(g, dict) for g in grids.values()):
+        raise DataError("records file whose 'bnsl_dist.grids' is not an object of grids",
+                        path=str(p))
+    # keys and grid names become file names in a results folder (grid import)
+    for what, names in (("cell key", table.column("key").to_pylist()),
+                        ("failure's cell key", [f.key for f in failures]),
+                        ("grid name", list(grids))):
+        bad = next((n for n in names if not (isinstance(n, str) and _FILE_NAME.fullmatch(n))),
+                   _GOOD)
+        if bad is not _GOOD:
+            raise DataError(f"records file with a {what} that is not a file name: {bad!r}",
+                            path=str(p))
     return RecordSet(table, dict(grids), failures), part
+
+
+#: What a cell key or grid name must look like (it names a file of a results folder).
+_FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+_GOOD = object()
 
 
 def load_records(source: str | os.PathLike[str]) -> RecordSet:

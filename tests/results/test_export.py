@@ -315,6 +315,41 @@ def test_import_is_the_inverse_of_export(tmp_path):
     assert kept.best_score == -1.0
 
 
+@pytest.mark.parametrize("where", ["key", "failure", "grid"])
+@pytest.mark.parametrize("bad", ["", "../../escaped", "sub/dir", None])
+def test_import_refuses_names_that_are_not_file_names(tmp_path, where, bad):
+    """Cell keys and grid names become file names (results/<key>.parquet,
+    failures/<key>.json, grids/<name>.json): a records file with one that is empty, null
+    or holds a path is refused naming the file and the name, before anything is written.
+    (import wrote '../../escaped' two folders above the results folder, '' as a hidden
+    results/.parquet no run sees, and counted both as written.)"""
+    from bnsl_dist.results.export import import_records
+
+    S.write_store(tmp_path / "res")
+    out = export_records(tmp_path / "res", tmp_path / "r.parquet")
+    table = pq.read_table(out)
+    meta = dict(table.schema.metadata)
+    if where == "key":
+        keys = table.column("key").to_pylist()
+        keys[3] = bad
+        table = table.set_column(0, table.schema.field(0), pa.array(keys, pa.string()))
+    elif where == "failure":
+        (fail,) = json.loads(meta[b"bnsl_dist.failures"])
+        meta[b"bnsl_dist.failures"] = json.dumps([{**fail, "key": bad}]).encode()
+    elif bad is not None:
+        grids = json.loads(meta[b"bnsl_dist.grids"])
+        meta[b"bnsl_dist.grids"] = json.dumps({bad: grids[S.GRID]}).encode()
+    else:
+        meta[b"bnsl_dist.grids"] = b"[]"  # not a name -> grid object
+    pq.write_table(table.replace_schema_metadata(meta), out)
+    with pytest.raises(DataError) as err:
+        import_records(out, tmp_path / "new" / "dest")
+    assert str(out) in str(err.value)
+    if bad is not None:
+        assert repr(bad) in str(err.value)
+    assert not (tmp_path / "new").exists()
+
+
 def test_cli_import(tmp_path):
     S.write_store(tmp_path / "res")
     out = export_records(tmp_path / "res", tmp_path / "r.parquet")
