@@ -38,7 +38,7 @@ from bnsl_dist.cli._specs import cache_options, cache_spec
 @click.option("--search-iterations", type=int, default=None,
               help="k-MAX budget per iteration in iterations (default: 1.2e6/n_vars "
                    "within 200-20,000, reproducible).")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @cluster_options
 @click.option("--serial", is_flag=True,
               help="Run without Dask (default for small data unless a cluster option is "

@@ -42,6 +42,7 @@ def test_impute_cli_serial(tmp_path):
     (["--seconds-per-variable", "-1"], "seconds_per_variable"),
     (["--scores-per-variable", "0"], "scores_per_variable"),
     (["-k", "0"], "-k"),
+    (["--seed", "-1"], "--seed"),  # a traceback from numpy's SeedSequence, exit 1
 ])
 def test_impute_cli_rejects_bad_settings_before_reading(tmp_path, args, needle):
     res = CliRunner().invoke(main, ["impute", "wine", "--serial", *args,
