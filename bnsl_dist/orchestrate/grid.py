@@ -15,8 +15,8 @@
    caches and long cells first; a cell's seed derives from the grid seed and the cell
    identity, so the result is the same on any worker, in any order, after any worker loss;
 4. writes each result as its own Parquet file atomically, or a failure record (status +
-   traceback) — never a result — when the cell raised or found no DAG; cells the
-   cluster cut off are left for the rerun (:class:`GridInterrupted` when the scheduler
+   traceback) — never a result — when the cell raised, found no DAG or killed its
+   workers; cells the cluster cut off are left for the rerun (:class:`GridInterrupted` when the scheduler
    or every worker is lost);
 5. shows a progress bar and the dashboard link, saves a Dask performance report in
    ``reports/`` and the run's utilisation in ``reports/grid-run-<name>-<time>.json``.
@@ -189,8 +189,8 @@ class GridInterrupted(BNSLError):
 #: Seconds without any worker after which a grid gives up (workers seen before).
 NO_WORKER_TIMEOUT = 30.0
 
-_INFRASTRUCTURE = ("KilledWorker", "CommClosedError", "CancelledError",
-                   "FutureCancelledError", "FutureLostError")
+_INFRASTRUCTURE = ("CommClosedError", "CancelledError", "FutureCancelledError",
+                   "FutureLostError")
 
 
 @dataclass
@@ -241,7 +241,11 @@ class GridSummary:
 
 
 def _failure_status(exc: BaseException) -> str:
-    return "no-solution" if isinstance(exc, NoSolutionError) else "error"
+    if isinstance(exc, NoSolutionError):
+        return "no-solution"
+    # the workers running it died as often as the scheduler allows (an out-of-memory
+    # kill, a crash in native code): rerunning it as it is would kill them again
+    return "killed" if type(exc).__name__ == "KilledWorker" else "error"
 
 
 def _is_infrastructure(exc: BaseException) -> bool:
@@ -390,11 +394,12 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     (``cost``), so no short task holds a worker while a long one waits. A failed batch
     fails its cache, and each cell of it gets a failure record.
 
-    Only a cell's own exception makes a failure record. A cell the infrastructure cut
-    off (cancelled, lost with the scheduler, a worker killed under it too often) is
-    counted as interrupted and left for a rerun; when the scheduler is lost, or no
-    worker is left for ``no_worker_timeout`` seconds (counted once a worker has been
-    seen: a batch cluster's jobs may queue before any worker joins), the remaining
+    Only a cell's own exception makes a failure record, status ``killed`` when its
+    workers died under it as often as the scheduler allows (``KilledWorker``: e.g. an
+    out-of-memory kill). A cell the infrastructure cut off (cancelled, lost with the
+    scheduler) is counted as interrupted and left for a rerun; when the scheduler is
+    lost, or no worker is left for ``no_worker_timeout`` seconds (counted once a worker
+    has been seen: a batch cluster's jobs may queue before any worker joins), the remaining
     cells are interrupted too.
     """
     summary = GridSummary(total=len(cells), skipped=0)

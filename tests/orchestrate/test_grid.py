@@ -380,3 +380,40 @@ def test_workers_that_join_late_are_waited_for(caches, tmp_path, monkeypatch):
     (cell,) = expand_grid(grid)
     assert summary.computed == [cell.key] and not summary.failed
     assert comparable(ResultStore(tmp_path).read_results()[0]) == comparable(run_cell(cell))
+
+
+def dies_on_seed_1(cell, cache):
+    """run_cell, but the cell of seed 1 kills its worker process (as an out-of-memory
+    kill or a crash in native code would), every time it runs."""
+    import os
+
+    if cell.seed == 1:
+        os._exit(1)
+    return run_cell(cell, cache)
+
+
+def test_a_cell_that_kills_its_worker_is_a_killed_failure(caches, tmp_path):
+    """A cell whose worker died under it as often as the scheduler allows (KilledWorker)
+    is a failure record of status 'killed' (retried by a rerun like any failure); the
+    other cells are stored and the run ends normally. (It was 'interrupted': the run
+    raised GridInterrupted 'rerun to resume', and every rerun ran it into the same
+    deaths, so the grid never completed and no 'killed' record was ever written.)"""
+    import dask
+
+    from bnsl_dist.orchestrate.cluster import connect
+    from bnsl_dist.orchestrate.grid import run_cells
+
+    grid = small_grid(caches, name="killer", seeds=(0, 1), splits=("test",),
+                      algorithms=[{"name": "kg", "k": [2]}])
+    good, bad = expand_grid(grid)
+    store = ResultStore(tmp_path)
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), \
+            connect(workers=1, announce=False, dashboard=False) as client:
+        # the good cell first (cost: seed 0 highest), so that no death hits it
+        summary = run_cells(client, [good, bad], store, cache_path=lambda c: None,
+                            run=dies_on_seed_1, cost=lambda c: -c.seed)
+    assert summary.computed == [good.key] and summary.failed == [bad.key]
+    assert not summary.interrupted and "KilledWorker" in summary.errors[bad.key]
+    (fail,) = store.read_failures()
+    assert fail.key == bad.key and fail.status == "killed" and "KilledWorker" in fail.error
+    assert comparable(store.read_results()[0]) == comparable(run_cell(good))
