@@ -104,9 +104,14 @@ def test_every_worker_killed_mid_grid(cluster, caches, tmp_path):
 
 
 def test_cell_exception_is_a_failure_and_exit_code_1(cluster, caches, tmp_path):
-    grid = small_grid(caches, name="bad-cell", seeds=(0,), splits=("test",),
-                      algorithms=[{"name": "kg", "k": [2], "params": {"max_parents": -1}},
-                                  {"name": "kg", "label": "kg-ok", "k": [2]}])
+    # the valid split's cache is damaged (read on a worker, when its cell runs): that
+    # cell raises, the test split's is stored
+    import shutil
+
+    shutil.copy(caches.format(split="test"), tmp_path / "nltcs-test.jkl.gz")
+    (tmp_path / "nltcs-valid.jkl.gz").write_bytes(b"not a cache")
+    grid = small_grid(str(tmp_path / "nltcs-{split}.jkl.gz"), name="bad-cell", seeds=(0,),
+                      splits=("valid", "test"), algorithms=[{"name": "kg", "k": [2]}])
     gfile = tmp_path / "grid.yaml"
     gfile.write_text(json.dumps(grid.model_dump(mode="json")))
     res = tmp_path / "res"
@@ -119,5 +124,6 @@ def test_cell_exception_is_a_failure_and_exit_code_1(cluster, caches, tmp_path):
                                   "--no-progress", "--no-report"])
     assert r.exit_code == 1, r.output
     (fail,) = ResultStore(res).read_failures()
-    assert f"failed {fail.key}: InvalidConfigError" in r.output and "max_parents" in r.output
+    assert fail.split == "valid" and f"failed {fail.key}: " in r.output
+    assert "nltcs-valid.jkl.gz" in r.output
     assert "1 computed, 1 failed" in r.output

@@ -407,7 +407,7 @@ def test_a_cell_that_kills_its_worker_is_a_killed_failure(caches, tmp_path):
                       algorithms=[{"name": "kg", "k": [2]}])
     good, bad = expand_grid(grid)
     store = ResultStore(tmp_path)
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), \
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
             connect(workers=1, announce=False, dashboard=False) as client:
         # the good cell first (cost: seed 0 highest), so that no death hits it
         summary = run_cells(client, [good, bad], store, cache_path=lambda c: None,
