@@ -149,6 +149,11 @@ class AlgorithmConfig(_Model):
     def _declared(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
         return declared_params(v, info, "name")
 
+    @field_validator("k")
+    @classmethod
+    def _distinct_k(cls, v: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        return None if v is None else _distinct(v, "treewidths")
+
     @model_validator(mode="after")
     def _k(self) -> AlgorithmConfig:
         if self.k is not None and not optimizer_info(self.name).takes_k:
@@ -356,6 +361,11 @@ class GridConfig(_Model):
         if not _SLUG.match(v):
             raise ValueError(f"{v!r} is not a valid grid name (letters, digits, _.+-)")
         return v
+
+    @field_validator("treewidths")
+    @classmethod
+    def _treewidths(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        return _distinct(v, "treewidths") if v else v
 
     @field_validator("seeds")
     @classmethod

@@ -141,6 +141,7 @@ def test_minimal_grid(tmp_path):
     (("  method: independence\n", "  method: independence\n  bogus: 1\n"),
      "cache.bogus", 7),
     (("    splits: [train]\n", "    splits: [train, train]\n"), "datasets[0].splits", 4),
+    (("    k: [2]\n", "    k: [2, 2]\n"), "algorithms[0].k", 10),
 ])
 def test_error_names_file_field_and_line(tmp_path, edit, field, line):
     p = _write(tmp_path, MINIMAL.replace(*edit))
@@ -152,6 +153,7 @@ def test_error_names_file_field_and_line(tmp_path, edit, field, line):
 
 @pytest.mark.parametrize("text, needle", [
     (MINIMAL.replace("    k: [2]\n", ""), "needs a treewidth"),
+    (MINIMAL.replace("    k: [2]\n", "") + "treewidths: [3, 3]\n", "duplicate treewidths"),
     (MINIMAL + "comparisons:\n  - {a: kg, b: kmax}\n", "'kmax'"),
     (MINIMAL.replace("  iterations: 10\n", "  seconds: 5\n  checkpoints: [1, 10]\n"),
      "go past the budget"),
