@@ -101,9 +101,12 @@ def infer_cmd(network: str, evidence: str, query: tuple[str, ...], mpe: bool,
     if mpe:
         res = eng.mpe(ev)
         lp = float(res.log_prob[0])
+        # impossible evidence has no most probable explanation: both null (the
+        # engines' assignment is then arbitrary, or -1 codes from likelihood weighting)
         out["mpe"] = {"log_prob": lp if math.isfinite(lp) else None,
                       "assignment": {net.names[v]: net.states[v][int(res.assignment[0, v])]
-                                     for v in range(net.n_vars)}}
+                                     for v in range(net.n_vars)} if math.isfinite(lp)
+                      else None}
     echo_json(out)
 
 

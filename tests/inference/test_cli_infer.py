@@ -72,6 +72,22 @@ def test_infer_default_query_and_approximate_fallback(asia, tmp_path):
     assert approx["marginals"]["tub"][asia.states[v][0]] == pytest.approx(truth[v][0], abs=0.02)
 
 
+@pytest.mark.parametrize("extra", [[], ["--memory-limit", "1e-9", "--approximate",
+                                          "--samples", "2000"]])
+def test_impossible_evidence_has_no_mpe(asia, extra):
+    """tub=yes with either=no (either is tub OR lung, a deterministic CPT): P(e) = 0 by
+    enumeration; the MPE's log-probability and assignment are both null (an arbitrary
+    assignment was printed beside a null log-probability)."""
+    ev = {"tub": "yes", "either": "no"}
+    assert brute_prob_evidence(asia, _ev(asia, ev)) == 0.0
+    res = CliRunner().invoke(main, ["infer", "asia", "-e", "tub=yes,either=no", "-q", "lung",
+                                    "--mpe", *extra])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["prob_evidence"] == 0.0 and out["log_prob_evidence"] is None
+    assert out["mpe"] == {"log_prob": None, "assignment": None}
+
+
 @pytest.mark.parametrize("args, message", [
     (["infer", "asia", "-e", "nosuch=1"], "unknown variable 'nosuch'"),
     (["infer", "asia", "-e", "asia=maybe"], "no state 'maybe'"),
