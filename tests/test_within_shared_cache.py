@@ -105,6 +105,31 @@ def test_cache_share_follows_the_stage_shares():
 
 
 @pytest.mark.dask
+def test_concurrent_calls_on_one_scheduler_keep_their_own_results(child_data):
+    """Two calls at once on one client, the same seed and no time limit, on different
+    data: each gets the serial result of its own data (their task keys were the seed and
+    the slice alone, so the second call could be handed the first's cache parts and
+    runs)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bnsl_dist.orchestrate.cluster import connect
+    from bnsl_dist.orchestrate.within import learn_in_time_distributed
+
+    other = sample(read_bif(bundled_path("bif/child.bif.gz")), 300, rng=12)
+    serial = [learn_in_time(d, None, n_seeds=2, base_seed=5, options=CAPS)
+              for d in (child_data, other)]
+    with connect(workers=2, announce=False, dashboard=False) as client, \
+            ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(lambda d: learn_in_time_distributed(client, d, None, 2, 5, CAPS),
+                             (child_data, other)))
+    for dist, ser in zip(runs, serial, strict=True):
+        assert dist["dag"] == ser["dag"]
+        assert [(r["seed"], r["score"]) for r in dist["runs"]] == \
+            [(r["seed"], r["score"]) for r in ser["runs"]]
+    assert serial[0]["runs"] != serial[1]["runs"]
+
+
+@pytest.mark.dask
 def test_dask_shared_cache_equals_serial_and_a_timed_run_uses_every_worker(child_data):
     """On 2 workers: with count caps the result is the serial one (same cache, same seeds'
     DAGs); with a time limit the cache is built in 2 slices and every seed searches it,

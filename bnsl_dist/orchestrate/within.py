@@ -89,6 +89,10 @@ def learn_in_time_distributed(client: Any, data: CategoricalData, time_limit: fl
         str(opts.get("search", "winasobs-ent")), opts.get("search_params"), polish))
     deadline = None if time_limit is None else t0 + float(time_limit) - margin
     data_f = client.scatter(data, broadcast=True, hash=False)
+    # what names this call's tasks: the scattered data's key is unique (hash=False), so
+    # two calls on one scheduler (the same seed, no time limit) never share a task key,
+    # which would hand one the other's results
+    run = (data_f.key, base_seed, deadline, opts)
     info = client.scheduler_info().get("workers", {})
     # one slice per worker thread, pinned to it (a worker of t threads takes t slices)
     slots = [w for w in sorted(info) for _ in range(int(info[w].get("nthreads", 1)))] or [None]
@@ -98,7 +102,7 @@ def learn_in_time_distributed(client: Any, data: CategoricalData, time_limit: fl
     cache_end = None if deadline is None else cache_deadline(deadline, opts)
     parts = _gather(client, [
         client.submit(explore_slice, data_f, part, cache_end, deadline, opts,
-                      key=task_key("within-cache", base_seed, i, deadline),
+                      key=task_key("within-cache", run, i),
                       workers=None if w is None else [w], allow_other_workers=True,
                       pure=False)
         for i, (part, w) in enumerate(zip(slices, slots, strict=False))],
@@ -108,13 +112,13 @@ def learn_in_time_distributed(client: Any, data: CategoricalData, time_limit: fl
         on_cache(cache)
     cache_info = cache_stage(cache, time.time() - t_cache, len(slices))
     cache_f = client.scatter(cache, broadcast=True, hash=False)
-    topic = None if on_progress is None else task_key("within-best", base_seed, deadline)
+    topic = None if on_progress is None else task_key("within-best", run)
     best: list[float] = []
     if topic is not None:
         client.subscribe_topic(topic, lambda event: best.append(float(event[1]["best"])))
     try:
         futures = [client.submit(_seed_task, data_f, deadline, base_seed, i, opts, cache_f,
-                                 topic, key=task_key("within", base_seed, i, deadline),
+                                 topic, key=task_key("within", run, i),
                                  pure=False)
                    for i in range(n_seeds)]
         runs = _gather(client, futures, f"search + polish: {n_seeds} seed(s) on "
