@@ -169,7 +169,10 @@ class JunctionTree:
         n_factors = [1 + len(node_kids[c]) + int((self.home == c).sum()) for c in range(nc)]
         need = sum(s * (8 + 4 * f) for s, f in zip(sizes, n_factors, strict=True))
         big = int(np.argmax(sizes)) if nc else 0
-        if nc and (need > memory_limit or sizes[big] >= 2**31 or self.n_entries >= 2**62):
+        # the index maps are int32: every separator entry (a message column) must fit
+        seps = sum(int(np.prod([int(ar[u]) for u in sp], dtype=object)) for sp in self.separators)
+        if nc and (need > memory_limit or sizes[big] >= 2**31 or seps >= 2**31
+                   or self.n_entries >= 2**62):
             names = ", ".join(net.names[u] for u in nodes[big][:12])
             more = "" if len(nodes[big]) <= 12 else ", ..."
             raise JunctionTreeTooLargeError(
