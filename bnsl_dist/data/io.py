@@ -398,7 +398,14 @@ def _combine(raws: Sequence[_Raw], arities: Sequence[int] | None,
                 codes[k][:, j] = r.cols[j]
             arity[j] = max(int(max(c[:, j].max() for c in codes)) + 1, 1)
             states.append(None)
-    declared = next((r.declared for r in raws if r.declared is not None), None)
+    decl = [r for r in raws if r.declared is not None]
+    declared = decl[0].declared if decl else None
+    for r in decl[1:]:  # the splits of one data set declare the same arities
+        assert declared is not None and r.declared is not None
+        if r.declared.shape == declared.shape and not np.array_equal(r.declared, declared):
+            j = int(np.flatnonzero(r.declared != declared)[0])
+            raise DataError(f"declares arity {r.declared[j]}, but {decl[0].path} declares "
+                            f"{declared[j]}", path=r.path, column=_colname(final_names, j))
     if arities is not None:
         declared = np.asarray(arities, dtype=np.int64)
     if declared is not None:

@@ -66,6 +66,20 @@ def test_dataset_splits_share_arities(tmp_path):
         ds["valid"]
 
 
+def test_dat_splits_declaring_other_arities_are_an_error(tmp_path):
+    """Two .dat splits of one data set that declare different arities: an error naming
+    the second file and the column (the first file's declaration was used silently);
+    equal declarations read, with the declared arities."""
+    a = _write(tmp_path, "train.dat", "x y\n2 3\n0 1\n1 2\n")
+    b = _write(tmp_path, "test.dat", "x y\n2 4\n0 0\n")
+    with pytest.raises(DataError, match=r"declares arity 4, but .*train.dat declares 3") as e:
+        read_dataset("toy", {"train": a, "test": b})
+    assert e.value.path == str(b) and "column 2 (y)" in str(e.value)
+    c = _write(tmp_path, "valid.dat", "x y\n2 3\n1 0\n")
+    ds = read_dataset("toy", {"train": a, "valid": c})
+    assert ds["train"].arities.tolist() == [2, 3] == ds["valid"].arities.tolist()
+
+
 def test_dataset_label_union(tmp_path):
     a = _write(tmp_path, "train.csv", "c\nred\nblue\n")
     b = _write(tmp_path, "test.csv", "c\ngreen\n")
