@@ -163,16 +163,22 @@ class Comparison:
 
 
 def _score_at(elapsed: Sequence[float], scores: Sequence[float], t: float) -> float:
+    """The best score found within ``t`` seconds; −inf when the run had found none."""
     best = -math.inf
     for e, s in zip(elapsed, scores, strict=False):
         if e <= t and s > best:
             best = s
-    return best if best > -math.inf else math.nan
+    return best
 
 
 def experiment_scores(frame: pd.DataFrame, at: float | None = None) -> pd.DataFrame:
     """One score per (grid, dataset, split, label, k): the median over seeds of each
-    run's best score (or its best within ``at`` seconds, from the anytime trace)."""
+    run's best score (or its best within ``at`` seconds, from the anytime trace).
+
+    A run that had found no network within ``at`` seconds counts as the worst run of
+    the median (−inf), not as a run that is not there: the median of the runs that
+    had found one would favour the label whose slow runs are left out. A median of
+    −inf (half the runs or more without a network) is NaN: no score."""
     if frame.empty:
         return pd.DataFrame(columns=["grid", "dataset", "split", "label", "k", "n_vars",
                                      "score"])
@@ -187,6 +193,7 @@ def experiment_scores(frame: pd.DataFrame, at: float | None = None) -> pd.DataFr
     out = (f.groupby(keys, dropna=False, sort=True)
            .agg(n_vars=("n_vars", "max"), score=("score", "median"))
            .reset_index())
+    out["score"] = out["score"].astype(float).replace(-math.inf, math.nan)
     return out
 
 

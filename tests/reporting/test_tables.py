@@ -110,6 +110,25 @@ def test_scores_at_checkpoint_from_trace():
     assert d.empty  # nothing found within 10 ms
 
 
+def test_checkpoint_median_counts_runs_without_a_network():
+    # at 1 s A's three runs stand at: nothing yet (its first network comes at 5 s), -90,
+    # -100; their median is -100 (the run with nothing is the worst), not the median
+    # -95 of the two runs that had one
+    rows = [_row("d", "train", "A", None, 0, 10, -80.0, elapsed=(5.0,), scores=(-80.0,)),
+            _row("d", "train", "A", None, 1, 10, -90.0, elapsed=(0.1,), scores=(-90.0,)),
+            _row("d", "train", "A", None, 2, 10, -100.0, elapsed=(0.1,), scores=(-100.0,)),
+            _row("d", "train", "B", None, 0, 10, -97.0, elapsed=(0.1,), scores=(-97.0,))]
+    d = paired_deltas(pd.DataFrame(rows), "A", "B", at=1.0)
+    assert d["score_a"].tolist() == [-100.0] and d["delta"].tolist() == [-3.0]
+    assert sign_test(d["delta"]).wins_b == 1  # B wins at 1 s (A was counted a win)
+    # at the end of the budget: -80, -90, -100 -> -90
+    assert paired_deltas(pd.DataFrame(rows), "A", "B")["delta"].tolist() == [7.0]
+    # with half the runs or more without a network there is no score: no pair
+    s = experiment_scores(pd.DataFrame(rows[:2] + rows[3:]), at=1.0)
+    assert math.isnan(float(s.loc[s["label"] == "A", "score"].iloc[0]))
+    assert paired_deltas(pd.DataFrame(rows[:2] + rows[3:]), "A", "B", at=1.0).empty
+
+
 def test_delta_table_by_size_by_hand():
     t = delta_table(paired_deltas(_frame(), "A", "B"), Comparison("A", "B", columns=("size",)))
     c = t.counts
