@@ -83,3 +83,23 @@ def test_text_is_fixed():
     f = pd.DataFrame({"a": ["x|y", ""], "b": ["1.50", "2"]})
     assert markdown_table(f) == "| a | b |\n|---|---|\n| x\\|y | 1.50 |\n|  | 2 |\n"
     assert csv_text(f) == "a,b\nx|y,1.50\n,2\n"
+
+
+def test_screening_sweep_keeps_treewidths_apart():
+    # a bounded learner (k-MAX) screened and unscreened at k = 2 and k = 4, two seeds:
+    # each (label, k) is its own row, over its own two seeds
+    scr = {"screening": {"epsilon": 0.1, "n_roots": 2, "seconds": 0.5, "roots": [0, 1]}}
+    recs = []
+    for k, base, screened in ((2, (-20.0, -22.0), (-21.0, -25.0)),
+                              (4, (-10.0, -12.0), (-11.0, -13.0))):
+        for seed in (0, 1):
+            recs.append(S.record("base", "kmax", base[seed], k=k, seed=seed))
+            recs.append(S.record("qds", "kmax", screened[seed], k=k, seed=seed, extra=scr))
+    f = screening_frame(records_to_table(recs).to_pandas())
+    # (the two treewidths were one row per label: 4 seeds, score mean -16 and -17.5)
+    assert f["seeds"].tolist() == [2, 2, 2, 2]
+    assert list(zip(f["label"], f["k"], f["score mean"], strict=True)) == [
+        ("base", 2, -21.0), ("qds", 2, -23.0), ("base", 4, -11.0), ("qds", 4, -12.0)]
+    assert f["score best"].tolist() == [-20.0, -21.0, -10.0, -11.0]
+    t = screening_table(records_to_table(recs).to_pandas())
+    assert t["label"].tolist() == ["base k=2", "qds k=2", "base k=4", "qds k=4"]
