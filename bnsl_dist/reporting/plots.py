@@ -124,7 +124,11 @@ def plot_anytime_summary(frame: pd.DataFrame, path: str | Path, *,
                          labels: Sequence[str] | None = None, title: str = "",
                          n_points: int = 60) -> Path:
     """Median over experiments of the relative gap to the best final score found by any
-    of ``labels`` in that experiment, against time (log–log); one curve per label."""
+    of ``labels`` in that experiment, against time (log–log); one curve per label.
+
+    An experiment is a data set, split and treewidth, as the ΔBIC tables pair them: the
+    runs of an unbounded label beside bounded ones belong to each treewidth's
+    experiment of their data set and split."""
     f = frame if labels is None else frame[frame["label"].isin(list(labels))]
     labs = sorted(f["label"].unique()) if labels is None else list(labels)
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
@@ -134,7 +138,8 @@ def plot_anytime_summary(frame: pd.DataFrame, path: str | Path, *,
     tmax = float(np.nanmax([max(t) if len(t) else 0.0 for t in f["trace_elapsed"]] + [1e-3]))
     grid_t = np.logspace(-3, math.log10(max(tmax, 1e-2)), n_points)
     keys = ["grid", "dataset", "split", "k"]
-    f = f.assign(k=f["k"].astype("Int64").astype(str))
+    f = _unbounded_beside_bounded(f.assign(k=f["k"].astype("Int64")))
+    f = f.assign(k=f["k"].astype(str))
     curves: dict[str, list[np.ndarray]] = {lab: [] for lab in labs}
     for _, g in f.groupby(keys, dropna=False):
         best = float(g["best_score"].max())
@@ -169,6 +174,22 @@ def plot_anytime_summary(frame: pd.DataFrame, path: str | Path, *,
     ax.set_title(title or "Anytime behaviour")
     ax.legend(fontsize=7)
     return save_figure(fig, path)
+
+
+def _unbounded_beside_bounded(f: pd.DataFrame) -> pd.DataFrame:
+    """``f`` with the rows of each label that has no treewidth repeated for every
+    treewidth of the other labels' rows of the same grid, data set and split, when some
+    labels have one and others not (as :func:`~bnsl_dist.reporting.tables.paired_deltas`
+    pairs an unbounded learner with each treewidth of a bounded one)."""
+    bounded = f.groupby("label")["k"].agg(lambda k: bool(k.notna().any()))
+    if bounded.all() or not bounded.any():
+        return f
+    unb = f[f["label"].isin(bounded.index[~bounded])]
+    ks = (f[f["label"].isin(bounded.index[bounded])][["grid", "dataset", "split", "k"]]
+          .dropna().drop_duplicates())
+    # (left: a run with no bounded counterpart stays its own experiment, as before)
+    rep = unb.drop(columns="k").merge(ks, on=["grid", "dataset", "split"], how="left")
+    return pd.concat([f[f["label"].isin(bounded.index[bounded])], rep], ignore_index=True)
 
 
 def plot_top_p(frame: pd.DataFrame, path: str | Path, *, title: str = "") -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from bnsl_dist.reporting.plots import plot_anytime, plot_anytime_summary, plot_delta_histogram
 
@@ -27,3 +28,26 @@ def test_plots_are_pngs(tmp_path):
               plot_anytime_summary(_frame(), tmp_path / "s.png", labels=["x", "y"])):
         assert p.read_bytes().startswith(PNG)
     assert sorted(q.name for q in tmp_path.iterdir()) == ["a.png", "empty.png", "h.png", "s.png"]
+
+
+def test_anytime_summary_pairs_unbounded_with_each_treewidth(tmp_path, monkeypatch):
+    # an unbounded ILP (final -10) beside TWILP at k = 2 (final -15) and k = 3 (-12):
+    # each treewidth's experiment has the ILP's -10 as its best final score, so TWILP
+    # ends 0.5 and 0.2 below it (median 0.35) and the ILP at 0 in both experiments
+    import bnsl_dist.reporting.plots as P
+
+    figs = []
+    monkeypatch.setattr(P, "save_figure", lambda fig, path, dpi=110: figs.append(fig) or path)
+
+    def row(label, k, score):
+        return {"grid": "g", "dataset": "d", "split": "train", "label": label, "k": k,
+                "seed": 0, "best_score": score, "budget_seconds": 10.0,
+                "trace_elapsed": [0.5], "trace_scores": [score]}
+
+    f = pd.DataFrame([row("ilp", None, -10.0), row("twilp", 2, -15.0),
+                      row("twilp", 3, -12.0)])
+    P.plot_anytime_summary(f, tmp_path / "s.png", labels=["ilp", "twilp"])
+    lines = {ln.get_label(): ln.get_ydata() for ln in figs[0].axes[0].get_lines()}
+    assert set(lines) == {"ilp (2 experiments)", "twilp (2 experiments)"}
+    assert lines["twilp (2 experiments)"][-1] == pytest.approx(0.35)
+    assert lines["ilp (2 experiments)"][-1] == pytest.approx(1e-9)  # drawn at the floor
