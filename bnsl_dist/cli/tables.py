@@ -130,7 +130,8 @@ def _comparison_plots(frame: pd.DataFrame, comps: list, out_dir: Path,
             sel = sub[(sub["dataset"] == top["dataset"]) & (sub["split"] == top["split"])
                       & sub["label"].isin([c.a, c.b])]
             if top["k"] is not None and str(top["k"]) not in ("<NA>", "nan"):
-                sel = sel[sel["k"] == int(top["k"])]
+                # an unbounded label's runs (no k) are in every treewidth's experiment
+                sel = sel[(sel["k"] == int(top["k"])) | sel["k"].isna()]
             kk = f", k={int(top['k'])}" if len(sel["k"].dropna()) else ""
             written.append(plot_anytime(
                 sel, out_dir / f"{c.name}.curve.png",

@@ -51,3 +51,22 @@ def test_anytime_summary_pairs_unbounded_with_each_treewidth(tmp_path, monkeypat
     assert set(lines) == {"ilp (2 experiments)", "twilp (2 experiments)"}
     assert lines["twilp (2 experiments)"][-1] == pytest.approx(0.35)
     assert lines["ilp (2 experiments)"][-1] == pytest.approx(1e-9)  # drawn at the floor
+
+
+def test_curve_of_unbounded_vs_bounded_shows_both(tmp_path, monkeypatch):
+    # the score-vs-time figure of the largest paired experiment of "unbounded" (ILP, no
+    # k) vs "twilp" (k = 2) on d1 draws both runs, not only the k = 2 one
+    import bnsl_dist.reporting.plots as P
+    from bnsl_dist.cli.tables import _comparison_plots
+    from bnsl_dist.reporting.tables import Comparison
+    from bnsl_dist.results import records_to_table
+    from tests.results import synthetic as S
+
+    drawn = []
+    monkeypatch.setattr(P, "plot_anytime",
+                        lambda sel, path, title="": drawn.append((sel, title)) or path)
+    frame = records_to_table(S.records()).to_pandas()
+    _comparison_plots(frame, [Comparison("unbounded", "twilp", columns=("k",), grid=S.GRID)],
+                      tmp_path, None)
+    (sel, title), = drawn
+    assert sorted(sel["label"]) == ["twilp", "unbounded"] and "k=2" in title
