@@ -86,7 +86,8 @@ class CategoricalData:
         ------
         DataError
             Negative or non-integer codes, codes not below the declared arities,
-            wrong shapes, more than 65,536 states.
+            wrong shapes, more than 65,536 states, a list of state labels whose length
+            is not the variable's arity.
         """
         arr = np.asarray(values)
         if arr.ndim != 2:
@@ -148,6 +149,10 @@ class CategoricalData:
             states_t = tuple(None if s is None else tuple(str(x) for x in s) for s in states)
             if len(states_t) != n_vars:
                 raise DataError("states given for the wrong number of variables", path=source)
+            for j, lab in enumerate(states_t):  # code k is labelled lab[k]: one per state
+                if lab is not None and len(lab) != ar[j]:
+                    raise DataError(f"{len(lab)} state labels for {ar[j]} states", path=source,
+                                    column=f"{j + 1} ({names_t[j]})")
         if mask is not None:
             mask = np.asfortranarray(mask)
             if not mask.any():
