@@ -105,11 +105,20 @@ class CategoricalData:
                 bad = np.argwhere(~np.isfinite(check) | (check != np.round(check)))[0]
                 raise DataError("non-integer code", path=source, line=int(bad[0]) + 1,
                                 column=int(bad[1]) + 1)
+            big = np.abs(check) >= 2.0**63  # no int64 holds it: the cast would wrap
+            if big.any():
+                bad = np.argwhere(big)[0]
+                raise DataError(f"code {check[tuple(bad)]:g} out of range", path=source,
+                                line=int(bad[0]) + 1, column=int(bad[1]) + 1)
             arr = check.astype(np.int64)
         elif arr.dtype.kind not in "iub":
             raise DataError(f"codes must be integers, got dtype {arr.dtype}", path=source)
         if mask is not None:
             arr = np.where(mask, 0, arr)
+        if arr.dtype.kind == "u" and arr.max() > np.iinfo(np.int64).max:  # would wrap
+            bad = np.argwhere(arr > np.iinfo(np.int64).max)[0]
+            raise DataError(f"code {arr[tuple(bad)]} out of range", path=source,
+                            line=int(bad[0]) + 1, column=int(bad[1]) + 1)
         if arr.dtype.kind == "i" and arr.size and arr.min() < 0:
             bad = np.argwhere(arr < 0)[0]
             raise DataError(f"negative code {arr[tuple(bad)]}", path=source,

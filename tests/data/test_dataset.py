@@ -37,3 +37,19 @@ def test_declared_arity_beyond_the_labels_of_a_csv_column_is_named(tmp_path):
     net = fit_cpts(DAG.from_parents([(), (0,)], ["A", "B"]), d, alpha=0.0)
     assert net.states == (("hi", "lo"), ("x", "y"))
     np.testing.assert_allclose(net.cpts[0], [[1 / 3, 2 / 3]])
+
+
+@pytest.mark.parametrize("values,arities", [
+    (np.array([[0, 1], [1, 2**63 + 5]], dtype=np.uint64), None),   # was code 5, arity 1
+    (np.array([[0, 1], [1, 2**63 + 5]], dtype=np.uint64), [2, 2]),  # was code 5, arity 2
+    (np.array([[0.0, 1.0], [1.0, 1e20]]), None),  # was "negative code -9223372036854775808"
+])
+def test_code_beyond_int64_is_out_of_range_on_its_row_and_column(values, arities):
+    """A code no int64 holds wrapped in the int64 cast: a uint64 code 2**63 + 5 was
+    stored as code 5 (uint8) under arity 1, silently."""
+    with pytest.raises(DataError, match="out of range") as exc:
+        CategoricalData.from_array(values, arities=arities, source="d.npy")
+    assert (exc.value.path, exc.value.line, exc.value.column) == ("d.npy", 2, 2)
+    masked = CategoricalData.from_array(values, arities=arities,
+                                        missing=[[False, False], [False, True]])
+    np.testing.assert_array_equal(masked.codes, [[0, 1], [1, 0]])
