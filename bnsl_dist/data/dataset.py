@@ -248,6 +248,17 @@ class Dataset:
             if d.names != first.names or not np.array_equal(d.arities, first.arities):
                 raise DataError(f"dataset {self.name!r}: split {split!r} disagrees on variables "
                                 "or arities with the others")
+        labels: dict[int, tuple[str, tuple[str, ...]]] = {}  # variable -> (split, labels)
+        for split, d in self.splits.items():  # a code must name the same state everywhere
+            for v, lab in enumerate(d.states or ()):
+                if lab is None:
+                    continue
+                if v not in labels:
+                    labels[v] = (split, lab)
+                elif labels[v][1] != lab:
+                    raise DataError(f"dataset {self.name!r}: split {split!r} labels the states "
+                                    f"of variable {d.names[v]!r} {lab}, split {labels[v][0]!r} "
+                                    f"{labels[v][1]}", path=d.source)
 
     def __getitem__(self, split: str) -> CategoricalData:
         try:

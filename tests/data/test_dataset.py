@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bnsl_dist.data import CategoricalData, read_data
+from bnsl_dist.data import CategoricalData, Dataset, read_data
 from bnsl_dist.exceptions import DataError
 from bnsl_dist.graph import DAG
 from bnsl_dist.model import fit_cpts
@@ -53,3 +53,20 @@ def test_code_beyond_int64_is_out_of_range_on_its_row_and_column(values, arities
     masked = CategoricalData.from_array(values, arities=arities,
                                         missing=[[False, False], [False, True]])
     np.testing.assert_array_equal(masked.codes, [[0, 1], [1, 0]])
+
+
+def test_splits_must_agree_on_state_labels():
+    """Splits read one by one map labels to codes each in its own sorted order; with as
+    many states in each, Dataset accepted them, and code 0 meant "a" in train and "b" in
+    test (a test log-likelihood then scores other states than the ones learned)."""
+    tr = CategoricalData.from_array([[0, 0], [1, 1]], names=["A", "B"],
+                                    states=[("a", "b"), ("x", "y")])
+    te = CategoricalData.from_array([[0, 1], [1, 0]], names=["A", "B"],
+                                    states=[("a", "b"), ("b", "c")])
+    with pytest.raises(DataError, match=r"split 'test'.*variable 'B'.*\('b', 'c'\)"):
+        Dataset("d", {"train": tr, "test": te})
+    same = CategoricalData.from_array([[1, 1]], names=["A", "B"],
+                                      states=[("a", "b"), ("x", "y")])
+    unlabelled = CategoricalData.from_array([[1, 1]], names=["A", "B"], arities=[2, 2])
+    ds = Dataset("d", {"train": tr, "valid": same, "test": unlabelled})
+    assert ds["valid"].states == tr.states
