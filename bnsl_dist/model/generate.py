@@ -1,8 +1,9 @@
 """Seeded random Bayesian networks: the project's stand-in for BNgenerator.
 
 A random topological order is drawn first. The variable at position ``t`` of the order
-gets an in-degree ``d`` uniform on ``0 .. min(max_indegree, t)`` and ``d`` distinct
-parents among its ``t`` predecessors, at log-uniform distances back in the order
+gets an in-degree ``d = min(u, t)``, ``u`` uniform on ``0 .. max_indegree`` (so the
+first ``max_indegree`` variables of the order take their largest in-degree more often
+than the others), and ``d`` distinct parents among its ``t`` predecessors, at log-uniform distances back in the order
 (``P(distance = k)`` roughly proportional to ``1/k``), so that most arcs are local —
 as in the sparse, locally connected graphs BNgenerator produces — with a long tail of
 distant ones. Arities are uniform on ``arity_range``; every CPT row is an independent

@@ -55,7 +55,9 @@ def sample(net: BayesianNetwork, n_samples: int,
     Raises
     ------
     DataError
-        ``n_samples`` < 1, or a bad ``rng``.
+        ``n_samples`` < 1.
+    InvalidConfigError
+        A bad ``rng`` (from :func:`~bnsl_dist._rng.as_rng`).
 
     References
     ----------
