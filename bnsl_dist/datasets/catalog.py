@@ -134,6 +134,13 @@ class RandomNetwork(_Model):
     max_parent_configs: Annotated[int, Field(gt=0)] | None = None
     seed: Annotated[int, Field(ge=0)]
 
+    @field_validator("arity_range")
+    @classmethod
+    def _ordered(cls, v: tuple[int, int]) -> tuple[int, int]:
+        if v[0] > v[1]:
+            raise ValueError(f"arity_range [{v[0]}, {v[1]}]: the lower end is above the upper")
+        return v
+
 
 DatasetSpec = Annotated[FilesDataset | SampledDataset, Field(discriminator="kind")]
 NetworkSpec = Annotated[BifNetwork | RandomNetwork, Field(discriminator="kind")]

@@ -229,6 +229,8 @@ BAD_YAML = [
     ("collection: x\nnetworks:\n  n: {kind: bif, path: ../a.bif, sha256: " + "0" * 64 + "}\n",
      "networks.n.bif.path"),
     ("collection: x\nnetworks:\n  n: {kind: magic}\n", "networks.n"),
+    ("collection: x\nnetworks:\n  n: {kind: random, n_vars: 3, max_indegree: 1, seed: 0, "
+     "arity_range: [4, 2]}\n", "networks.n.random.arity_range"),
     ("collection: x\ndatasets:\n  a: {kind: sampled, network: nope, splits: {train: "
      "{n_samples: 5, seed: 1}}}\n", "datasets.a.network"),
     ("collection: x\nsources:\n  - url: https://example.org/static.csv\n", "sources.0.url"),
