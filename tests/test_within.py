@@ -176,3 +176,33 @@ def test_cli_time_limit_says_its_result_unless_quiet(tmp_path):
     r = CliRunner().invoke(main, ["learn", "nltcs", "--time-limit", "2", "-q", "-o",
                                   str(tmp_path / "q.json")])
     assert r.exit_code == 0 and r.stderr == "" and r.stdout == ""
+
+
+@pytest.mark.parametrize("limit", ["nan", "inf"])
+def test_cli_time_limit_must_be_finite(tmp_path, limit):
+    """click's FloatRange(min=0, min_open=True) lets nan and inf through: nan wrote a
+    result with ``"time_limit": NaN`` (not JSON) and the empty DAG, exit 0; inf ended in
+    an OverflowError traceback, exit 1. Both are one line, exit 2, nothing written."""
+    from click.testing import CliRunner
+
+    from bnsl_dist.cli import main
+
+    out = tmp_path / "r.json"
+    r = CliRunner().invoke(main, ["learn", "nltcs/test", "--time-limit", limit, "--serial",
+                                  "-o", str(out)])
+    text = r.output.strip()
+    assert r.exit_code == 2 and text.startswith("error:") and "--time-limit" in text
+    assert text.count("\n") == 0 and not out.exists()
+
+
+@pytest.mark.parametrize("limit", [math.nan, math.inf, 0.0, -1.0])
+def test_learn_in_time_rejects_a_limit_learn_within_rejects(child_data, limit):
+    """learn_in_time (and its Dask twin) builds the cache before learn_within checks the
+    limit: NaN gave a run of 1 ms stages, inf an OverflowError in the cache stage."""
+    from bnsl_dist.orchestrate.within import learn_in_time_distributed
+    from bnsl_dist.pipeline.within import learn_in_time
+
+    with pytest.raises(InvalidConfigError, match="time_limit"):
+        learn_in_time(child_data, limit)
+    with pytest.raises(InvalidConfigError, match="time_limit"):  # before any client call
+        learn_in_time_distributed(None, child_data, limit, 1)

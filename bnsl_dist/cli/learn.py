@@ -108,6 +108,7 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
     """Learn a Bayesian-network structure from DATA (a file, or a bundled or registered
     name such as nltcs, nltcs/test or asia-s5000) or from a score CACHE (.jkl), and
     write RESULT.json. --epsilon / --root-fraction screen the data first (qds)."""
+    import math
     import time
 
     from bnsl_dist._io import atomic_write_text
@@ -117,6 +118,9 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
     from bnsl_dist.pipeline.specs import DataRef
 
     started = time.time()
+    if time_limit is not None and not math.isfinite(time_limit):  # click takes nan, inf
+        raise InvalidConfigError(f"--time-limit must be a finite number of seconds, got "
+                                 f"{time_limit}")
     conn = pop_cluster_kwargs(options, serial)
     check_output_file(output, "--output")
     check_output_file(save_cache, "--save-cache")

@@ -17,6 +17,7 @@ from bnsl_dist.orchestrate.workers import register_warmup, task_key
 from bnsl_dist.pipeline.within import (
     cache_deadline,
     cache_stage,
+    check_time_limit,
     explore_slice,
     merge_in_time,
     run_in_time,
@@ -82,6 +83,7 @@ def learn_in_time_distributed(client: Any, data: CategoricalData, time_limit: fl
     ``on_progress`` hears, twice a second, the stage, the best score the seeds reported
     and the time left; ``on_cache`` gets the cache.
     """
+    check_time_limit(time_limit)
     t0 = time.time() if started is None else started
     opts = dict(options or {})
     polish = bool(opts.get("polish", True))

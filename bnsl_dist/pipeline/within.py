@@ -14,6 +14,7 @@ one per seed.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -22,17 +23,35 @@ import numpy as np
 
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.data.dataset import CategoricalData
+from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.pipeline.learn import SCHEMA_VERSION
 from bnsl_dist.pipeline.provenance import provenance
 from bnsl_dist.scores.local import LocalScorer
 from bnsl_dist.within import Progress, cache_from_lists, cache_share, explore_within, learn_within
 
 __all__ = ["run_in_time", "learn_in_time", "merge_in_time", "explore_slice", "shared_cache",
-           "cache_deadline", "cache_stage"]
+           "cache_deadline", "cache_stage", "check_time_limit"]
 
 #: learn_within's options that the cache stage reads.
 _CACHE_OPTIONS = ("max_indegree", "scores_per_variable", "candidate_limit",
                   "expand_dominated")
+
+
+def check_time_limit(time_limit: float | None) -> None:
+    """``time_limit`` is None or a positive, finite number of seconds (as
+    :func:`~bnsl_dist.within.learn_within` requires): checked before the cache stage,
+    where NaN would end every stage at once and infinity overflow.
+
+    Raises
+    ------
+    InvalidConfigError
+        Any other value.
+    """
+    if time_limit is not None and not (
+            isinstance(time_limit, (int, float)) and not isinstance(time_limit, bool)
+            and math.isfinite(time_limit) and time_limit > 0):
+        raise InvalidConfigError(f"time_limit must be a positive number of seconds, "
+                                 f"got {time_limit!r}")
 
 
 def cache_deadline(deadline: float, options: Mapping[str, Any],
@@ -117,6 +136,7 @@ def learn_in_time(data: CategoricalData, time_limit: float | None, n_seeds: int 
     split of :func:`learn_within`), each seed an equal share of what is left.
     ``time_limit=None``: bounded by ``options``' caps (reproducible; the same result as
     on any number of Dask workers). ``on_cache`` gets the cache once built."""
+    check_time_limit(time_limit)
     t0 = time.time() if started is None else started
     opts = dict(options or {})
     deadline = None if time_limit is None else t0 + float(time_limit)
