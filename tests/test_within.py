@@ -206,3 +206,51 @@ def test_learn_in_time_rejects_a_limit_learn_within_rejects(child_data, limit):
         learn_in_time(child_data, limit)
     with pytest.raises(InvalidConfigError, match="time_limit"):  # before any client call
         learn_in_time_distributed(None, child_data, limit, 1)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--score", "bdeu", "--ess", "0"], "ess"),  # was run with ess 1, exit 0
+    (["-k", "3"], "-k"),  # was ignored, exit 0 (without --time-limit: exit 2)
+])
+def test_cli_time_limit_checks_the_options_learn_checks(tmp_path, args, needle):
+    from click.testing import CliRunner
+
+    from bnsl_dist.cli import main
+
+    out = tmp_path / "r.json"
+    r = CliRunner().invoke(main, ["learn", "nltcs/test", "--time-limit", "2", "--serial",
+                                  *args, "-o", str(out)])
+    text = r.output.strip()
+    assert r.exit_code == 2 and text.startswith("error:") and needle in text
+    assert not out.exists()
+
+
+def test_cli_time_limit_runs_with_the_cache_options_given(tmp_path):
+    """--score/--ess/--max-indegree/--candidate-limit/--expand-dominated reach
+    learn_within (--expand-dominated was dropped), and the result is the naive BDeu
+    (ess 4) of its DAG, whose in-degree is at most 2."""
+    import json
+
+    from click.testing import CliRunner
+
+    from bnsl_dist.cli import main
+    from bnsl_dist.cli.data import load_data
+    from bnsl_dist.graph.dag import DAG
+    from tests.naive_scores import naive_bdeu
+
+    out = tmp_path / "r.json"
+    r = CliRunner().invoke(main, ["learn", "nltcs/test", "--time-limit", "2", "--serial",
+                                  "--score", "bdeu", "--ess", "4", "--max-indegree", "2",
+                                  "--candidate-limit", "5", "--expand-dominated", "true",
+                                  "-q", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    res = json.loads(out.read_text())
+    assert res["options"] == {"score": "bdeu", "ess": 4.0, "max_indegree": 2,
+                              "candidate_limit": 5, "expand_dominated": True}
+    data = load_data("nltcs/test")
+    dag = DAG.from_json_dict(res["dag"])
+    assert max(len(p) for p in dag.parents) <= 2
+    codes = np.asarray(data.codes)
+    naive = sum(naive_bdeu(codes, data.arities, v, list(p), 4.0)
+                for v, p in enumerate(dag.parents))
+    assert math.isclose(res["score"], naive, rel_tol=1e-10)

@@ -286,12 +286,18 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
     if given:
         raise InvalidConfigError(f"--time-limit sets every stage's budget itself: drop "
                                  f"{', '.join(given)}")
+    if options.get("k") is not None:
+        raise InvalidConfigError("-k: --time-limit searches with a cache optimizer, which "
+                                 "takes no treewidth bound")
     algorithm = options["algorithm"]
-    opts: dict[str, Any] = {"score": options.get("cache_score") or "bic",
-                            "ess": options.get("cache_ess") or 1.0,
-                            "max_indegree": options.get("cache_max_indegree")}
-    if options.get("cache_candidate_limit") is not None:
-        opts["candidate_limit"] = options["cache_candidate_limit"]
+    # the cache options, checked by CacheSpec as without --time-limit; those not given
+    # keep learn_within's defaults (expand_dominated: False there, True in CacheSpec)
+    given_opts = {k: options.get("cache_" + k) for k in ("candidate_limit",
+                                                           "expand_dominated")}
+    spec = cache_spec(options)
+    opts: dict[str, Any] = {"score": spec.score, "ess": spec.ess,
+                            "max_indegree": spec.max_indegree}
+    opts.update({k: getattr(spec, k) for k, v in given_opts.items() if v is not None})
     if ctx.get_parameter_source("algorithm") is not click.core.ParameterSource.DEFAULT:
         from bnsl_dist.search.base import optimizer_info
 
