@@ -340,6 +340,8 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
                     on_progress=progress.within if progress.enabled else None,
                     on_cache=built.append)
     out = Path(output)
+    # the limit asked for (serially learn_in_time got it less _SERIAL_MARGIN)
+    result["time_limit"] = float(time_limit)
     result["wall_seconds"] = time.time() - started
     atomic_write_text(out, json.dumps(result, indent=1) + "\n")
     if save_cache is not None:
