@@ -212,3 +212,19 @@ def test_learn_checkpoints_are_resolved_into_the_spec(runner, tmp_path):
     assert [c["budget"] for c in r["checkpoints"]] == [5, 50, 100]
     scores = [c["score"] for c in r["checkpoints"] if c["score"] is not None]
     assert scores == sorted(scores) and r["checkpoints"][-1]["score"] == r["score"]
+
+
+@pytest.mark.parametrize("args", [
+    ["-o", "{d}/net.bif", "--export", "bif"],  # the BIF was written over the result
+    ["-o", "{d}/r.json", "--save-cache", "{d}/r.json"],  # the cache over the result
+    ["-o", "{d}/r.json", "--save-cache", "{d}/r.bif", "--export", "bif"],
+])
+@pytest.mark.parametrize("budget", [["--iterations", "3"], ["--time-limit", "2"]])
+def test_learn_outputs_are_distinct_files(runner, tmp_path, args, budget):
+    """Each of --output, --save-cache and --export is its own file: one naming another's
+    was written over it (exit 0, the result JSON gone)."""
+    argv = [a.format(d=tmp_path) for a in args]
+    res = runner.invoke(main, ["learn", "nltcs/test", "--serial", *budget, *argv])
+    assert res.exit_code == 2, res.output
+    assert res.output.strip().startswith("error:") and "the same file as" in res.output
+    assert list(tmp_path.iterdir()) == []

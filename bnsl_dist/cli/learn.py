@@ -126,6 +126,7 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
     check_output_file(save_cache, "--save-cache")
     if export is not None:
         check_output_file(Path(output).with_suffix("." + export), "--export")
+    _check_distinct_outputs(output, save_cache, export)
     progress = _Progress(enabled=not quiet)
     if time_limit is not None:
         _learn_in_time(ctx, source, time_limit, started, conn, serial, seeds, base_seed,
@@ -192,6 +193,24 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
         _export(export, result.dag, None if data is None else load_data(data), out)
     if not quiet:
         _summary(result, out, source)
+
+
+def _check_distinct_outputs(output: str, save_cache: str | None, export: str | None) -> None:
+    """The result, the saved cache and the export are three files: one written over
+    another (``-o net.bif --export bif``, ``--save-cache`` the result's name) would
+    leave the last written alone."""
+    from bnsl_dist.exceptions import InvalidConfigError
+
+    seen = {Path(output).resolve(): "--output"}
+    for flag, path in (("--save-cache", save_cache),
+                       ("--export", None if export is None
+                        else Path(output).with_suffix("." + export))):
+        if path is None:
+            continue
+        p = Path(path).resolve()
+        if p in seen:
+            raise InvalidConfigError(f"{flag} {path}: the same file as {seen[p]}")
+        seen[p] = flag
 
 
 #: Exact scores per variable of the cache when the search budget is in iterations and the
