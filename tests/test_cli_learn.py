@@ -228,3 +228,18 @@ def test_learn_outputs_are_distinct_files(runner, tmp_path, args, budget):
     assert res.exit_code == 2, res.output
     assert res.output.strip().startswith("error:") and "the same file as" in res.output
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("source", ["{d}/none.csv", "sub/none.csv"])
+@pytest.mark.parametrize("cmd", [["learn", "--iterations", "2", "--serial"],
+                                 ["learn", "--time-limit", "2"], ["impute", "--serial"]])
+def test_a_data_file_that_is_not_there_is_named(runner, tmp_path, source, cmd):
+    """DATA that is neither a file nor NAME[/SPLIT] was read as NAME/SPLIT: ``/x/none.csv``
+    gave "name: String should have at least 1 character; split: 'x/none.csv' is not a
+    valid name", ``sub/none.csv`` "'sub': no such file, bundled or registered data set"."""
+    src = source.format(d=tmp_path)
+    out = tmp_path / "out"
+    res = runner.invoke(main, [cmd[0], src, *cmd[1:], "-o", str(out)])
+    text = res.output.strip()
+    assert res.exit_code == 2 and text.startswith("error:") and text.count("\n") == 0
+    assert src in text and "no such file" in text and not out.exists()

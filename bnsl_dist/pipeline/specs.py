@@ -64,13 +64,21 @@ class DataRef(Spec):
 
     @classmethod
     def parse(cls, source: str, missing: Literal["error", "mask"] = "error") -> DataRef:
-        """A command-line DATA argument: a file, ``NAME`` or ``NAME/SPLIT``."""
+        """A command-line DATA argument: a file, ``NAME`` or ``NAME/SPLIT``.
+
+        Raises
+        ------
+        DataError
+            ``source`` is no file and cannot be ``NAME[/SPLIT]`` (e.g. ``/x/y.csv``).
+        """
         p = Path(source)
         if p.exists():
             stem = p.name.split(".")[0] or "data"
             return make(cls, name=stem if _SLUG.match(stem) else "data",
                         path=str(p.resolve()), missing=missing)
         name, _, split = source.partition("/")
+        if not _SLUG.match(name) or (split and not _SLUG.match(split)):
+            raise DataError("no such file", path=source)  # a path, not NAME[/SPLIT]
         return make(cls, name=name, split=split or "train", missing=missing)
 
     @property
@@ -96,8 +104,12 @@ class DataRef(Spec):
                 raise DataError("no such file", path=f)
             return
         if self.name not in dataset_names():
-            raise DataError(f"{self.name!r}: no such file, bundled or registered data set "
-                            f"(see `bnsl-dist data list`)")
+            if self.split == "train":
+                raise DataError(f"{self.name!r}: no such file, bundled or registered data "
+                                f"set (see `bnsl-dist data list`)")
+            raise DataError(f"'{self.name}/{self.split}': no such file, nor is "
+                            f"{self.name!r} a bundled or registered data set (see "
+                            f"`bnsl-dist data list`)")
 
     def describe(self) -> str:
         return f"{self.name}/{self.split}"
