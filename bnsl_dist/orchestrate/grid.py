@@ -396,7 +396,8 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
 
     Only a cell's own exception makes a failure record, status ``killed`` when its
     workers died under it as often as the scheduler allows (``KilledWorker``: e.g. an
-    out-of-memory kill). A cell the infrastructure cut off (cancelled, lost with the
+    out-of-memory kill; a cell waiting on such a worker counts those deaths too, so a
+    healthy one can share the status, and a rerun retries it like any failure). A cell the infrastructure cut off (cancelled, lost with the
     scheduler) is counted as interrupted and left for a rerun; when the scheduler is
     lost, or no worker is left for ``no_worker_timeout`` seconds (counted once a worker
     has been seen: a batch cluster's jobs may queue before any worker joins), the remaining

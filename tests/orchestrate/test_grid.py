@@ -386,8 +386,10 @@ def dies_on_seed_1(cell, cache):
     """run_cell, but the cell of seed 1 kills its worker process (as an out-of-memory
     kill or a crash in native code would), every time it runs."""
     import os
+    import time
 
     if cell.seed == 1:
+        time.sleep(3.0)  # what ran before on this worker is gathered meanwhile
         os._exit(1)
     return run_cell(cell, cache)
 
@@ -407,12 +409,13 @@ def test_a_cell_that_kills_its_worker_is_a_killed_failure(caches, tmp_path):
                       algorithms=[{"name": "kg", "k": [2]}])
     good, bad = expand_grid(grid)
     store = ResultStore(tmp_path)
+    # the good cell first (cost: seed 0 highest); the bad one dies a while after it
+    # starts, so that the good result has left the worker by then
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
             connect(workers=1, announce=False, dashboard=False) as client:
-        # the good cell first (cost: seed 0 highest), so that no death hits it
         summary = run_cells(client, [good, bad], store, cache_path=lambda c: None,
                             run=dies_on_seed_1, cost=lambda c: -c.seed)
-    assert summary.computed == [good.key] and summary.failed == [bad.key]
+    assert summary.computed == [good.key] and summary.failed == [bad.key], summary
     assert not summary.interrupted and "KilledWorker" in summary.errors[bad.key]
     (fail,) = store.read_failures()
     assert fail.key == bad.key and fail.status == "killed" and "KilledWorker" in fail.error
