@@ -168,33 +168,22 @@ def _distribute_row_in_logs(c, b, base, base_off, idx, out_off, sep_off, sep_siz
 
 
 @nb.njit(cache=True, nogil=True)
-def _row_max(buf, off, size, b):
-    m = 0.0
-    for t in range(size):
-        if buf[off + t, b] > m:
-            m = buf[off + t, b]
-    return m
-
-
-@nb.njit(cache=True, nogil=True)
-def _rescale_row(buf, off, size, b, logz, track):
-    """Divide columns off..off+size of batch row b by their max; log of it to logz."""
-    m = _row_max(buf, off, size, b)
-    if m > 0.0:
-        inv = 1.0 / m
-        for t in range(size):
-            buf[off + t, b] *= inv
-        if track:
-            logz[b] += np.log(m)
-    elif track:
-        logz[b] = -np.inf
-
-
-@nb.njit(cache=True, nogil=True)
 def _rescale(buf, off, size, logz, track):
-    """:func:`_rescale_row` for every batch row."""
-    for b in range(buf.shape[1]):
-        _rescale_row(buf, off, size, b, logz, track)
+    """Divide columns off..off+size of every batch row by their max; log of it to logz."""
+    nb_ = buf.shape[1]
+    for b in range(nb_):
+        m = 0.0
+        for t in range(size):
+            if buf[off + t, b] > m:
+                m = buf[off + t, b]
+        if m > 0.0:
+            inv = 1.0 / m
+            for t in range(size):
+                buf[off + t, b] *= inv
+            if track:
+                logz[b] += np.log(m)
+        elif track:
+            logz[b] = -np.inf
 
 
 @nb.njit(cache=True, nogil=True)
@@ -230,12 +219,29 @@ def collect(mode, post, base, base_off, idx, out_off, sep_off, sep_size, msg_ptr
                 for b in range(nb_):
                     up[o, b] = max(up[o, b], tmp[b])
         for b in range(nb_):
-            if logz[b] > -np.inf and _row_max(up, so, ss, b) < TINY:
-                # underflow: this row again in logs (-inf, and a zero message, if none)
-                logz[b] += _collect_row_in_logs(mode, c, b, base, base_off, idx, out_off,
-                                                sep_off, sep_size, msg_ptr, msg_off, lam_ptr,
-                                                lam_var, lam_off, use_lam, lam, up)
-            _rescale_row(up, so, ss, b, logz, True)
+            m = 0.0
+            for t in range(ss):
+                if up[so + t, b] > m:
+                    m = up[so + t, b]
+            if m < TINY and logz[b] > -np.inf:  # underflow: this row again in logs
+                top = _collect_row_in_logs(mode, c, b, base, base_off, idx, out_off,
+                                           sep_off, sep_size, msg_ptr, msg_off, lam_ptr,
+                                           lam_var, lam_off, use_lam, lam, up)
+                if top == -np.inf:
+                    logz[b] = -np.inf
+                    continue
+                logz[b] += top
+                m = 0.0
+                for t in range(ss):
+                    if up[so + t, b] > m:
+                        m = up[so + t, b]
+            if m > 0.0:
+                inv = 1.0 / m
+                for t in range(ss):
+                    up[so + t, b] *= inv
+                logz[b] += np.log(m)
+            else:
+                logz[b] = -np.inf
 
 
 @nb.njit(cache=True, nogil=True)
