@@ -465,39 +465,6 @@ def _log_entry_row(c, s, base_val, idx, msg_ptr, msg_off, up):
 
 
 @nb.njit(cache=True, nogil=True)
-def _sparse_accumulate(mode, top, c, s0, nu, uj, cnt, base, b0, idx, msg_ptr, msg_off, so,
-                       oo, cv_var, cv_stride, arities, up):
-    """:func:`sparse_rows`: clique c's entries consistent with the row into its upward
-    message, each the product of its factors, or (``top`` finite) ``exp(log - top)``."""
-    s = s0
-    while s >= 0:
-        val = base[b0 + s]
-        if val != 0.0:
-            if top > -np.inf:
-                val = np.exp(_log_entry_row(c, s, val, idx, msg_ptr, msg_off, up) - top)
-            else:
-                for f in range(msg_ptr[c], msg_ptr[c + 1]):
-                    val *= up[idx[msg_off[f] + s]]
-            o = so + idx[oo + s]
-            if mode == MODE_SUM:
-                up[o] += val
-            elif val > up[o]:
-                up[o] = val
-        s = _advance(s, nu, uj, cnt, cv_var, cv_stride, arities)
-
-
-@nb.njit(cache=True, nogil=True)
-def _sparse_sep_max(s0, nsep, uj, cnt, idx, so, oo, cv_var, cv_stride, arities, up):
-    """:func:`sparse_rows`: the largest entry of the message consistent with the row."""
-    m = 0.0
-    s = s0
-    while s >= 0:
-        m = max(m, up[so + idx[oo + s]])
-        s = _advance(s, nsep, uj, cnt, cv_var, cv_stride, arities)
-    return m
-
-
-@nb.njit(cache=True, nogil=True)
 def sparse_rows(mode, want_x, post, pre, base, base_off, idx, out_off, sep_off, msg_ptr,
                 msg_off, cv_ptr, cv_var, cv_stride, cv_insep, arities, ev, up, uj, cnt,
                 logz, x):
@@ -538,9 +505,23 @@ def sparse_rows(mode, want_x, post, pre, base, base_off, idx, out_off, sep_off, 
             while s >= 0:
                 up[so + idx[oo + s]] = 0.0
                 s = _advance(s, nsep, uj, cnt, cv_var, cv_stride, arities)
-            _sparse_accumulate(mode, -np.inf, c, s0, nu, uj, cnt, base, b0, idx, msg_ptr,
-                               msg_off, so, oo, cv_var, cv_stride, arities, up)
-            m = _sparse_sep_max(s0, nsep, uj, cnt, idx, so, oo, cv_var, cv_stride, arities, up)
+            s = s0
+            while s >= 0:
+                val = base[b0 + s]
+                if val != 0.0:
+                    for f in range(msg_ptr[c], msg_ptr[c + 1]):
+                        val *= up[idx[msg_off[f] + s]]
+                    o = so + idx[oo + s]
+                    if mode == MODE_SUM:
+                        up[o] += val
+                    elif val > up[o]:
+                        up[o] = val
+                s = _advance(s, nu, uj, cnt, cv_var, cv_stride, arities)
+            m = 0.0
+            s = s0
+            while s >= 0:
+                m = max(m, up[so + idx[oo + s]])
+                s = _advance(s, nsep, uj, cnt, cv_var, cv_stride, arities)
             if m < TINY and lz > -np.inf:  # underflow (see TINY): the clique again in logs
                 top = -np.inf
                 s = s0
@@ -553,13 +534,27 @@ def sparse_rows(mode, want_x, post, pre, base, base_off, idx, out_off, sep_off, 
                 while s >= 0:
                     up[so + idx[oo + s]] = 0.0
                     s = _advance(s, nsep, uj, cnt, cv_var, cv_stride, arities)
-                m = 0.0
                 if top > -np.inf:
                     lz += top
-                    _sparse_accumulate(mode, top, c, s0, nu, uj, cnt, base, b0, idx, msg_ptr,
-                                       msg_off, so, oo, cv_var, cv_stride, arities, up)
-                    m = _sparse_sep_max(s0, nsep, uj, cnt, idx, so, oo, cv_var, cv_stride,
-                                        arities, up)
+                    s = s0
+                    while s >= 0:
+                        val = base[b0 + s]
+                        if val != 0.0:
+                            val = np.exp(_log_entry_row(c, s, val, idx, msg_ptr, msg_off, up)
+                                         - top)
+                            o = so + idx[oo + s]
+                            if mode == MODE_SUM:
+                                up[o] += val
+                            elif val > up[o]:
+                                up[o] = val
+                        s = _advance(s, nu, uj, cnt, cv_var, cv_stride, arities)
+                    m = 0.0
+                    s = s0
+                    while s >= 0:
+                        m = max(m, up[so + idx[oo + s]])
+                        s = _advance(s, nsep, uj, cnt, cv_var, cv_stride, arities)
+                else:
+                    m = 0.0
             if m > 0.0:
                 inv = 1.0 / m
                 s = s0
