@@ -308,7 +308,7 @@ def distribute(pre, base, base_off, idx, out_off, sep_off, sep_size, msg_ptr, ms
             _rescale(down, co, sep_size[ch], tmp, False)
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True, nogil=True, inline="always")
 def _trace_best(in_logs, c, b, s, base, b0, idx, msg_ptr, msg_off, lam_ptr, lam_var, lam_off,
                 use_lam, lam, up, j0, j1, cv_var, cv_stride, cv_insep, arities, cnt):
     """The first maximiser over the entries of clique c that extend entry s (its
