@@ -522,7 +522,9 @@ def sparse_rows(mode, want_x, post, pre, base, base_off, idx, out_off, sep_off, 
             while s >= 0:
                 m = max(m, up[so + idx[oo + s]])
                 s = _advance(s, nsep, uj, cnt, cv_var, cv_stride, arities)
-            if m < TINY and lz > -np.inf:  # underflow (see TINY): the clique again in logs
+            # underflow (see TINY): the clique again in logs, the loops above repeated
+            # inline (as helpers called per row and clique they slowed the common path)
+            if m < TINY and lz > -np.inf:
                 top = -np.inf
                 s = s0
                 while s >= 0:
