@@ -170,8 +170,9 @@ class JunctionTree:
         need = sum(s * (8 + 4 * f) for s, f in zip(sizes, n_factors, strict=True))
         big = int(np.argmax(sizes)) if nc else 0
         # the index maps are int32: every separator entry (a message column) must fit
-        seps = sum(int(np.prod([int(ar[u]) for u in sp], dtype=object)) for sp in self.separators)
-        if nc and (need > memory_limit or sizes[big] >= 2**31 or seps >= 2**31
+        sep_sizes = [int(np.prod([int(ar[u]) for u in sp], dtype=object))
+                     for sp in self.separators]
+        if nc and (need > memory_limit or sizes[big] >= 2**31 or sum(sep_sizes) >= 2**31
                    or self.n_entries >= 2**62):
             names = ", ".join(net.names[u] for u in nodes[big][:12])
             more = "" if len(nodes[big]) <= 12 else ", ..."
@@ -181,7 +182,7 @@ class JunctionTree:
                 f"largest clique has {len(nodes[big])} variables and a table of "
                 f"{sizes[big]:,} entries ({names}{more}), width {self.width}; use approximate "
                 f"inference (fallback='approximate') or a network of lower treewidth")
-        self._compile(sizes, node_kids)
+        self._compile(sizes, sep_sizes, node_kids)
 
     @classmethod
     def from_network(cls, net: BayesianNetwork, order: Sequence[int] | None = None,
@@ -190,15 +191,15 @@ class JunctionTree:
         return cls(net, order, **kwargs)
 
     # ------------------------------------------------------------------ building
-    def _compile(self, sizes: list[int], node_kids: list[list[int]]) -> None:
+    def _compile(self, sizes: list[int], sep_sizes: list[int],
+                 node_kids: list[list[int]]) -> None:
         net = self.net
         ar = net.arities
         n = net.n_vars
         nc = len(self.cliques)
         var_off = np.zeros(n + 1, dtype=np.int64)
         var_off[1:] = np.cumsum(ar)
-        sep_size = np.array([int(np.prod([int(ar[u]) for u in s], dtype=np.int64))
-                             for s in self.separators], dtype=np.int64)
+        sep_size = np.array(sep_sizes, dtype=np.int64)
         sep_off = np.zeros(nc, dtype=np.int64)
         if nc:
             sep_off[1:] = np.cumsum(sep_size)[:-1]
