@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,31 @@ from typing import IO
 
 from bnsl_dist.exceptions import DataError
 
-__all__ = ["atomic_write_text", "atomic_write_bytes", "atomic_writer", "open_text", "read_text"]
+__all__ = ["atomic_write_text", "atomic_write_bytes", "atomic_writer", "open_text", "read_text",
+           "is_plain_int", "is_plain_float", "all_plain"]
+
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+                    r"|[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
+
+
+def is_plain_int(tok: str) -> bool:
+    """``tok`` is an integer as files write one: ASCII digits with an optional sign. Python's
+    ``int`` also takes ``"1_5"`` (15) and non-ASCII digits, which no file format means."""
+    return _INT.fullmatch(tok) is not None
+
+
+def is_plain_float(tok: str) -> bool:
+    """``tok`` is a number as files write one (``float`` without the ``"1_5"`` and
+    non-ASCII-digit forms Python's own parser also takes)."""
+    return _FLOAT.fullmatch(tok) is not None
+
+
+def all_plain(toks: list[str]) -> bool:
+    """Quick screen for a token list already parsed by ``int``/``float``: none holds the
+    underscore or non-ASCII character that only Python's parsers accept."""
+    joined = "".join(toks)
+    return "_" not in joined and joined.isascii()
 
 
 def open_text(path: str | os.PathLike[str], newline: str | None = None) -> IO[str]:

@@ -27,7 +27,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from bnsl_dist._io import atomic_writer, read_text
+from bnsl_dist._io import all_plain, atomic_writer, is_plain_float, is_plain_int, read_text
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.exceptions import CacheFormatError
 
@@ -38,11 +38,9 @@ META_TAG = "# bnsl_dist:"
 
 
 def _parse_int(tok: str, what: str, src: str, line: int) -> int:
-    try:
-        return int(tok)
-    except ValueError:
-        raise CacheFormatError(f"{what} must be an integer, got {tok!r}", path=src,
-                               line=line) from None
+    if not is_plain_int(tok):
+        raise CacheFormatError(f"{what} must be an integer, got {tok!r}", path=src, line=line)
+    return int(tok)
 
 
 class _Fallback(Exception):
@@ -104,7 +102,7 @@ def _metadata_problem(stored: dict[str, Any]) -> str | None:
 
 
 def _is_index(tok: str) -> bool:
-    return tok.lstrip("-").isdigit()
+    return is_plain_int(tok) and tok[0] != "+"
 
 
 def _index_file(heads: list[str], stored: dict[str, Any] | None) -> bool:
@@ -257,6 +255,10 @@ def _read_fast(text: str, names: Sequence[str] | None, stored: dict[str, Any] | 
         raise _Fallback from None
     if np.any(sizes < 0) or not np.all(np.isfinite(scores)):
         raise _Fallback
+    if ("_" in text or not text.isascii()) and not all_plain(
+            [toks[0]] + [toks[p + 1] for p in var_pos]
+            + [toks[s + d] for s in set_starts for d in (0, 1)]):
+        raise _Fallback  # "1_5", non-ASCII digits: Python reads them, no file means them
     par_offsets = np.zeros(n_total + 1, dtype=np.int64)
     np.cumsum(sizes, out=par_offsets[1:])
     n_par = int(par_offsets[-1])
@@ -394,11 +396,10 @@ def _read_slow(text: str, names: Sequence[str] | None, stored: dict[str, Any] | 
             if len(toks) < 2:
                 raise CacheFormatError(f"expected '<score> <size> <parents...>', got "
                                        f"{' '.join(toks)!r}", path=src, line=sline)
-            try:
-                s = float(toks[0])
-            except ValueError:
+            if not is_plain_float(toks[0]):
                 raise CacheFormatError(f"score must be a number, got {toks[0]!r}", path=src,
-                                       line=sline) from None
+                                       line=sline)
+            s = float(toks[0])
             if not math.isfinite(s):
                 raise CacheFormatError(f"non-finite score {toks[0]!r}", path=src, line=sline)
             size = _parse_int(toks[1], "the parent-set size", src, sline)

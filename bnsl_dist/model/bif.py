@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from bnsl_dist._io import atomic_write_text
+from bnsl_dist._io import all_plain, atomic_write_text, is_plain_float
 from bnsl_dist.exceptions import BIFFormatError, DataError, NotADAGError
 from bnsl_dist.graph.dag import DAG
 from bnsl_dist.model.network import BayesianNetwork
@@ -136,8 +136,10 @@ def _numbers(sc: _Scanner, at: list[int], toks: list[str], count: int, what: str
     per_row = max(count // len(at), 1)
     try:
         vals = np.array([float(t) for t in toks], dtype=np.float64)
+        if not all_plain(toks):  # "1_5", non-ASCII digits: Python reads them, BIF does not
+            raise ValueError
     except ValueError:
-        i = next(i for i, t in enumerate(toks) if not _is_float(t))
+        i = next(i for i, t in enumerate(toks) if not is_plain_float(t))
         raise sc.error(f"{what}: {toks[i]!r} is not a number", at[i // per_row]) from None
     bad = ~np.isfinite(vals) | (vals < 0)
     if bad.any():
@@ -145,14 +147,6 @@ def _numbers(sc: _Scanner, at: list[int], toks: list[str], count: int, what: str
         raise sc.error(f"{what}: probabilities must be finite and non-negative, found "
                        f"{toks[i]!r}", at[i // per_row])
     return vals
-
-
-def _is_float(tok: str) -> bool:
-    try:
-        float(tok)
-    except ValueError:
-        return False
-    return True
 
 
 def _variable(sc: _Scanner, names: list[str], states: list[tuple[str, ...]],
@@ -180,7 +174,7 @@ def _variable(sc: _Scanner, names: list[str], states: list[tuple[str, ...]],
         sc.expect("[")
         n_at = sc.pos
         n_tok = sc.word("the number of states")
-        if not n_tok.isdigit() or int(n_tok) < 1:
+        if not (n_tok.isascii() and n_tok.isdigit()) or int(n_tok) < 1:
             raise sc.error(f"variable {name!r}: bad number of states {n_tok!r}", n_at)
         sc.expect("]")
         sc.expect("{")
@@ -258,7 +252,7 @@ def _probability(sc: _Scanner, states: list[tuple[str, ...]], index: dict[str, i
             for t, lut, rp in zip(toks, lookup, pr, strict=True):
                 k = lut.get(t)
                 if k is None:
-                    if t.isdigit() and int(t) < rp:  # states given by index
+                    if t.isascii() and t.isdigit() and int(t) < rp:  # states by index
                         k = int(t)
                     else:
                         raise sc.error(f"unknown parent state {t!r}", at)

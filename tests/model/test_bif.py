@@ -202,6 +202,10 @@ BAD = [
     ("(a1) 0.5, 0.5;", "(a1) 0.5, 0.5, 0.1;", 14, "expected 2 values, found 3"),
     ("(a1) 0.5, 0.5;", "(a1) 0.5, x;", 14, "'x' is not a number"),
     ("(a1) 0.5, 0.5;", "(a1) 0.5, -0.5;", 14, "non-negative"),
+    ("(a1) 0.5, 0.5;", "(a1) 0.5, 0_5;", 14, "'0_5' is not a number"),  # Python's 5.0
+    ("(a1) 0.5, 0.5;", "(a1) 0.5, \u0660.5;", 14, "is not a number"),  # Arabic-Indic 0
+    ("type discrete [ 2 ] { b0, b1 };", "type discrete [ \u0662 ] { b0, b1 };", 7,
+     "bad number of states"),
     ("(a1) 0.5, 0.5;", "(a1) 0.5, 0.4;", 14, "sums to 0.9"),
     ("(a1) 0.5, 0.5;", "(a0) 0.5, 0.5;", 14, "given twice"),
     ("(a1) 0.5, 0.5;", "", 12, "no row and there is no default"),
