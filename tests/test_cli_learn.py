@@ -214,6 +214,23 @@ def test_learn_checkpoints_are_resolved_into_the_spec(runner, tmp_path):
     assert scores == sorted(scores) and r["checkpoints"][-1]["score"] == r["score"]
 
 
+@pytest.mark.parametrize("budget,checkpoints,bad", [
+    (["--iterations", "3"], "2,2.5", "'2.5' is not a whole number"),  # was reported as 2
+    (["--iterations", "3"], "1_0", "'1_0' is not a positive number"),  # was 10
+    (["--seconds", "2"], "nan,1", "'nan' is not a positive number"),  # was dropped
+    (["--seconds", "2"], "0,1", "'0' is not a positive number"),
+    (["--iterations", "3"], "-1", "'-1' is not a positive number"),
+])
+def test_learn_refuses_checkpoints_it_cannot_report(runner, tmp_path, budget, checkpoints,
+                                                    bad):
+    out = tmp_path / "r.json"
+    res = runner.invoke(main, ["learn", WINE, "--serial", "-q", *budget, "--checkpoints",
+                               checkpoints, "-o", str(out)])
+    assert res.exit_code == 2, res.output
+    assert bad in res.output and "--checkpoints" in res.output
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("args", [
     ["-o", "{d}/net.bif", "--export", "bif"],  # the BIF was written over the result
     ["-o", "{d}/r.json", "--save-cache", "{d}/r.json"],  # the cache over the result

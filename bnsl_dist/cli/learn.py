@@ -14,6 +14,7 @@ atomically; a short summary goes to stderr.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -413,6 +414,7 @@ def _search_spec(params: tuple[str, ...], *, algorithm: str, k: int | None,
                  seconds: float | None, iterations: int | None, checkpoints: str | None,
                  **_: Any) -> Any:
     """The SearchSpec of the command line; default checkpoints resolved into it."""
+    from bnsl_dist._io import is_plain_float
     from bnsl_dist._spec import make
     from bnsl_dist.exceptions import InvalidConfigError
     from bnsl_dist.search.spec import BudgetSpec, SearchSpec
@@ -424,15 +426,21 @@ def _search_spec(params: tuple[str, ...], *, algorithm: str, k: int | None,
     if checkpoints is None:
         budget = BudgetSpec.with_default_checkpoints(seconds, iterations).model_dump()
     else:
-        try:
-            cps = sorted({float(x) for x in checkpoints.split(",") if x.strip()})
-        except ValueError:
-            raise InvalidConfigError(f"--checkpoints {checkpoints!r}: numbers expected") \
-                from None
+        toks = [x.strip() for x in checkpoints.split(",") if x.strip()]
+        bad = next((t for t in toks if not is_plain_float(t) or not 0 < float(t) < math.inf),
+                   None)
+        if bad is not None:
+            raise InvalidConfigError(f"--checkpoints {checkpoints!r}: {bad!r} is not a "
+                                     "positive number")
+        cps = sorted({float(t) for t in toks})
         if seconds is not None:
             budget["checkpoints"] = [c for c in cps if c < seconds] + [seconds]
         else:
             assert iterations is not None
+            frac = next((t for t in toks if not float(t).is_integer()), None)
+            if frac is not None:  # was truncated: 2.5 reported as 2
+                raise InvalidConfigError(f"--checkpoints {checkpoints!r}: {frac!r} is not a "
+                                         "whole number of iterations")
             budget["iteration_checkpoints"] = \
                 [int(c) for c in cps if c < iterations] + [iterations]
     return make(SearchSpec, algorithm=algorithm, k=k,
