@@ -1,24 +1,58 @@
 """The base of every spec model (YAML, library and CLI share them) and its error format.
 
-A spec is a frozen pydantic model that rejects unknown keys. :func:`make` validates
-keyword arguments into one and turns a validation error into one
-:class:`~bnsl_dist.exceptions.InvalidConfigError` naming each field.
+A spec is a frozen pydantic model that rejects unknown keys and booleans where a field
+takes none (:class:`NoBoolModel`). :func:`make` validates keyword arguments into one and
+turns a validation error into one :class:`~bnsl_dist.exceptions.InvalidConfigError`
+naming each field.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 from bnsl_dist.exceptions import InvalidConfigError
 
-__all__ = ["Spec", "make", "field_path", "error_lines"]
+__all__ = ["Spec", "NoBoolModel", "make", "field_path", "error_lines", "misplaced_bool"]
 
 
-class Spec(BaseModel):
+def _admits_bool(tp: Any) -> bool:
+    if tp is bool or tp is Any or tp is object:
+        return True
+    args = get_args(tp)
+    if get_origin(tp) is Annotated:
+        return _admits_bool(args[0])
+    if get_origin(tp) is Literal:
+        return any(isinstance(a, bool) for a in args)
+    return any(_admits_bool(a) for a in args if a is not Ellipsis)
+
+
+def misplaced_bool(value: Any, annotation: Any) -> bool:
+    """``value`` is a boolean (or a list holding one) for a type that admits none.
+    Pydantic's lax mode reads ``True`` as the integer 1 and the float 1.0, so a YAML
+    ``workers: true`` (or ``yes``, ``on``) was a worker count of 1."""
+    has = isinstance(value, bool) or (isinstance(value, list | tuple)
+                                      and any(isinstance(x, bool) for x in value))
+    return has and not _admits_bool(annotation)
+
+
+class NoBoolModel(BaseModel):
+    """A pydantic model whose numeric fields refuse booleans (see :func:`misplaced_bool`)."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool(cls, v: Any, info: ValidationInfo) -> Any:
+        field = cls.model_fields.get(info.field_name or "")
+        if field is not None and misplaced_bool(v, field.annotation):
+            raise ValueError(f"got the boolean {json.dumps(v)} where this field takes none "
+                             "(YAML reads true/false, yes/no, on/off as booleans)")
+        return v
+
+
+class Spec(NoBoolModel):
     """Frozen, unknown keys rejected; ``inf`` survives a JSON round trip (as the string
     "Infinity")."""
 

@@ -42,7 +42,7 @@ from pydantic import (
     model_validator,
 )
 
-from bnsl_dist._spec import field_path
+from bnsl_dist._spec import NoBoolModel, field_path
 from bnsl_dist.exceptions import BNSLError, InvalidConfigError
 from bnsl_dist.pipeline.specs import (
     BudgetSpec,
@@ -83,7 +83,7 @@ def _distinct(v: tuple[Any, ...], what: str) -> tuple[Any, ...]:
     return v
 
 
-class _Model(BaseModel):
+class _Model(NoBoolModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 

@@ -142,6 +142,13 @@ def test_minimal_grid(tmp_path):
      "cache.bogus", 7),
     (("    splits: [train]\n", "    splits: [train, train]\n"), "datasets[0].splits", 4),
     (("    k: [2]\n", "    k: [2, 2]\n"), "algorithms[0].k", 10),
+    # YAML booleans where a number is due: pydantic's lax mode read true as 1
+    (("  iterations: 10\n", "  iterations: true\n"), "budget.iterations", 12),
+    (("    k: [2]\n", "    k: [true]\n"), "algorithms[0].k", 10),
+    (("  scores_per_variable: 10\n", "  scores_per_variable: yes\n"),
+     "cache.scores_per_variable", 7),
+    (("    k: [2]\n", "    k: [2]\n    params: {max_parents: true}\n"),
+     "algorithms[0].params", 11),
 ])
 def test_error_names_file_field_and_line(tmp_path, edit, field, line):
     p = _write(tmp_path, MINIMAL.replace(*edit))
@@ -203,6 +210,20 @@ def test_bad_parameter_values_fail_where_the_grid_is_read(tmp_path, algorithm, n
     # the defaults are fine
     good = re.sub(r", params: \{[^}]*\}", "", algorithm)
     load_grid(_write(tmp_path, MINIMAL.replace("  - name: kg\n    k: [2]\n", f"  - {good}\n")))
+
+
+def test_booleans_only_where_a_field_takes_one():
+    """A boolean field still takes YAML's true/false; a numeric one refuses them,
+    in grids, clusters and the library's specs alike."""
+    from bnsl_dist._spec import make
+    from bnsl_dist.search.spec import BudgetSpec
+
+    assert ClusterConfig.model_validate({"kind": "local", "tls": False}).tls is False
+    with pytest.raises(ValueError, match="got the boolean true"):
+        ClusterConfig.model_validate({"kind": "local", "workers": True})
+    with pytest.raises(InvalidConfigError, match="budget.seconds: got the boolean false"):
+        make(BudgetSpec, seconds=False, prefix="budget")
+    assert make(BudgetSpec, seconds=2).seconds == 2.0  # an int is still a number
 
 
 def test_bad_yaml_and_missing_file(tmp_path):

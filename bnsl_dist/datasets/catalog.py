@@ -38,10 +38,18 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+)
 
 from bnsl_dist._io import atomic_write_bytes, open_text
 from bnsl_dist._json import json_digest
+from bnsl_dist._spec import NoBoolModel
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.data.io import read_data, read_dataset
 from bnsl_dist.data.registry import bundled_path
@@ -59,7 +67,7 @@ RECIPE_VERSION = 1
 
 
 # ---------------------------------------------------------------------------- models
-class _Model(BaseModel):
+class _Model(NoBoolModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
@@ -142,8 +150,17 @@ class RandomNetwork(_Model):
         return v
 
 
-DatasetSpec = Annotated[FilesDataset | SampledDataset, Field(discriminator="kind")]
-NetworkSpec = Annotated[BifNetwork | RandomNetwork, Field(discriminator="kind")]
+def _kind(v: Any) -> Any:
+    return v.get("kind") if isinstance(v, dict) else getattr(v, "kind", None)
+
+
+# Tagged by a callable, not Field(discriminator="kind"): pydantic allows no before-validator
+# (NoBoolModel's) on a discriminator field.
+_ByKind = Discriminator(_kind)
+DatasetSpec = Annotated[Annotated[FilesDataset, Tag("files")]
+                        | Annotated[SampledDataset, Tag("sampled")], _ByKind]
+NetworkSpec = Annotated[Annotated[BifNetwork, Tag("bif")]
+                        | Annotated[RandomNetwork, Tag("random")], _ByKind]
 
 
 class Collection(_Model):

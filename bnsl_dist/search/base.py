@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
+from bnsl_dist._spec import misplaced_bool
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.graph.dag import DAG
@@ -251,6 +252,13 @@ class OptimizerInfo:
     def _adapters(self) -> dict[str, TypeAdapter[Any]]:
         return {h.name: TypeAdapter(h.annotation) for h in self.hyperparameters}
 
+    def _valid(self, key: str, value: Any) -> bool:
+        try:
+            self._adapters[key].validate_python(value)
+        except ValidationError:
+            return False
+        return True
+
     def check_params(self, params: Mapping[str, Any], k: int | None = None) -> None:
         """Reject unknown names, values of the wrong type or that the optimizer's
         constructor refuses, and a missing or unexpected ``k`` (given apart from
@@ -270,12 +278,10 @@ class OptimizerInfo:
                 raise InvalidConfigError(
                     f"algorithm {self.name!r} has no parameter {key!r}; it takes "
                     f"{', '.join(sorted(known)) or 'none'}")
-            try:
-                self._adapters[key].validate_python(value)
-            except ValidationError:
+            if misplaced_bool(value, known[key].annotation) or not self._valid(key, value):
                 raise InvalidConfigError(
                     f"algorithm {self.name!r}: parameter {known[key].describe()}, got "
-                    f"{value!r}") from None
+                    f"{value!r}")
         missing = [h.name for h in known.values() if h.required and h.name not in params]
         if missing:
             raise InvalidConfigError(f"algorithm {self.name!r} needs {', '.join(missing)}")

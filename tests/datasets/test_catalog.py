@@ -234,6 +234,8 @@ BAD_YAML = [
     ("collection: x\ndatasets:\n  a: {kind: sampled, network: nope, splits: {train: "
      "{n_samples: 5, seed: 1}}}\n", "datasets.a.network"),
     ("collection: x\nsources:\n  - url: https://example.org/static.csv\n", "sources.0.url"),
+    ("collection: x\nnetworks:\n  n: {kind: random, n_vars: 3, max_indegree: 1, seed: yes}\n",
+     "networks.n.random.seed"),  # YAML's yes: pydantic read it as seed 1
     ("collection: [unclosed\n", "line"),
     ("- just a list\n", "mapping"),
 ]
