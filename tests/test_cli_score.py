@@ -39,6 +39,42 @@ def test_score_bic_and_bdeu(runner, tmp_path):
         naive_bdeu(d.codes, d.arities, 1, [0], 10.0), rel=1e-9)
 
 
+def _bdeu_by_sums(codes, arities, child, parent, ess):
+    """BDeu as sums of logs: lgamma(a + n) - lgamma(a) = sum_{i<n} log(a + i), exact to
+    rounding for any a (lgamma itself loses the difference when a is huge)."""
+    import math
+
+    import numpy as np
+
+    r, q = int(arities[child]), int(arities[parent])
+    a_j, a_jk = ess / q, ess / (q * r)
+    total = []
+    for j in range(q):
+        col = codes[codes[:, parent] == j, child]
+        total += [-math.log(a_j + i) for i in range(len(col))]
+        for k in range(r):
+            total += [math.log(a_jk + i) for i in range(int(np.sum(col == k)))]
+    return math.fsum(total)
+
+
+def test_bdeu_ess_is_accurate_up_to_its_bound_and_refused_beyond(runner, tmp_path):
+    """ess 1e308 printed NaN (lgamma overflows), 1e15 a score 2 nats off: up to the bound
+    (1e9) the score is the exact one, past it the option is refused."""
+    dag = _dag(tmp_path, {"X1": ["X0"]})
+    d = resolve_data("nltcs")
+    res = runner.invoke(main, ["score", "nltcs", "--dag", str(dag), "--score", "bdeu",
+                               "--ess", "1e9"])
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.output)["per_variable"]["X1"]
+    assert got == pytest.approx(_bdeu_by_sums(d.codes, d.arities, 1, 0, 1e9), abs=1e-5)
+    for ess in ("1e10", "1e308", "nan"):
+        res = runner.invoke(main, ["score", "nltcs", "--dag", str(dag), "--score", "bdeu",
+                                   "--ess", ess])
+        assert res.exit_code == 2, (ess, res.output)
+        assert res.output.startswith("error:") and "ess must be a positive number up to 1e+09" \
+            in res.output, res.output
+
+
 def test_score_reads_a_learn_result(runner, tmp_path):
     """The result of `bnsl-dist learn` scores as its DAG: the total equals the score the
     search reported (from the cache) and the naive BIC of each family."""

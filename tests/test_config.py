@@ -149,6 +149,8 @@ def test_minimal_grid(tmp_path):
      "cache.scores_per_variable", 7),
     (("    k: [2]\n", "    k: [2]\n    params: {max_parents: true}\n"),
      "algorithms[0].params", 11),
+    (("  method: independence\n", "  method: independence\n  score: bdeu\n  ess: 1.0e+10\n"),
+     "cache.ess", 8),  # past MAX_ESS: BDeu's scores lose their precision
 ])
 def test_error_names_file_field_and_line(tmp_path, edit, field, line):
     p = _write(tmp_path, MINIMAL.replace(*edit))

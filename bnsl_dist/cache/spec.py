@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
 from bnsl_dist._spec import Spec
+from bnsl_dist.scores.local import MAX_ESS
 
 __all__ = ["CacheSpec", "DEFAULT_SECONDS"]
 
@@ -48,7 +49,8 @@ class CacheSpec(Spec):
         default="independence", description="Independence selection or sequential "
         "exploration.")
     score: Literal["bic", "bdeu"] = Field(default="bic", description="Local score.")
-    ess: PositiveFloat = Field(default=1.0, description="BDeu equivalent sample size.")
+    ess: float = Field(default=1.0, gt=0, le=MAX_ESS, description="BDeu equivalent sample "
+                       "size.")
     max_indegree: int | None = Field(default=None, ge=0,
                                      description="Largest parent set (none: no limit).")
     seconds_per_variable: PositiveFloat | None = Field(
