@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from bnsl_dist._io import read_text
+from bnsl_dist._io import is_plain_int, read_text
 from bnsl_dist.data.dataset import MAX_STATES, CategoricalData, Dataset
 from bnsl_dist.exceptions import DataError, MissingValueError
 
@@ -67,6 +67,18 @@ def _base_suffix(path: Path) -> str:
 
 def _is_int(tok: str) -> bool:
     return bool(_INT_RE.match(tok))
+
+
+def _is_code(tok: str) -> bool:
+    """``tok`` is a state code as written: ASCII digits without a leading zero. Where a
+    file may hold labels, a column of other integer tokens ("01".."12", "-1", "+2") is one
+    of labels: read as codes, "01" became code 1 (written back as "1") and the arity the
+    largest value plus one, a state no row takes."""
+    return tok.isascii() and tok.isdigit() and (tok[0] != "0" or tok == "0")
+
+
+#: A token that :func:`_int_table` would read as an integer but is not a code as written.
+_NOT_CODE_RE = re.compile(r'(?:^|[,\s"])(?:\+|-0|0[0-9])', re.MULTILINE)
 
 
 def _records(buf: io.StringIO, comma: bool, first_line: int) -> Iterator[tuple[int, list[str]]]:
@@ -174,7 +186,7 @@ def _columns(table: list[_Factorized], lines: list[int] | None, *, spath: str,
     for j, (codes, uniq) in enumerate(table):
         present = [i for i, u in enumerate(uniq) if u not in MISSING_TOKENS]
         non_int = [i for i in present if not _is_int(uniq[i])]
-        if labels == "always" or (allow_labels and non_int):
+        if labels == "always" or (allow_labels and not all(_is_code(uniq[i]) for i in present)):
             cols.append(codes)
             label_sets.append(["" if u in MISSING_TOKENS else u for u in uniq])
             continue
@@ -250,8 +262,8 @@ def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: M
     else:
         allow_labels = labels == "always"
 
-    # Fast path: a clean integer table.
-    if labels != "always":
+    # Fast path: a clean integer table (where labels may be, of codes as written).
+    if labels != "always" and not (allow_labels and _NOT_CODE_RE.search(text, start)):
         arr = _int_table(buf, comma, width)
         if arr is not None:
             return _Raw(spath, names, declared, [arr[:, j] for j in range(width)],
@@ -352,7 +364,7 @@ def _parse(path: str | os.PathLike[str], header: bool | None, labels: LabelPolic
 def _label_order(labels: set[str]) -> list[str]:
     """Sorted labels ("", a missing cell's, left out); numerically when all are integers."""
     uniq = sorted(labels - {""})
-    if uniq and all(_is_int(u) for u in uniq):
+    if uniq and all(is_plain_int(u) for u in uniq):
         uniq.sort(key=int)
     return uniq
 
@@ -444,8 +456,10 @@ def read_data(path: str | os.PathLike[str], *, missing: MissingPolicy = "error",
     header : bool, optional
         Whether line 1 holds names; by default detected (a non-integer token).
     labels : {"auto", "never", "always"}
-        Whether tokens may be state labels: "auto" allows them in files with a header,
-        "always" maps every column's values to codes in sorted order.
+        Whether tokens may be state labels: "auto" allows them in files with a header
+        (a column of codes as written, digits without a leading zero, holds codes; any
+        other column labels, so "01".."12" stay themselves), "always" maps every
+        column's values to codes in sorted order.
     arities, names : sequence, optional
         Declared arities and names (otherwise taken from the file / max code + 1).
 
@@ -486,9 +500,9 @@ def write_csv(data: CategoricalData, path: str | os.PathLike[str], *, header: bo
         With ``labels``, a state that some row takes and that :func:`read_data` would
         not read back as itself: a missing-value token (:data:`MISSING_TOKENS`, e.g.
         the state ``NA`` of the bnlearn network pathfinder) or a label with white space
-        around it; or, in a column whose states (those rows take) are all integers, one
-        whose value is not its code (bnlearn's link labels states 1..4: read back, "1"
-        is code 1, the arity one more). Nothing is written; ``labels=False`` writes the
+        around it; or, in a column whose states (those rows take) are all codes as
+        written (digits, no leading zero), one whose value is not its code (bnlearn's
+        link labels states 1..4: read back, "1" is code 1, the arity one more). Nothing is written; ``labels=False`` writes the
         codes.
     """
     from bnsl_dist._io import atomic_write_text
@@ -500,7 +514,7 @@ def write_csv(data: CategoricalData, path: str | os.PathLike[str], *, header: bo
             lab = np.array(data.states[j], dtype=object)
             used = col if data.missing is None else col[~data.missing[:, j]]
             ks = np.unique(used).tolist()
-            if ks and all(_is_int(str(lab[k])) for k in ks):
+            if ks and all(_is_code(str(lab[k])) for k in ks):
                 # a column of integer tokens reads back as codes (their values; arity the
                 # largest plus one): only labels equal to their codes survive that
                 k = next((k for k in ks if int(str(lab[k])) != k), None)

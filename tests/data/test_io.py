@@ -181,6 +181,29 @@ def test_write_csv_refuses_integer_labels_other_than_their_codes(tmp_path):
     assert back.arities.tolist() == [3]
 
 
+def test_integer_tokens_other_than_codes_are_labels(tmp_path):
+    """In a file with a header, a column of "01".."12" was read as codes 1..12 of arity
+    13 (a state no row takes, in every score's penalty) and written back as "1".."12";
+    "-1" was an error. They are labels, in numeric order, and round-trip. A column of
+    codes as written (pigs' "0", "1", "2") stays codes, and a headerless file's integers
+    are codes as before."""
+    p = tmp_path / "m.csv"
+    p.write_text("month,sign,n\n01,-1,0\n12,+1,2\n02,-1,2\n")
+    d = read_data(p)
+    assert d.states == (("01", "02", "12"), ("-1", "+1"), None)
+    np.testing.assert_array_equal(d.codes, [[0, 0, 0], [2, 1, 2], [1, 0, 2]])
+    assert d.arities.tolist() == [3, 2, 3]
+    out = tmp_path / "o.csv"
+    write_csv(d, out)
+    assert out.read_text() == "month,sign,n\n01,-1,0\n12,+1,2\n02,-1,2\n"
+    plain = tmp_path / "c.csv"  # the fast path: a clean integer table after the header
+    plain.write_text("a,b\n0,10\n1,03\n")
+    assert read_data(plain).states == (None, ("03", "10"))
+    headerless = tmp_path / "h.csv"
+    headerless.write_text("01,2\n1,0\n")
+    np.testing.assert_array_equal(read_data(headerless).codes, [[1, 2], [1, 0]])
+
+
 @pytest.mark.parametrize("text,match,line,col", [
     ("0,1\n1,0,1\n", "expected 2 fields, found 3", 2, None),
     ("0,1\n1\n", "expected 2 fields, found 1", 2, None),
@@ -266,15 +289,17 @@ def test_content_hash_and_views():
 
 # ---------------------------------------------------------------- CSV as pandas reads it
 _INT = re.compile(r"^-?\d+$")
-_label = st.text(alphabet="abcXYZ019 ,;'\"\né", min_size=1, max_size=6).filter(
-    lambda s: s == s.strip() and s not in ("?", "NA") and not _INT.match(s))
+_CODE = re.compile(r"^(0|[1-9][0-9]*)$")  # a code as written; other integers are labels
+_label = st.text(alphabet="abcXYZ019 ,;'\"\né+-", min_size=1, max_size=6).filter(
+    lambda s: s == s.strip() and s not in ("?", "NA") and not _CODE.match(s))
+_name = _label.filter(lambda s: not _INT.match(s))  # a header is told by a non-integer
 
 
 @st.composite
 def _frames(draw):
     n_rows = draw(st.integers(1, 12))
     n_cols = draw(st.integers(1, 4))
-    names = draw(st.lists(_label, min_size=n_cols, max_size=n_cols, unique=True))
+    names = draw(st.lists(_name, min_size=n_cols, max_size=n_cols, unique=True))
     cols = {}
     for name in names:
         if draw(st.booleans()):
@@ -291,11 +316,13 @@ def _expected(df):
     codes, states = [], []
     for name in df.columns:
         col = df[name].to_numpy(dtype=str)
-        if all(_INT.match(v) for v in col):
+        if all(_CODE.match(v) for v in col):
             codes.append(col.astype(np.int64))
             states.append(None)
         else:
             order = sorted(set(col))
+            if all(re.match(r"^[+-]?[0-9]+$", v) for v in order):  # in numeric order
+                order.sort(key=int)
             codes.append(np.searchsorted(order, col))
             states.append(tuple(order))
     return np.column_stack(codes), states
@@ -339,7 +366,7 @@ def test_quoted_comma_bom_crlf(tmp_path):
 @pytest.mark.parametrize("text,line,col", [
     ("\ufeff0,1\r\n\"1\",0\r\n\r\n0,-1\r\n", 4, 2),
     ("\ufeff0,1\r\n\"1\",0\r\n0,x", 3, 2),
-    ('a,b\n"two\nlines",1\nz,-1\n', 4, "2 (b)"),
+    ('a,b\n"two\nlines",1\nz,?\n', 4, "2 (b)"),
     ("a,b\n\nx,1\ny,?\n", 4, "2 (b)"),
     ('a,"b\nc"\nx,1\ny,?\n', 4, "2 (b\nc)"),
 ])

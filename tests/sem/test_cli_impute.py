@@ -38,6 +38,29 @@ def test_impute_cli_serial(tmp_path):
     assert read_bif(net).n_vars == truth.n_vars
 
 
+def test_impute_cli_writes_zero_padded_states_as_they_were(tmp_path):
+    """A column of "01", "02", "10" came back as "1", "2", "10" (read as codes, arity 11);
+    the output holds the file's own tokens, observed cells verbatim, imputed ones from
+    the column's states."""
+    truth = sample(read_bif(bundled_path("bif/asia.bif.gz")), 400, np.random.default_rng(0))
+    masked = mask_mcar(truth, 0.1, np.random.default_rng(1))
+    src, out = tmp_path / "masked.csv", tmp_path / "done.csv"
+    write_csv(masked, src, labels=False)
+    lines = src.read_text().splitlines()
+    pad = [lines[0]] + [",".join("?" if t == "?" else f"0{int(t) + 1}" for t in ln.split(","))
+                        for ln in lines[1:]]
+    src.write_text("\n".join(pad) + "\n")
+    res = CliRunner().invoke(main, ["impute", str(src), "-k", "2", "--serial",
+                                    "--scores-per-variable", "30", "--search-iterations", "10",
+                                    "--max-iterations", "2", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    rows = [ln.split(",") for ln in out.read_text().splitlines()[1:]]
+    given = [ln.split(",") for ln in pad[1:]]
+    for g, r in zip(given, rows, strict=True):
+        for j, (a, b) in enumerate(zip(g, r, strict=True)):
+            assert b == a if a != "?" else b in {f"0{c + 1}" for c in range(truth.arities[j])}
+
+
 @pytest.mark.parametrize("args, needle", [
     (["--seconds-per-variable", "-1"], "seconds_per_variable"),
     (["--scores-per-variable", "0"], "scores_per_variable"),
