@@ -372,9 +372,12 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
         _export(export, result["dag"], data, out)
     if progress.summary:
         arcs = sum(len(v) for v in result["dag"]["parents"].values())
+        compiled = result.get("compile_seconds", 0.0)
+        note = (f" (+ {compiled:.1f} s compiling numba kernels: a first run; not counted)"
+                if compiled >= 0.05 else "")
         progress.console.print(f"best score {result['score']:.4f} ({arcs} arcs) in "
-                               f"{result['wall_seconds']:.1f} s of {time_limit:g} s -> {out}",
-                               soft_wrap=True)
+                               f"{result['wall_seconds']:.1f} s of {time_limit:g} s{note} "
+                               f"-> {out}", soft_wrap=True)
 
 
 #: ``learn --time-limit`` without a cluster option runs in its own process below this

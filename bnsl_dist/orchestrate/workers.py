@@ -15,15 +15,16 @@ same work gets the same key and different work never collides.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any
 
 from dask.base import tokenize
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from bnsl_dist.search.warmup import AlgorithmSpec, warm_up
+from bnsl_dist.search.warmup import AlgorithmSpec, compile_clock, warm_up
 
-__all__ = ["WarmupPlugin", "WarmupSpec", "register_warmup", "task_key"]
+__all__ = ["WarmupPlugin", "WarmupSpec", "register_warmup", "compiled_since", "task_key"]
 
 WarmupSpec = tuple[tuple[str, ...], tuple[AlgorithmSpec, ...]]
 
@@ -44,8 +45,21 @@ class WarmupPlugin(WorkerPlugin):
         self.spec = spec
 
     def setup(self, worker: Any) -> None:
-        found = warm_up(*self.spec)
+        with compile_clock() as clock:
+            found = warm_up(*self.spec)
         worker.bnsl_warmup_problems = {**getattr(worker, "bnsl_warmup_problems", {}), **found}
+        worker.bnsl_compiled = [*getattr(worker, "bnsl_compiled", []),
+                                (time.time(), clock.seconds)]
+
+
+def _compiled_since(since: float, dask_worker: Any) -> float:
+    return float(sum(s for end, s in getattr(dask_worker, "bnsl_compiled", ()) if end >= since))
+
+
+def compiled_since(client: Any, since: float) -> float:
+    """The most seconds a worker of ``client`` spent compiling kernels in warm-ups that
+    ended after ``since`` (a ``time.time()``; workers' clocks are taken to agree)."""
+    return max(client.run(_compiled_since, since).values(), default=0.0)
 
 
 def register_warmup(client: Any, *, cache_methods: Iterable[str] = (),

@@ -7,15 +7,21 @@ in about half a second (more for the first call of each), which a timed stage wo
 otherwise pay. :func:`bnsl_dist.within.learn_within` warms its stages here before it
 splits its time limit; the Dask drivers do it in every worker
 (:class:`bnsl_dist.orchestrate.workers.WarmupPlugin`).
+
+Compiling them (a fresh environment, an upgrade: numba's disk cache is empty) takes tens
+of seconds instead; :func:`compile_clock` measures that time, which a time limit does not
+count (loading from the disk cache counts: it is the same on every run).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["AlgorithmSpec", "algorithm_spec", "warm_up"]
+__all__ = ["AlgorithmSpec", "algorithm_spec", "warm_up", "CompileClock", "compile_clock"]
 
 #: (algorithm name, canonical JSON of its parameters, k or None)
 AlgorithmSpec = tuple[str, str, int | None]
@@ -84,3 +90,37 @@ def warm_up(cache_methods: Iterable[str] = (), algorithms: Iterable[AlgorithmSpe
         except Exception as exc:  # noqa: BLE001 - reported, never raised
             problems[name] = f"{type(exc).__name__}: {exc}"
     return problems
+
+
+@dataclass
+class CompileClock:
+    """Seconds numba spent compiling inside a :func:`compile_clock` block (set when the
+    block ends)."""
+
+    seconds: float = 0.0
+
+
+@contextmanager
+def compile_clock() -> Iterator[CompileClock]:
+    """Measure the time numba spends compiling in this process inside the block: its
+    outermost ``numba:compile`` events (a kernel's callees compile inside its event).
+    Loading machine code from numba's disk cache fires no such event, so a warm process
+    reads 0."""
+    from numba.core import event
+
+    clock = CompileClock()
+    with event.install_recorder("numba:compile") as rec:
+        try:
+            yield clock
+        finally:
+            depth, start, total = 0, 0.0, 0.0
+            for ts, ev in rec.buffer:
+                if ev.is_start:
+                    if depth == 0:
+                        start = ts
+                    depth += 1
+                elif depth > 0:
+                    depth -= 1
+                    if depth == 0:
+                        total += ts - start
+            clock.seconds = total

@@ -64,3 +64,66 @@ def test_utilisation_counts_threads_and_the_workers_span():
     s.threads = 4  # two workers of two threads: half the slots idle
     assert s.utilisation == 0.5 and s.to_dict()["threads"] == 4
     assert GridSummary(total=0, skipped=0).utilisation is None
+
+
+_KERNEL = """
+import numba
+
+@numba.njit(cache=True)
+def kernel(x):
+    return x * 3 + 1
+"""
+
+_MEASURE = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from bnsl_dist.search.warmup import compile_clock
+with compile_clock() as clock:
+    import cold_kernel
+    cold_kernel.kernel(2)
+print(json.dumps(clock.seconds))
+"""
+
+
+def test_compile_clock_counts_compiling_not_loading(tmp_path):
+    """In a process with an empty numba cache the kernel compiles (seconds > 0); the next
+    process loads it from the disk cache the first wrote: nothing to count."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "cold_kernel.py").write_text(_KERNEL)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"),
+           "PYTHONPATH": os.pathsep.join([str(Path(warmup.__file__).parents[2]),
+                                          os.environ.get("PYTHONPATH", "")])}
+    runs = [json.loads(subprocess.run([sys.executable, "-c", _MEASURE, str(tmp_path)],
+                                      env=env, check=True, capture_output=True,
+                                      text=True).stdout) for _ in range(2)]
+    assert runs[0] > 0 and runs[1] == 0.0
+    assert list((tmp_path / "numba").rglob("*.nbi"))  # the first run wrote the cache
+
+
+def test_compiled_since_reports_the_slowest_workers_recent_compiling():
+    """A warm-up's compiling (on each worker, with when it ended) is what a time limit
+    leaves out: the most any worker spent, counting warm-ups that ended since ``since``."""
+    import time
+
+    from distributed import Client, LocalCluster
+
+    from bnsl_dist.orchestrate.workers import compiled_since
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        now = time.time()
+        workers = sorted(client.scheduler_info()["workers"])
+
+        def mark(dask_worker, entries):
+            dask_worker.bnsl_compiled = entries[dask_worker.address]
+
+        client.run(mark, entries={workers[0]: [(now - 50, 9.0), (now, 1.5), (now + 1, 2.0)],
+                                  workers[1]: [(now, 3.0)]})
+        assert compiled_since(client, now - 10) == 3.5
+        assert compiled_since(client, now + 0.5) == 2.0
+        assert compiled_since(client, now + 5) == 0.0
