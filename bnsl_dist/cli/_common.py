@@ -37,14 +37,22 @@ _CLUSTER_OPTIONS = [
 ]
 
 
-def cluster_options(fn: F) -> F:
+def cluster_options(fn: F | None = None, *, workers_help: str | None = None) -> Any:
     """Add the cluster-connection options (``--workers``, ``--scheduler``,
     ``--scheduler-file``, ``--connect-timeout``, ``--tls-dir``); the command receives them
     as keyword arguments and passes :func:`cluster_kwargs` of them to
-    :func:`bnsl_dist.orchestrate.cluster.connect`."""
-    for opt in reversed(_CLUSTER_OPTIONS):
-        fn = opt(fn)
-    return fn
+    :func:`bnsl_dist.orchestrate.cluster.connect`. ``@cluster_options(workers_help=...)``
+    words ``--workers`` for a command that runs serially without a cluster option."""
+    opts = list(_CLUSTER_OPTIONS)
+    if workers_help is not None:
+        opts[0] = click.option("--workers", type=click.IntRange(min=1), default=None,
+                               help=workers_help)
+
+    def deco(f: F) -> F:
+        for opt in reversed(opts):
+            f = opt(f)
+        return f
+    return deco if fn is None else deco(fn)
 
 
 def _quiet_lost_connections() -> None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 import click
 
-from bnsl_dist.cli._checks import check_output_dir, check_output_file, check_scheduler_address
-from bnsl_dist.cli._common import echo_json
+from bnsl_dist.cli._checks import check_output_dir, check_output_file
+from bnsl_dist.cli._common import cluster_options, echo_json, pop_cluster_kwargs
 
 __all__ = ["cache_group"]
 
@@ -37,9 +38,7 @@ def cache_group() -> None:
               help="Independence selection: best singletons kept as candidate parents.")
 @click.option("--max-open", type=click.IntRange(min=1), default=None,
               help="Independence selection: open-list bound [min(n^3, 2^20)].")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Run on a local Dask cluster of N single-threaded workers.")
-@click.option("--scheduler", default=None, help="Run on the Dask scheduler at this address.")
+@cluster_options(workers_help="Run on a local Dask cluster of N single-threaded workers.")
 @click.option("--cache-dir", "cache_dir", type=click.Path(file_okay=False), default=None,
               help="With Dask: keep built caches here and reuse them.")
 @click.option("--no-comments", "no_comments", is_flag=True,
@@ -48,8 +47,8 @@ def cache_group() -> None:
               help="The .jkl file to write (.gz compresses); written atomically.")
 def build_cmd(data: str, method: str, score: str, ess: float, max_indegree: int | None,
               seconds: float | None, scores: int | None, candidate_limit: int,
-              max_open: int | None, workers: int | None, scheduler: str | None,
-              cache_dir: str | None, no_comments: bool, output: str) -> None:
+              max_open: int | None, cache_dir: str | None, no_comments: bool, output: str,
+              **options: Any) -> None:
     """Explore the parent sets of every variable of DATA (a file, or a name from
     `bnsl-dist data list`) and write the cache; print a JSON summary."""
     from bnsl_dist.cache import build_cache, write_jkl
@@ -59,26 +58,26 @@ def build_cmd(data: str, method: str, score: str, ess: float, max_indegree: int 
     if seconds is not None and scores is not None:
         raise InvalidConfigError("give either --seconds-per-variable or --scores-per-variable, "
                                  "not both")
-    if workers is not None and scheduler is not None:
-        raise InvalidConfigError("give either --workers or --scheduler, not both")
-    if cache_dir is not None and workers is None and scheduler is None:
-        raise InvalidConfigError("--cache-dir needs --workers or --scheduler")
+    conn = pop_cluster_kwargs(options)
+    on_dask = any(conn[k] is not None for k in ("workers", "scheduler", "scheduler_file"))
+    if cache_dir is not None and not on_dask:
+        raise InvalidConfigError("--cache-dir needs --workers, --scheduler or "
+                                 "--scheduler-file")
     check_output_file(output, "--output")
     check_output_dir(cache_dir, "--cache-dir")
-    check_scheduler_address(scheduler, "--scheduler")
     kwargs = dict(method=method, score=score, ess=ess, max_indegree=max_indegree,
                   seconds_per_variable=seconds, scores_per_variable=scores,
                   candidate_limit=candidate_limit, max_open=max_open,
                   progress=sys.stderr.isatty())
     d = load_data(data)
     t0 = time.perf_counter()
-    if workers is None and scheduler is None:
+    if not on_dask:
         cache = build_cache(d, **kwargs)  # type: ignore[arg-type]
     else:
         from bnsl_dist.orchestrate.cluster import connect
         from bnsl_dist.orchestrate.explore import build_cache_distributed
 
-        with connect(workers=workers, scheduler=scheduler, announce=True) as client:
+        with connect(**conn, announce=True) as client:
             cache = build_cache_distributed(client, d, cache_dir=cache_dir,
                                             **kwargs)  # type: ignore[arg-type]
     wall = time.perf_counter() - t0

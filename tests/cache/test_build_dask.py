@@ -119,3 +119,28 @@ def test_cli_build_on_a_local_cluster_fills_its_cache_dir(client, child, tmp_pat
     again = build_cache_distributed(client, local, scores_per_variable=40,
                                     cache_dir=tmp_path / "cd")
     assert again.meta["source"] == str(stored[0])
+
+
+def test_cli_build_reuses_a_running_cluster_through_its_scheduler_file(client, child,
+                                                                       tmp_path):
+    """`cluster start` prints ``--scheduler-file`` for later commands, cache build among
+    them (`bnsl-dist cluster --help`, README): cache build had no such option (exit 2,
+    "No such option '--scheduler-file'")."""
+    import json
+
+    from click.testing import CliRunner
+
+    from bnsl_dist.cli import main
+    from bnsl_dist.data import read_data
+
+    data = tmp_path / "child.csv"
+    write_csv(child.select(list(range(6))), data, header=True)
+    sched = tmp_path / "scheduler.json"
+    sched.write_text(json.dumps({"address": client.scheduler.address}))
+    res = CliRunner().invoke(main, ["cache", "build", str(data), "--scores-per-variable", "40",
+                                    "--scheduler-file", str(sched), "--connect-timeout", "30",
+                                    "--cache-dir", str(tmp_path / "cd"),
+                                    "-o", str(tmp_path / "a.jkl")])
+    assert res.exit_code == 0, res.output
+    assert len(list((tmp_path / "cd").glob("cache-*.jkl"))) == 1  # built on the cluster
+    _same(read_jkl(tmp_path / "a.jkl"), build_cache(read_data(data), scores_per_variable=40))

@@ -61,8 +61,9 @@ def test_build_without_comments_and_info(data_file, tmp_path):
 @pytest.mark.parametrize("args,msg", [
     (["--seconds-per-variable", "1", "--scores-per-variable", "5"], "not both"),
     (["--seconds-per-variable", "-1"], "'--seconds-per-variable': -1.0"),
-    (["--workers", "2", "--scheduler", "tcp://x:1"], "not both"),
+    (["--workers", "2", "--scheduler", "tcp://x:1"], "at most one of"),
     (["--cache-dir", "somewhere"], "--cache-dir needs"),
+    (["--scheduler-file", "none.json", "--workers", "2"], "at most one of"),
 ])
 def test_bad_options_are_one_line_exit_2(data_file, tmp_path, args, msg):
     out = tmp_path / "c.jkl"
