@@ -260,3 +260,40 @@ def test_a_data_file_that_is_not_there_is_named(runner, tmp_path, source, cmd):
     text = res.output.strip()
     assert res.exit_code == 2 and text.startswith("error:") and text.count("\n") == 0
     assert src in text and "no such file" in text and not out.exists()
+
+
+def test_cache_option_help_states_each_commands_defaults():
+    """The cache options' help gave CacheSpec's defaults for every command: `impute
+    --help` said --expand-dominated [True] where impute runs without (EXPAND_DOMINATED)
+    and --seconds-per-variable "no budget: 1" where it scales exact scores with the
+    data; `learn --help` left out --iterations' cache of 2,000 scores and --time-limit's
+    expand_dominated (learn_within's default)."""
+    import inspect
+
+    import click
+
+    from bnsl_dist.cache.spec import CacheSpec
+    from bnsl_dist.cli.learn import ITERATION_CACHE_SCORES
+    from bnsl_dist.sem.structural_em import (
+        CACHE_ROW_SCORES,
+        CACHE_SCORES_RANGE,
+        EXPAND_DOMINATED,
+    )
+    from bnsl_dist.within import learn_within
+
+    def helps(cmd):
+        return {p.opts[0]: p.help for p in main.commands[cmd].params
+                if isinstance(p, click.Option)}
+
+    imp, lrn = helps("impute"), helps("learn")
+    assert imp["--expand-dominated"].endswith(f"[{EXPAND_DOMINATED}]")
+    lo, hi = CACHE_SCORES_RANGE
+    assert f"[{CACHE_ROW_SCORES / 1e7:g}e7/rows within {lo:,}-{hi:,}]" \
+        in imp["--scores-per-variable"]
+    assert "no budget: 1" not in imp["--seconds-per-variable"]
+    within = inspect.signature(learn_within).parameters["expand_dominated"].default
+    assert lrn["--expand-dominated"].endswith(
+        f"[{CacheSpec().expand_dominated}; with --time-limit: {within}]")
+    assert f"[{ITERATION_CACHE_SCORES:,} with --iterations and no cache budget]" \
+        in lrn["--scores-per-variable"]
+    assert f"[{CacheSpec().candidate_limit}]" in imp["--candidate-limit"]  # the others stay

@@ -19,7 +19,7 @@ from bnsl_dist._spec import make
 from bnsl_dist.cache.spec import CacheSpec
 from bnsl_dist.search.qds import ScreeningSpec
 
-__all__ = ["cache_options", "screening_options", "cache_spec", "screening_spec",
+__all__ = ["cache_options", "cache_options_with", "screening_options", "cache_spec", "screening_spec",
            "parse_param"]
 
 F = Callable[..., Any]
@@ -43,17 +43,20 @@ def _click_type(annotation: Any) -> Any:
     return annotation if annotation in (int, float, str) else str
 
 
-def _options(model: type[BaseModel], prefix: str, skip: tuple[str, ...]) -> Callable[[F], F]:
+def _options(model: type[BaseModel], prefix: str, skip: tuple[str, ...],
+             helps: dict[str, str] | None = None) -> Callable[[F], F]:
     """One ``--option`` per field of ``model`` (default None: the model's applies),
-    passed to the command as ``{prefix}{field}``."""
+    passed to the command as ``{prefix}{field}``; ``helps`` replaces the help of fields
+    whose default the command sets itself."""
     def deco(fn: F) -> F:
         for name, info in reversed(list(model.model_fields.items())):
             if name in skip:
                 continue
             flag = _RENAMED.get(name, "--" + name.replace("_", "-"))
             default = "" if info.default is None else f" [{info.default}]"
+            text = (helps or {}).get(name, f"{info.description}{default}")
             fn = click.option(flag, prefix + name, type=_click_type(info.annotation),
-                              default=None, help=f"{info.description}{default}")(fn)
+                              default=None, help=text)(fn)
         return fn
     return deco
 
@@ -69,6 +72,12 @@ def _collect(model: type[BaseModel], prefix: str, kwargs: dict[str, Any]) -> dic
 
 
 cache_options = _options(CacheSpec, "cache_", ("path",))
+
+
+def cache_options_with(**helps: str) -> Callable[[F], F]:
+    """:data:`cache_options` with the help of some fields replaced: a command whose
+    defaults for them are not CacheSpec's says its own."""
+    return _options(CacheSpec, "cache_", ("path",), helps)
 screening_options = _options(ScreeningSpec, "screen_", ())
 
 

@@ -9,7 +9,7 @@ import click
 
 from bnsl_dist.cli._checks import check_bif_writable, check_output_file
 from bnsl_dist.cli._common import cluster_options, echo_json, pop_cluster_kwargs
-from bnsl_dist.cli._specs import cache_options, cache_spec
+from bnsl_dist.cli._specs import cache_options_with, cache_spec
 
 
 @click.command("impute")
@@ -32,7 +32,14 @@ from bnsl_dist.cli._specs import cache_options, cache_spec
 @click.option("--accumulate/--no-accumulate", default=False, show_default=True,
               help="Keep the earlier M-steps' parent sets (rescored) in each M-step's "
                    "cache; --no-accumulate: each cache is its own build, as in the paper.")
-@cache_options
+@cache_options_with(  # defaults of SEM-kMAX, not CacheSpec's (sem_cache_spec)
+    seconds_per_variable="Cache budget per variable in seconds (the paper's wall-clock "
+                         "protocol; default: the exact scores of --scores-per-variable).",
+    scores_per_variable="Cache budget per variable in exact scores (reproducible). "
+                        "[2.4e7/rows within 2,000-20,000]",
+    expand_dominated="Independence selection: expand sets that a subset one member "
+                     "smaller dominates (the paper; false spends the budget elsewhere). "
+                     "[False]")
 @click.option("--search-seconds", type=float, default=None,
               help="k-MAX budget per iteration in seconds (default: none, the iterations).")
 @click.option("--search-iterations", type=int, default=None,

@@ -23,7 +23,7 @@ import click
 from bnsl_dist.cli._checks import check_bif_writable, check_output_file
 from bnsl_dist.cli._common import cluster_options, pop_cluster_kwargs
 from bnsl_dist.cli._specs import (
-    cache_options,
+    cache_options_with,
     cache_spec,
     parse_param,
     screening_options,
@@ -92,7 +92,14 @@ def _summary(result: Any, out: Path, source: str) -> None:
                    "cluster's start would take much of it).")
 @cluster_options
 @click.option("--serial", is_flag=True, help="No Dask: build and search in this process.")
-@cache_options
+@cache_options_with(  # where learn's defaults are not CacheSpec's
+    seconds_per_variable="Cache budget per variable in seconds (independence with no "
+                         "budget: 1; with --iterations: --scores-per-variable's 2,000).",
+    scores_per_variable="Cache budget per variable in exact scores (reproducible) "
+                        "[2,000 with --iterations and no cache budget].",
+    expand_dominated="Independence selection: expand sets that a subset one member "
+                     "smaller dominates (the paper; false spends the budget elsewhere). "
+                     "[True; with --time-limit: False]")
 @screening_options
 @click.option("--save-cache", type=click.Path(dir_okay=False), default=None,
               help="Also write the built cache (.jkl or .jkl.gz).")
