@@ -164,5 +164,12 @@ def tables_cmd(source: str, out: str | None, at: float | None, no_plots: bool) -
     recs = load_records(src)
     if recs.table.num_rows == 0 and not recs.failures:
         raise InvalidConfigError(f"{source}: no results to tabulate")
-    for p in write_all_tables(recs, out_dir, at=at, plots=not no_plots):
+    written = write_all_tables(recs, out_dir, at=at, plots=not no_plots)
+    if not written:  # was exit 0 with nothing written or said (quickstart.yaml's grid)
+        labels = ", ".join(sorted(recs.frame()["label"].unique()))
+        raise InvalidConfigError(
+            f"{source}: no table applies: no ΔBIC comparison among the labels {labels} "
+            f"(give the grid comparisons: [{{a: LABEL, b: LABEL}}]), no failed cell, and "
+            f"no exact-solver, screening, inference or SEM results")
+    for p in written:
         click.echo(str(p))

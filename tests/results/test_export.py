@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -365,3 +366,51 @@ def test_cli_import(tmp_path):
     r = CliRunner().invoke(main, ["grid", "import", str(out), str(bad), "--results",
                                   str(tmp_path / "m")])
     assert r.exit_code != 0 and str(bad) in r.output and not (tmp_path / "m").exists()
+
+
+def _quickstart_store(root, *, grid_yaml=None):
+    """A results folder as `grid run configs/grids/quickstart.yaml` leaves it (two data
+    sets, hand-set scores), under the shipped grid (or ``grid_yaml``)."""
+    from bnsl_dist.config import load_grid
+    from bnsl_dist.results import ResultStore
+
+    yaml = grid_yaml or Path(__file__).resolve().parents[2] / "configs/grids/quickstart.yaml"
+    grid = load_grid(yaml)
+    st = ResultStore(root)
+    scores = {("d1", "asobs-ent"): -50.0, ("d1", "kmax"): -80.0,
+              ("d2", "asobs-ent"): -70.0, ("d2", "kmax"): -60.0}
+    for (dataset, label), score in scores.items():
+        k = 3 if label == "kmax" else None
+        st.write_result(dataclasses.replace(
+            S.record(label, label, score, dataset=dataset, k=k), grid=grid.name))
+    st.save_text(f"grids/{grid.name}.json", grid.model_dump_json(indent=1) + "\n")
+    return scores
+
+
+def test_cli_tables_of_the_quickstart_grid(tmp_path):
+    """configs/grids/quickstart.yaml says `bnsl-dist tables runs/quickstart` after its
+    run: its labels (asobs-ent, kmax) have none of the papers' default comparisons, so it
+    wrote nothing and said nothing (exit 0). The grid now names its comparison."""
+    import pandas as pd
+
+    scores = _quickstart_store(tmp_path / "res")
+    r = CliRunner().invoke(main, ["tables", str(tmp_path / "res"), "--no-plots"])
+    assert r.exit_code == 0, r.output
+    deltas = next((tmp_path / "res" / "tables").glob("*.deltas.csv"))
+    got = pd.read_csv(deltas).set_index("dataset")["delta"].to_dict()
+    assert got == {d: scores[(d, "asobs-ent")] - scores[(d, "kmax")] for d in ("d1", "d2")}
+
+
+def test_cli_tables_that_apply_to_nothing_say_so(tmp_path):
+    """Records with no comparison, failure or table of their kind: one error line naming
+    the labels and what to add (was exit 0 with nothing written)."""
+    grid = tmp_path / "g.yaml"
+    shipped = Path(__file__).resolve().parents[2] / "configs/grids/quickstart.yaml"
+    grid.write_text(shipped.read_text().split("comparisons:")[0])
+    _quickstart_store(tmp_path / "res", grid_yaml=grid)
+    r = CliRunner().invoke(main, ["tables", str(tmp_path / "res"), "--out",
+                                  str(tmp_path / "t")])
+    assert r.exit_code == 2
+    assert r.output.startswith("error:") and len(r.output.strip().splitlines()) == 1
+    assert "asobs-ent, kmax" in r.output and "comparisons" in r.output
+    assert not (tmp_path / "t").exists()
