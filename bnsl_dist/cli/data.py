@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import click
@@ -111,17 +110,12 @@ def sample_cmd(network: str, n_samples: int, seed: int, output: str, codes: bool
     """Forward-sample N rows from NETWORK (a BIF file, or a registered network name)."""
     import numpy as np
 
+    from bnsl_dist.cli.infer import load_network_arg
     from bnsl_dist.data.io import write_csv
-    from bnsl_dist.model.bif import read_bif
     from bnsl_dist.model.sampling import sample
 
     check_output_file(output, "--output")
-    if Path(network).exists():
-        net = read_bif(network)
-    else:
-        from bnsl_dist.datasets.catalog import load_network
-
-        net = load_network(network)
+    net = load_network_arg(network)  # a misspelt file is named as one
     data = sample(net, n_samples, np.random.default_rng(seed))
     write_csv(data, output, labels=not codes)
     click.echo(f"{output}: {data.n_samples} rows x {data.n_vars} variables")

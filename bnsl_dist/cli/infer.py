@@ -10,10 +10,10 @@ import click
 
 from bnsl_dist.cli._common import echo_json
 
-__all__ = ["infer_cmd", "loglik_cmd"]
+__all__ = ["infer_cmd", "loglik_cmd", "load_network_arg"]
 
 
-def _load_network(spec: str) -> Any:
+def load_network_arg(spec: str) -> Any:
     """A BIF file, or a network name from `bnsl-dist data list` (asia, alarm, r0, ...)."""
     from bnsl_dist.datasets.catalog import load_catalog, load_network
     from bnsl_dist.exceptions import DataError
@@ -77,7 +77,7 @@ def infer_cmd(network: str, evidence: str, query: tuple[str, ...], mpe: bool,
     network name) given --evidence; prints JSON."""
     from bnsl_dist.inference import as_evidence, parse_assignments
 
-    net = _load_network(network)
+    net = load_network_arg(network)
     ev = as_evidence(net, parse_assignments(evidence))
     eng = _engine(net, memory_limit, fallback, samples, seconds, seed)
     names = [q.strip() for qs in query for q in qs.split(",") if q.strip()]
@@ -126,7 +126,7 @@ def loglik_cmd(network: str, data: str, missing: str, memory_limit: float, fallb
     from bnsl_dist.cli.data import load_data
     from bnsl_dist.inference import align_data, log_likelihood
 
-    net = _load_network(network)
+    net = load_network_arg(network)
     d = load_data(data, missing=missing,  # type: ignore[arg-type]
                   hint="--missing mask accepts them", observed=False)
     engine = None

@@ -309,6 +309,8 @@ def test_cli_sample(tmp_path, root):
     res = runner.invoke(main, ["data", "sample", str(tmp_path / "none.bif"), "-n", "5",
                                "-o", str(tmp_path / "d.csv")])
     assert res.exit_code == 2 and not (tmp_path / "d.csv").exists()
+    # a misspelt file is named as a file, as by infer (was "no registered network")
+    assert f"{tmp_path / 'none.bif'}: no such file" in res.output
 
 
 @pytest.fixture()
