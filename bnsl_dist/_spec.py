@@ -80,19 +80,25 @@ def field_path(loc: Sequence[Any]) -> str:
     return out or "(top level)"
 
 
-def error_lines(exc: ValidationError, prefix: str = "") -> list[str]:
-    """One ``field: message`` per problem (``prefix`` prepended to each field)."""
+def error_lines(exc: ValidationError, prefix: str = "",
+                names: Mapping[str, str] | None = None) -> list[str]:
+    """One ``field: message`` per problem (``prefix`` prepended to each field; ``names``
+    renames a top-level field, ``""`` the model itself: a command line's options)."""
     out = []
     for err in exc.errors():
         loc = (*([prefix] if prefix else []), *err.get("loc", ()))
+        head = str(loc[0]) if loc else ""
+        if names and head in names:
+            loc = (names[head], *loc[1:])
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
         out.append(f"{field_path(loc)}: {msg}")
     return out
 
 
 def make(model: type[S], obj: Mapping[str, Any] | None = None, *, prefix: str = "",
-         **kwargs: Any) -> S:
-    """``model`` validated from ``obj`` and/or keywords.
+         names: Mapping[str, str] | None = None, **kwargs: Any) -> S:
+    """``model`` validated from ``obj`` and/or keywords (errors named as in
+    :func:`error_lines`).
 
     Raises
     ------
@@ -102,4 +108,4 @@ def make(model: type[S], obj: Mapping[str, Any] | None = None, *, prefix: str = 
     try:
         return model.model_validate({**(obj or {}), **kwargs})
     except ValidationError as exc:
-        raise InvalidConfigError("; ".join(error_lines(exc, prefix))) from None
+        raise InvalidConfigError("; ".join(error_lines(exc, prefix, names))) from None

@@ -297,3 +297,27 @@ def test_cache_option_help_states_each_commands_defaults():
     assert f"[{ITERATION_CACHE_SCORES:,} with --iterations and no cache budget]" \
         in lrn["--scores-per-variable"]
     assert f"[{CacheSpec().candidate_limit}]" in imp["--candidate-limit"]  # the others stay
+
+
+@pytest.mark.parametrize("cmd,args,named", [
+    ("learn", ["--ess", "0"], "--ess:"),  # was "ess: Input should be greater than 0"
+    ("learn", ["--max-indegree", "-1"], "--max-indegree:"),
+    ("learn", ["--cache-method", "sequential", "--candidate-limit", "0"],
+     "--candidate-limit:"),
+    ("learn", ["--root-fraction", "2"], "--root-fraction:"),
+    ("learn", ["--epsilon", "0.1", "--root-fraction", "0.5"], "--epsilon/--root-fraction:"),
+    ("learn", ["--algorithm", "kmax"], "-k: algorithm 'kmax' needs"),  # was "(top level)"
+    ("learn", ["--algorithm", "asobs", "-k", "2"], "-k: algorithm 'asobs' takes no"),
+    ("learn", ["--algorithm", "asobs-entt"], "--algorithm: unknown algorithm 'asobs-entt'"),
+    ("learn", ["--param", "foo=1"], "--param: algorithm 'asobs-ent' has no parameter 'foo'"),
+    ("learn", ["--time-limit", "5", "--ess", "0"], "--ess:"),
+    ("impute", ["--scores-per-variable", "0"], "--scores-per-variable:"),
+])
+def test_spec_errors_name_the_option_typed(runner, tmp_path, cmd, args, named):
+    """A value the spec models refuse is reported under its option (``--ess``), not the
+    model's field (``ess``, ``(top level)``)."""
+    out = tmp_path / "out"
+    res = runner.invoke(main, [cmd, "nltcs/test", *args, "-o", str(out)])
+    assert res.exit_code == 2, res.output
+    assert res.output.startswith(f"error: {named}"), res.output
+    assert not out.exists()

@@ -43,6 +43,16 @@ def _click_type(annotation: Any) -> Any:
     return annotation if annotation in (int, float, str) else str
 
 
+def _flag(name: str) -> str:
+    return _RENAMED.get(name, "--" + name.replace("_", "-"))
+
+
+def _flags(model: type[BaseModel], **more: str) -> dict[str, str]:
+    """Each field's option, for errors that name what the user typed (``--ess``, not
+    ``ess``); ``more``: other names (``""``: the model's own checks)."""
+    return {**{name: _flag(name) for name in model.model_fields}, **more}
+
+
 def _options(model: type[BaseModel], prefix: str, skip: tuple[str, ...],
              helps: dict[str, str] | None = None) -> Callable[[F], F]:
     """One ``--option`` per field of ``model`` (default None: the model's applies),
@@ -52,7 +62,7 @@ def _options(model: type[BaseModel], prefix: str, skip: tuple[str, ...],
         for name, info in reversed(list(model.model_fields.items())):
             if name in skip:
                 continue
-            flag = _RENAMED.get(name, "--" + name.replace("_", "-"))
+            flag = _flag(name)
             default = "" if info.default is None else f" [{info.default}]"
             text = (helps or {}).get(name, f"{info.description}{default}")
             fn = click.option(flag, prefix + name, type=_click_type(info.annotation),
@@ -83,13 +93,16 @@ screening_options = _options(ScreeningSpec, "screen_", ())
 
 def cache_spec(kwargs: dict[str, Any], **fixed: Any) -> CacheSpec:
     """The CacheSpec of the command line (options popped from ``kwargs``)."""
-    return make(CacheSpec, {**_collect(CacheSpec, "cache_", kwargs), **fixed})
+    return make(CacheSpec, {**_collect(CacheSpec, "cache_", kwargs), **fixed},
+                names=_flags(CacheSpec))
 
 
 def screening_spec(kwargs: dict[str, Any]) -> ScreeningSpec | None:
     """A ScreeningSpec when ``--epsilon`` or ``--root-fraction`` is given, else None."""
     given = _collect(ScreeningSpec, "screen_", kwargs)
-    return make(ScreeningSpec, given) if given else None
+    return make(ScreeningSpec, given,
+                names=_flags(ScreeningSpec, **{"": "--epsilon/--root-fraction"})) \
+        if given else None
 
 
 def parse_param(text: str) -> tuple[str, Any]:

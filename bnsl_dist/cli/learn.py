@@ -454,7 +454,9 @@ def _search_spec(params: tuple[str, ...], *, algorithm: str, k: int | None,
             budget["iteration_checkpoints"] = \
                 [int(c) for c in cps if c < iterations] + [iterations]
     return make(SearchSpec, algorithm=algorithm, k=k,
-                params=dict(parse_param(p) for p in params), budget=budget)
+                params=dict(parse_param(p) for p in params), budget=budget,
+                names={"algorithm": "--algorithm", "params": "--param", "k": "-k",
+                       "": "-k"})  # the model's own check is k's (registry_check)
 
 
 def _export(kind: str, dag_json: dict[str, Any], data: Any, out: Path) -> None:

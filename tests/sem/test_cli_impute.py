@@ -62,8 +62,8 @@ def test_impute_cli_writes_zero_padded_states_as_they_were(tmp_path):
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--seconds-per-variable", "-1"], "seconds_per_variable"),
-    (["--scores-per-variable", "0"], "scores_per_variable"),
+    (["--seconds-per-variable", "-1"], "--seconds-per-variable:"),
+    (["--scores-per-variable", "0"], "--scores-per-variable:"),
     (["-k", "0"], "-k"),
     (["--seed", "-1"], "--seed"),  # a traceback from numpy's SeedSequence, exit 1
 ])
