@@ -321,3 +321,21 @@ def test_spec_errors_name_the_option_typed(runner, tmp_path, cmd, args, named):
     assert res.exit_code == 2, res.output
     assert res.output.startswith(f"error: {named}"), res.output
     assert not out.exists()
+
+
+@pytest.mark.parametrize("algorithm,param", [
+    ("asobs-ent", "max_window=0"), ("asobs", "local_search=windw"),
+    ("winasobs", "sampler=bogus"), ("obs", "max_sweeps=0"), ("hc-tabu", "tabu_length=0"),
+    ("hc-tabu", "max_no_improve=0"), ("tabu-data", "start_fraction=1.5"),
+    ("tabu-data", "start=asobs-entt"), ("tabu-data", "ess=-1"),
+])
+def test_parameter_values_are_checked_before_any_data(runner, tmp_path, algorithm, param):
+    """README: the spec models check every parameter's value "before any data are read
+    or a cluster starts"; these were accepted and failed in each run, after the cache
+    build (on Dask, with the worker's traceback)."""
+    out = tmp_path / "r.json"
+    res = runner.invoke(main, ["learn", str(tmp_path / "absent.csv"), "--algorithm",
+                               algorithm, "--param", param, "--serial", "-o", str(out)])
+    assert res.exit_code == 2, res.output
+    assert res.output.startswith(f"error: --param: algorithm {algorithm!r}"), res.output
+    assert param.split("=")[0] in res.output and "absent.csv" not in res.output

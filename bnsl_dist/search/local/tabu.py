@@ -38,8 +38,8 @@ from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.graph.dag import DAG
 from bnsl_dist.scores._kernels import nlogn_table
-from bnsl_dist.scores.local import SCORES, LocalScorer
-from bnsl_dist.search.base import Budget, Incumbent, make_optimizer, register
+from bnsl_dist.scores.local import MAX_ESS, SCORES, LocalScorer
+from bnsl_dist.search.base import Budget, Incumbent, make_optimizer, optimizer_info, register
 from bnsl_dist.search.local import _kernels as K
 
 __all__ = ["TabuClimber", "tabu_search", "cache_candidates", "DataTabu"]
@@ -345,6 +345,36 @@ class DataTabu:
         self.candidates = candidates
         self.score = score
         self.ess = ess
+        self._check()  # where the spec is read (the registry builds one), not in each run
+
+    def _check(self) -> None:
+        """The values :meth:`learn` and :func:`tabu_search` refuse, before any data."""
+        if self.candidates not in ("all", "cache"):
+            raise InvalidConfigError(f"candidates must be 'all' or 'cache', got "
+                                     f"{self.candidates!r}")
+        if not 0.0 < float(self.start_fraction) < 1.0:
+            raise InvalidConfigError("start_fraction must be in (0, 1)")
+        if int(self.start_iterations) < 1:
+            raise InvalidConfigError("start_iterations must be >= 1")
+        if int(self.tabu_length) < 1:
+            raise InvalidConfigError("tabu_length must be >= 1")
+        if self.restarts is not None and int(self.restarts) < 0:
+            raise InvalidConfigError("restarts must be >= 0")
+        if (self.max_no_improve is not None and int(self.max_no_improve) < 1) \
+                or (self.perturb is not None and int(self.perturb) < 0):
+            raise InvalidConfigError("max_no_improve must be >= 1, perturb >= 0")
+        if self.max_indegree is not None and int(self.max_indegree) < 0:
+            raise InvalidConfigError("max_indegree must be >= 0")
+        if self.score not in SCORES:
+            raise InvalidConfigError(f"unknown score {self.score!r}; choose from "
+                                     f"{sorted(SCORES)}")
+        if not 0 < float(self.ess) <= MAX_ESS:
+            raise InvalidConfigError(f"ess must be a positive number up to {MAX_ESS:g}, "
+                                     f"got {self.ess}")
+        try:
+            optimizer_info(self.start).check_params(self.start_params, None)
+        except InvalidConfigError as exc:
+            raise InvalidConfigError(f"start: {exc}") from None
 
     def run(self, cache: ParentSetCache, budget: Budget,
             rng: np.random.Generator) -> Iterator[Incumbent]:
@@ -359,11 +389,7 @@ class DataTabu:
         Incumbents' ``elapsed`` counts from this call (the cache build included);
         iterations are the start's runs plus the climbs, within the budget's.
         """
-        if self.candidates not in ("all", "cache"):
-            raise InvalidConfigError(f"candidates must be 'all' or 'cache', got "
-                                     f"{self.candidates!r}")
-        if not 0.0 < float(self.start_fraction) < 1.0:
-            raise InvalidConfigError("start_fraction must be in (0, 1)")
+        self._check()
         watch = budget.stopwatch()
         cache = cache_builder(data)
         opt = make_optimizer(self.start, **self.start_params)

@@ -182,6 +182,7 @@ class ASOBS:
         self.max_sweeps = max_sweeps
         self.closure = closure
         self.high_entropy = high_entropy
+        self._check()  # where the spec is read (the registry builds one), not in each run
 
     def _check(self) -> None:
         if self.sampler not in _SAMPLERS:

@@ -75,14 +75,21 @@ class HillClimbTabu:
         self.max_no_improve = max_no_improve
         self.restarts = restarts
         self.perturb = perturb
+        self._check()  # where the spec is read (the registry builds one), not in each run
 
-    def run(self, cache: ParentSetCache, budget: Budget,
-            rng: np.random.Generator) -> Generator[Incumbent, None, int]:
-        """Yield improving incumbents; return the number of climbs run."""
+    def _check(self) -> None:
         if int(self.tabu_length) < 1:
             raise InvalidConfigError("hc-tabu: tabu_length must be >= 1")
         if self.restarts is not None and int(self.restarts) < 0:
             raise InvalidConfigError("hc-tabu: restarts must be >= 0")
+        if (self.max_no_improve is not None and int(self.max_no_improve) < 1) \
+                or (self.perturb is not None and int(self.perturb) < 0):
+            raise InvalidConfigError("hc-tabu: max_no_improve must be >= 1, perturb >= 0")
+
+    def run(self, cache: ParentSetCache, budget: Budget,
+            rng: np.random.Generator) -> Generator[Incumbent, None, int]:
+        """Yield improving incumbents; return the number of climbs run."""
+        self._check()
         fc = cache.flat
         n = fc.n
         max_no_improve = int(self.tabu_length if self.max_no_improve is None

@@ -233,12 +233,16 @@ class OBS:
     def __init__(self, *, swaps: bool = True, max_sweeps: int = 1_000_000) -> None:
         self.swaps = swaps
         self.max_sweeps = max_sweeps
+        self._check()  # where the spec is read (the registry builds one), not in each run
+
+    def _check(self) -> None:
+        if self.max_sweeps < 1:
+            raise InvalidConfigError("obs: max_sweeps must be >= 1")
 
     def run(self, cache: ParentSetCache, budget: Budget,
             rng: np.random.Generator) -> Generator[Incumbent, None, int]:
         """Yield improving incumbents; return the number of orders processed."""
-        if self.max_sweeps < 1:
-            raise InvalidConfigError("obs: max_sweeps must be >= 1")
+        self._check()
         n = cache.n_vars
         return (yield from search_orders(cache, budget, rng,
                                  draw=lambda g, m: uniform_orders(g, m, n),
