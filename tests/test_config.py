@@ -197,6 +197,7 @@ def test_semantic_errors(tmp_path, text, needle):
     ("{name: bfbnb, params: {pdb_group_size: 30}}", "pdb_group_size"),
     ("{name: ilp, params: {encoding: magic}}", "'magic'"),
     ("{name: twilp, k: [2], params: {n_greedy: 0}}", "n_greedy"),
+    ("{name: dp, params: {max_vars: 0}}", "max_vars"),  # was refused only when run
 ])
 def test_bad_parameter_values_fail_where_the_grid_is_read(tmp_path, algorithm, needle):
     """A value its optimizer refuses (not only a wrong type) is reported with the file,

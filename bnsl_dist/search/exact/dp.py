@@ -168,6 +168,10 @@ class ExactDP:
     exact = True
 
     def __init__(self, *, max_vars: int = MAX_DP_VARS) -> None:
+        if isinstance(max_vars, bool) or not isinstance(max_vars, int | np.integer) \
+                or max_vars < 1:  # where the spec is read, not in each run
+            raise InvalidConfigError(f"dp: max_vars must be an integer >= 1, got "
+                                     f"{max_vars!r}")
         self.max_vars = max_vars
 
     def run(self, cache: ParentSetCache, budget: Budget,
