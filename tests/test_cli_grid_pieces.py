@@ -75,6 +75,17 @@ def test_pieces_add_up_to_the_grid(two_set_grid, tmp_path):
     assert store.done_keys() == {c.key for c in expand_grid(full)}
 
 
+def test_status_of_a_folder_that_is_not_there_says_so(two_set_grid, tmp_path):
+    """A mistyped --results read as a grid not yet begun (every cell pending, nothing
+    said); the count stands (nothing has run there) and stderr names the folder."""
+    r = CliRunner().invoke(main, ["grid", "status", str(two_set_grid), "--results",
+                                  str(tmp_path / "typo")])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("pieces: 0 done, 0 failed, 4 pending (of 4)")
+    assert f"no results folder {tmp_path / 'typo'}" in r.stderr
+    assert not (tmp_path / "typo").exists()  # status creates nothing
+
+
 def test_status_counts_per_data_set_and_algorithm(two_set_grid, tmp_path):
     """`grid status --by`: one row per group, in grid order, each cell counted once by
     what the folder holds for it (a cell with both a result and a failure is done)."""

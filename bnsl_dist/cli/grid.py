@@ -195,6 +195,8 @@ def status_cmd(grid_file: str, results: str, by: tuple[str, ...], as_json: bool)
                + ", from the wall times of stored cells like them")
     click.echo(f"{grid.name}: {c['done']} done, {c['failed']} failed, {c['pending']} pending "
                f"(of {c['total']}){eta}")
+    if not Path(results).exists():  # a mistyped folder reads as a grid not yet begun
+        click.echo(f"note: no results folder {results} (nothing run there yet)", err=True)
     if groups:
         cols = [*by, "done", "failed", "pending", "total", "left"]
         rows = [["-" if g[f] is None else f"{g[f]:g}" if isinstance(g[f], float)
