@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from bnsl_dist._io import is_plain_int
 from bnsl_dist.exceptions import DataError
 from bnsl_dist.model.network import BayesianNetwork
 
@@ -41,7 +42,7 @@ def state_code(net: BayesianNetwork, v: int, state: str | int) -> int:
         tok = state.strip()
         if tok in labels:
             return labels.index(tok)
-        if tok.lstrip("-").isdigit():
+        if is_plain_int(tok) and tok[0] != "+":  # not "--1", "²" (int fails), "٣" (3)
             state = int(tok)
         else:
             raise DataError(f"variable {net.names[v]!r} has no state {state!r}; "

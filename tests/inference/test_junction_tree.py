@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -216,6 +218,17 @@ def test_evidence_parsing():
         parse_assignments("X0")
     with pytest.raises(DataError, match="permutation|each of the"):
         build_junction_tree(net, [0, 0, 1])
+
+
+@pytest.mark.parametrize("token", ["--1", "-+1", "²", "\u0663", "1_0", "+1"])
+def test_evidence_state_that_is_no_plain_integer(token):
+    # int() fails on "--1" and "²" (a ValueError, a traceback from `bnsl-dist infer`) and
+    # reads the Arabic-Indic "٣" as 3: none is a label or a code as written
+    net = random_network(3, np.random.default_rng(1))
+    assert token not in net.states[0]
+    with pytest.raises(DataError, match=re.escape(f"no state {token!r}")):
+        as_evidence(net, {"X0": token})
+    assert as_evidence(net, {"X0": " 1 "}).tolist() == [[1, -1, -1]]  # a code as written
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])
