@@ -103,6 +103,10 @@ def test_score_reads_a_learn_result(runner, tmp_path):
 @pytest.mark.parametrize("parents,match", [
     ({"X1": ["Y"]}, "unknown variable 'Y'"),
     ({"X1": ["X0"], "X0": ["X1"]}, "cycle"),
+    # a list or an object is no name (was a TypeError traceback: unhashable), nor a number
+    ({"X1": [["X0"]]}, "field 'parents.X1' must be a list of names"),
+    ({"X1": ["X0", {"X2": 1}]}, "field 'parents.X1' must be a list of names"),
+    ({"X1": [0]}, "field 'parents.X1' must be a list of names"),
 ])
 def test_bad_dag_is_one_line_exit_2(runner, tmp_path, parents, match):
     res = runner.invoke(main, ["score", "nltcs", "--dag", str(_dag(tmp_path, parents))])

@@ -238,8 +238,9 @@ class DAG:
         for child, ps in par.items():
             if child not in idx:
                 raise NotADAGError(f"{source}: field 'parents' names unknown variable {child!r}")
-            if not isinstance(ps, list):
-                raise NotADAGError(f"{source}: field 'parents.{child}' must be a list")
+            if not isinstance(ps, list) or not all(isinstance(p, str) for p in ps):
+                raise NotADAGError(f"{source}: field 'parents.{child}' must be a list of "
+                                   "names")
             for p in ps:
                 if p not in idx:
                     raise NotADAGError(f"{source}: field 'parents.{child}' names unknown "
