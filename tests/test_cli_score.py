@@ -124,3 +124,20 @@ def test_bad_json_and_bad_data(runner, tmp_path):
     bad.write_text("0,1\n1\n")
     res = runner.invoke(main, ["score", str(bad), "--dag", str(_dag(tmp_path, {}))])
     assert res.exit_code == 2 and "line 2" in res.output
+
+
+def test_dag_json_with_a_byte_order_mark_or_deep_nesting(runner, tmp_path):
+    # a BOM (as other readers accept it) was "invalid JSON"; JSON nested beyond the
+    # parser's recursion limit was a RecursionError traceback (exit 1)
+    dag = _dag(tmp_path, {"X1": ["X0"]})
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + dag.read_bytes())
+    res = runner.invoke(main, ["score", "nltcs", "--dag", str(bom)])
+    plain = runner.invoke(main, ["score", "nltcs", "--dag", str(dag)])
+    assert res.exit_code == 0 == plain.exit_code, res.output
+    assert json.loads(res.output) == json.loads(plain.output)
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"parents": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    res = runner.invoke(main, ["score", "nltcs", "--dag", str(deep)])
+    assert res.exit_code == 2 and "nested too deeply" in res.output, res.output
+    assert res.output.count("\n") == 1

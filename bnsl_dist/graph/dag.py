@@ -269,7 +269,7 @@ class DAG:
         """Read a DAG JSON file; see :meth:`from_json_dict`. A result of ``bnsl-dist
         learn`` (its DAG JSON in field ``dag``) is read as its DAG."""
         try:
-            with open(path, encoding="utf-8") as fh:
+            with open(path, encoding="utf-8-sig") as fh:  # a byte-order mark is dropped
                 obj = json.load(fh)
         except FileNotFoundError:
             raise NotADAGError(f"{path}: no such file") from None
@@ -278,6 +278,8 @@ class DAG:
                                f"{exc.msg}") from None
         except UnicodeDecodeError:
             raise NotADAGError(f"{path}: not UTF-8 text") from None
+        except RecursionError:
+            raise NotADAGError(f"{path}: invalid JSON: nested too deeply") from None
         source = str(path)
         if isinstance(obj, Mapping) and "parents" not in obj \
                 and isinstance(obj.get("dag"), Mapping):
