@@ -38,7 +38,7 @@ __all__ = ["read_data", "read_dataset", "write_csv", "MISSING_TOKENS"]
 
 #: Tokens read as a missing value (only where the caller asks for a missing mask).
 MISSING_TOKENS = frozenset({"?", "", "NA"})
-_INT_RE = re.compile(r"^-?\d+$")
+_INT_RE = re.compile(r"^-?[0-9]+$")  # ASCII: int() also reads "٣" as 3
 
 MissingPolicy = Literal["error", "mask"]
 LabelPolicy = Literal["auto", "never", "always"]

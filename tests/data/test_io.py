@@ -210,6 +210,9 @@ def test_integer_tokens_other_than_codes_are_labels(tmp_path):
     ("0,1\n1,0.5\n", "non-integer code '0.5'", 2, 2),
     ("0,1\n-1,0\n", "negative code -1", 2, 1),
     ("0,1\n1,x\n", "non-integer code 'x'", 2, 2),
+    # non-ASCII digits (int() reads "\u0663" as 3; the .jkl and BIF readers refuse them)
+    ("0,1\n1,\u0663\n", "non-integer code '\u0663'", 2, 2),
+    ("0,1\n\uff11,0\n", "non-integer code '\uff11'", 2, 1),
 ])
 def test_bad_tables_name_line_and_column(tmp_path, text, match, line, col):
     p = _write(tmp_path, "bad.csv", text)
@@ -265,8 +268,9 @@ def test_declared_arity_error_names_line_after_blank_lines(tmp_path, name, text,
     assert (exc.value.path, exc.value.line, exc.value.column) == (str(p), line, col)
 
 
-def test_dat_arities_line_named(tmp_path):
-    p = _write(tmp_path, "d.dat", "a b\n\n2 x\n0 1\n")
+@pytest.mark.parametrize("arities", ["2 x", "2 \u0662"])
+def test_dat_arities_line_named(tmp_path, arities):
+    p = _write(tmp_path, "d.dat", f"a b\n\n{arities}\n0 1\n")
     with pytest.raises(DataError, match="expected 2 integer arities") as exc:
         read_data(p)
     assert exc.value.line == 3
