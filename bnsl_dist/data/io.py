@@ -256,6 +256,10 @@ def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: M
             raise DataError("a .dat file needs a names line and an arities line", path=spath)
         if len(ar[1]) != len(names) or not all(_is_int(t) for t in ar[1]):
             raise DataError(f"expected {len(names)} integer arities", path=spath, line=ar[0])
+        bad = next((j for j, t in enumerate(ar[1]) if not 1 <= int(t) <= MAX_STATES), None)
+        if bad is not None:  # a huge one overflowed int64; 0 or -1 failed every code
+            raise DataError(f"arity {ar[1][bad]} not in 1..{MAX_STATES}", path=spath,
+                            line=ar[0], column=_colname(names, bad))
         declared = np.array([int(t) for t in ar[1]], dtype=np.int64)
     else:
         if header is None:

@@ -276,6 +276,16 @@ def test_dat_arities_line_named(tmp_path, arities):
     assert exc.value.line == 3
 
 
+@pytest.mark.parametrize("arity", ["99999999999999999999", "70000", "0", "-1"])
+def test_dat_arity_out_of_range_is_named(tmp_path, arity):
+    # one past int64 was an OverflowError traceback; 0 and -1 were reported as codes
+    # "not below the declared arity" on a data line
+    p = _write(tmp_path, "d.dat", f"a b\n\n2 {arity}\n0 0\n")
+    with pytest.raises(DataError, match=f"arity {arity} not in 1..65536") as exc:
+        read_data(p)
+    assert (exc.value.line, exc.value.column) == (3, "2 (b)")
+
+
 def test_duplicate_names(tmp_path):
     with pytest.raises(DataError, match="duplicate variable name 'a'"):
         read_data(_write(tmp_path, "d.csv", "a,a\n0,1\n"))
