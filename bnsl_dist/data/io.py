@@ -273,7 +273,8 @@ def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: M
         buf.seek(0)
         records = _records(buf, comma, 1)
     start = buf.tell()
-    body_line = text.count("\n", 0, start) + 1  # where the data records start
+    ends = text.count("\n", 0, start) + text.count("\r", 0, start) - text.count("\r\n", 0, start)
+    body_line = ends + 1  # where the data records start (CR-only line ends counted too)
     width = len(names) if names is not None else len(first[1])
     if labels == "auto":
         allow_labels = names is not None and not dat

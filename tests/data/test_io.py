@@ -259,10 +259,14 @@ def test_declared_arity_error_names_line(tmp_path):
     # a label column whose states outnumber the declared arity
     ("d.csv", "a,b\nx,1\n\ny,0\n\nz,1\n", {"arities": [2, 2]}, 6, "1 (a)"),
 ])
-def test_declared_arity_error_names_line_after_blank_lines(tmp_path, name, text, kw, line, col):
+@pytest.mark.parametrize("eol", ["\n", "\r\n", "\r"])
+def test_declared_arity_error_names_line_after_blank_lines(tmp_path, name, text, kw, line, col,
+                                                           eol):
     """The row of a code above the declared arity is named by its physical line: blank
-    lines and multi-line fields before it count (each line counted by hand here)."""
-    p = _write(tmp_path, name, text)
+    lines and multi-line fields before it count (each line counted by hand here), with
+    any line end (CR-only ends after a header were not counted: one line early)."""
+    p = tmp_path / name
+    p.write_bytes(text.replace("\n", eol).encode())
     with pytest.raises(DataError, match="declared arity") as exc:
         read_data(p, **kw)
     assert (exc.value.path, exc.value.line, exc.value.column) == (str(p), line, col)
