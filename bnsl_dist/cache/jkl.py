@@ -29,6 +29,7 @@ import numpy as np
 
 from bnsl_dist._io import all_plain, atomic_writer, is_plain_float, is_plain_int, read_text
 from bnsl_dist.cache.parent_sets import ParentSetCache
+from bnsl_dist.data.dataset import MAX_STATES
 from bnsl_dist.exceptions import CacheFormatError
 
 __all__ = ["read_jkl", "write_jkl", "META_TAG"]
@@ -81,23 +82,27 @@ def _comments(text: str, src: str) -> tuple[str, list[str], dict[str, Any] | Non
 def _metadata_problem(stored: dict[str, Any]) -> str | None:
     """What is wrong with the fields :func:`write_jkl` stores (their count is checked
     against the variables later), or None."""
+    def finite(x: Any) -> bool:  # an integer past float's range overflows math.isfinite
+        return isinstance(x, (int, float)) and not isinstance(x, bool) and (
+            abs(x) < 2**1023 if isinstance(x, int) else math.isfinite(x))
+
     def numbers(v: Any) -> bool:
-        return isinstance(v, list) and all(isinstance(x, (int, float))
-                                           and not isinstance(x, bool) for x in v)
+        return isinstance(v, list) and all(finite(x) for x in v)
 
     names = stored.get("names")
     if names is not None and not (isinstance(names, list)
                                   and all(isinstance(x, str) for x in names)):
         return "'names' must be a list of strings"
     ar = stored.get("arities")
-    if ar is not None and not (numbers(ar) and all(isinstance(a, int) and a >= 1 for a in ar)):
-        return "'arities' must be a list of positive integers"
+    if ar is not None and not (numbers(ar) and all(isinstance(a, int) and 1 <= a <= MAX_STATES
+                                                   for a in ar)):
+        return f"'arities' must be a list of integers in 1..{MAX_STATES}"
     meta = stored.get("meta")
     if meta is not None and not isinstance(meta, dict):
         return "'meta' must be a JSON object"
     h = stored.get("entropies", (meta or {}).get("entropies"))
     if h is not None and not numbers(h):
-        return "'entropies' must be a list of numbers"
+        return "'entropies' must be a list of finite numbers"
     return None
 
 

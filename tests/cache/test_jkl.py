@@ -257,6 +257,11 @@ def test_index_file_read_with_integer_names():
     '{"arities":"ab"}', '{"arities":[2,"x"]}', '{"arities":[2.7,3]}', '{"arities":[0,-3]}',
     '{"arities":[true,2]}', '{"entropies":["x",1]}', '{"entropies":5}', '{"meta":[1]}',
     '{"names":"ab"}', '{"meta":{"entropies":["x",1]}}',
+    # past int64 / float64 (OverflowError tracebacks), more states than data may have,
+    # entropies that are no finite number (an error naming neither file nor line)
+    '{"arities":[1%s,2]}' % ("0" * 30), '{"arities":[70000,2]}',
+    '{"entropies":[1%s,1]}' % ("0" * 400), '{"entropies":[NaN,1]}',
+    '{"meta":{"entropies":[1e400,1]}}',
 ])
 def test_malformed_metadata_line_is_a_cache_error(tmp_path, payload):
     """A hand-edited or damaged '# bnsl_dist:' line is named (file, line), like every
