@@ -25,6 +25,7 @@ section "probability blocks" (order of ``table`` entries).
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import re
 from collections.abc import Sequence
@@ -36,6 +37,7 @@ from numpy.typing import NDArray
 from bnsl_dist._io import all_plain, atomic_write_text, is_plain_float
 from bnsl_dist.exceptions import BIFFormatError, DataError, NotADAGError
 from bnsl_dist.graph.dag import DAG
+from bnsl_dist.model.fit import MAX_CPT_ENTRIES
 from bnsl_dist.model.network import BayesianNetwork
 
 __all__ = ["read_bif", "parse_bif", "write_bif", "format_bif", "check_bif_names"]
@@ -218,7 +220,10 @@ def _probability(sc: _Scanner, states: list[tuple[str, ...]], index: dict[str, i
         raise sc.error(f"probability block of {vars_[0]!r} repeats a variable", head)
     r = len(states[child])
     pr = [len(states[p]) for p in parents]
-    q = int(np.prod(pr, dtype=np.int64))
+    q = math.prod(pr)  # Python ints: an int64 product wraps
+    if q * r > MAX_CPT_ENTRIES:  # np.full failed (array too big) or ran out of memory
+        raise sc.error(f"probability block of {vars_[0]!r}: {q:,} parent configurations "
+                       f"x {r} states exceed {MAX_CPT_ENTRIES:,} table entries", head)
     rows = np.full((q, r), np.nan)  # row = C-order index over BIF parents (last fastest)
     default: NDArray[np.float64] | None = None
     lookup = [{s: k for k, s in enumerate(states[p])} for p in parents]

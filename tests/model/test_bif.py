@@ -273,3 +273,24 @@ def test_comment_markers_inside_quoted_strings_are_text():
     bad = text.replace("table 0.3, 0.7;", "table 0.3, 0.8;")  # lines still counted
     with pytest.raises(BIFFormatError, match="line 7"):
         parse_bif(bad)
+
+
+@pytest.mark.parametrize("n_parents", [9, 10])
+def test_probability_block_too_large_is_named(n_parents):
+    # 100 ** 9 * 2 entries: np.full raised "array is too big" (a ValueError traceback);
+    # 100 ** 10 wrapped in int64 first. Past MAX_CPT_ENTRIES the block is an error.
+    from bnsl_dist.model.fit import MAX_CPT_ENTRIES
+
+    states = ", ".join(f"s{i}" for i in range(100))
+    text = "".join(f"variable P{i} {{ type discrete [ 100 ] {{ {states} }}; }}\n"
+                   for i in range(n_parents))
+    text += "variable C { type discrete [ 2 ] { a, b }; }\n"
+    text += "".join(f"probability ( P{i} ) {{ default {', '.join(['0.01'] * 100)}; }}\n"
+                    for i in range(n_parents))
+    line = text.count("\n") + 1
+    text += (f"probability ( C | {', '.join(f'P{i}' for i in range(n_parents))} ) "
+             "{ default 0.5, 0.5; }\n")
+    assert 100 ** n_parents * 2 > MAX_CPT_ENTRIES
+    with pytest.raises(BIFFormatError, match=f"x.bif, line {line}: probability block of 'C': "
+                       f"{100 ** n_parents:,} parent configurations x 2 states exceed"):
+        parse_bif(text, "x.bif")
