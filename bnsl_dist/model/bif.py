@@ -336,6 +336,8 @@ def parse_bif(text: str, path: str = "<string>") -> BayesianNetwork:
     >>> parse_bif(format_bif(net)).cpts[0].tolist()
     [[0.3, 0.7]]
     """
+    # CR-only line ends as '\n': a '//' comment ran to the end of the file, lines uncounted
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = _COMMENT.sub(lambda m: m.group(0) if m.group(0).startswith('"')
                         else "\n" * m.group(0).count("\n"), text)
     sc = _Scanner(text, path)

@@ -294,3 +294,18 @@ def test_probability_block_too_large_is_named(n_parents):
     with pytest.raises(BIFFormatError, match=f"x.bif, line {line}: probability block of 'C': "
                        f"{100 ** n_parents:,} parent configurations x 2 states exceed"):
         parse_bif(text, "x.bif")
+
+
+@pytest.mark.parametrize("eol", ["\r", "\r\n"])
+def test_line_ends_other_than_lf(eol):
+    # with CR-only line ends a '//' comment swallowed the rest of the file ("no
+    # variables") and every error was on line 1
+    text = "// a comment\n" + GOOD
+    net = parse_bif(text.replace("\n", eol))
+    ref = parse_bif(text)
+    assert net.names == ref.names and net.states == ref.states and net.dag == ref.dag
+    for a, b in zip(net.cpts, ref.cpts, strict=True):
+        np.testing.assert_array_equal(a, b)
+    bad = text.replace("(a1) 0.5, 0.5;", "(a2) 0.5, 0.5;")
+    with pytest.raises(BIFFormatError, match="x.bif, line 15: unknown parent state 'a2'"):
+        parse_bif(bad.replace("\n", eol), "x.bif")
