@@ -226,6 +226,7 @@ def _probability(sc: _Scanner, states: list[tuple[str, ...]], index: dict[str, i
                        f"x {r} states exceed {MAX_CPT_ENTRIES:,} table entries", head)
     rows = np.full((q, r), np.nan)  # row = C-order index over BIF parents (last fastest)
     default: NDArray[np.float64] | None = None
+    table = False  # a table gives every row: a second one, or rows too, were overwritten
     lookup = [{s: k for k, s in enumerate(states[p])} for p in parents]
     row_j: list[int] = []  # rows are collected, then converted in one step
     row_at: list[int] = []
@@ -246,6 +247,8 @@ def _probability(sc: _Scanner, states: list[tuple[str, ...]], index: dict[str, i
             m = _ROW.match(text, at)
             if m is None:
                 raise sc.error("malformed table row (expected '(states) values;')", at)
+            if table:
+                raise sc.error(f"probability block of {vars_[0]!r}: rows besides a table", at)
             cfg = m.group(1)
             toks = (cfg.replace(",", " ").split() if '"' not in cfg else
                     [w.group(1) if w.group(1) is not None else w.group(2)
@@ -278,11 +281,17 @@ def _probability(sc: _Scanner, states: list[tuple[str, ...]], index: dict[str, i
         if kw == "property":
             sc.statement()
         elif kw == "table":
+            if table or row_j:
+                raise sc.error(f"probability block of {vars_[0]!r}: "
+                               + ("a second table" if table else "a table besides rows"), at)
+            table = True
             _, body = sc.statement()
             vals = _numbers(sc, [at], body.replace(",", " ").split(), q * r,
                             f"table of {vars_[0]!r}")
             rows[:] = vals.reshape(r, q).T
         elif kw == "default":
+            if default is not None:
+                raise sc.error(f"probability block of {vars_[0]!r}: a second default", at)
             _, body = sc.statement()
             default = _numbers(sc, [at], body.replace(",", " ").split(), r,
                                f"default of {vars_[0]!r}")

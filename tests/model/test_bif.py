@@ -220,6 +220,12 @@ BAD = [
      "probability ( A | B ) {\n  (b0) 0.4, 0.6;\n  (b1) 0.4, 0.6;", 9, "cycle"),
     ("variable B {", "variable A {\n  type discrete [ 2 ] { a0, a1 };\n}\nvariable B {", 6,
      "defined twice"),
+    # one block giving a row twice (the last one was taken)
+    ("table 0.4, 0.6;", "table 0.4, 0.6;\n  table 0.6, 0.4;", 11, "a second table"),
+    ("(a1) 0.5, 0.5;", "(a1) 0.5, 0.5;\n  table 0.1, 0.5, 0.9, 0.5;", 15,
+     "a table besides rows"),
+    ("(a0) 0.1, 0.9;", "table 0.1, 0.5, 0.9, 0.5;\n  (a0) 0.2, 0.8;", 14, "rows besides a table"),
+    ("(a1) 0.5, 0.5;", "default 0.5, 0.5;\n  default 0.3, 0.7;", 15, "a second default"),
 ]
 
 
