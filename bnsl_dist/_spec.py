@@ -12,11 +12,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin
 
+import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 from bnsl_dist.exceptions import InvalidConfigError
 
-__all__ = ["Spec", "NoBoolModel", "make", "field_path", "error_lines", "misplaced_bool"]
+__all__ = ["Spec", "NoBoolModel", "make", "field_path", "error_lines", "misplaced_bool",
+           "UniqueKeyLoader"]
 
 
 def _admits_bool(tp: Any) -> bool:
@@ -109,3 +111,27 @@ def make(model: type[S], obj: Mapping[str, Any] | None = None, *, prefix: str = 
         return model.model_validate({**(obj or {}), **kwargs})
     except ValidationError as exc:
         raise InvalidConfigError("; ".join(error_lines(exc, prefix, names))) from None
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """A safe loader (grid, cluster and catalog YAML) that rejects a key given twice in one
+    mapping (YAML 1.2 requires unique keys; PyYAML would keep the last silently). Keys
+    beside a ``<<`` merge may override the merged ones, as YAML's merge-key convention
+    says."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: the base class says so
+                continue
+            if first is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first on line {first + 1})",
+                    key_node.start_mark)
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep)

@@ -42,7 +42,7 @@ from pydantic import (
     model_validator,
 )
 
-from bnsl_dist._spec import NoBoolModel, field_path
+from bnsl_dist._spec import NoBoolModel, UniqueKeyLoader, field_path
 from bnsl_dist.exceptions import BNSLError, InvalidConfigError
 from bnsl_dist.pipeline.specs import (
     BudgetSpec,
@@ -427,29 +427,6 @@ class GridConfig(_Model):
 M = TypeVar("M", bound=BaseModel)
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A safe loader that rejects a key given twice in one mapping (YAML 1.2 requires
-    unique keys; PyYAML would keep the last silently). Keys beside a ``<<`` merge may
-    override the merged ones, as YAML's merge-key convention says."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=deep)
-            try:
-                first = seen.get(key)
-            except TypeError:  # an unhashable key: the base class says so
-                continue
-            if first is not None:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r} (first on line {first + 1})",
-                    key_node.start_mark)
-            seen[key] = key_node.start_mark.line
-        return super().construct_mapping(node, deep)
-
-
 def _yaml_nodes(text: str) -> yaml.Node | None:
     try:
         return yaml.compose(text, Loader=yaml.SafeLoader)
@@ -513,7 +490,7 @@ def load_yaml_model(path: str | os.PathLike[str], model: type[M]) -> M:
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidConfigError(f"{p}: cannot read: {exc}") from None
     try:
-        obj = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader: no arbitrary objects
+        obj = yaml.load(text, Loader=UniqueKeyLoader)  # a SafeLoader: no arbitrary objects
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{p}, line {mark.line + 1}" if mark is not None else str(p)

@@ -49,7 +49,7 @@ from pydantic import (
 
 from bnsl_dist._io import atomic_write_bytes, open_text
 from bnsl_dist._json import json_digest
-from bnsl_dist._spec import NoBoolModel
+from bnsl_dist._spec import NoBoolModel, UniqueKeyLoader
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.data.io import read_data, read_dataset
 from bnsl_dist.data.registry import bundled_path
@@ -209,7 +209,7 @@ def _field(loc: tuple[Any, ...]) -> str:
 
 def _read_collection(label: str, text: str) -> Collection:
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=UniqueKeyLoader)  # safe; a key given twice: error
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f", line {mark.line + 1}" if mark is not None else ""

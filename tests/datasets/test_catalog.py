@@ -238,6 +238,12 @@ BAD_YAML = [
      "networks.n.random.seed"),  # YAML's yes: pydantic read it as seed 1
     ("collection: [unclosed\n", "line"),
     ("- just a list\n", "mapping"),
+    # a key given twice in one file (the last one was taken, the first silently lost)
+    ("collection: x\nnetworks:\n  n: {kind: random, n_vars: 3, max_indegree: 1, seed: 0}\n"
+     "  n: {kind: random, n_vars: 9, max_indegree: 1, seed: 0}\n",
+     "line 4: invalid YAML: duplicate key 'n' (first on line 3)"),
+    ("collection: x\nnetworks:\n  n: {kind: random, n_vars: 3, max_indegree: 1, seed: 0, "
+     "seed: 5}\n", "line 3: invalid YAML: duplicate key 'seed'"),
 ]
 
 
