@@ -31,9 +31,17 @@ def _num(x: float) -> float | None:
     return None if math.isnan(x) else float(x)
 
 
+def _finite_gib(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    # FloatRange lets nan and inf through; int(GiB * 2**30) failed on them (and on 1e300)
+    if not math.isfinite(value * 2**30):
+        raise click.BadParameter(f"{value} is not a finite number of GiB")
+    return value
+
+
 _engine_options = [
     click.option("--memory-limit", type=click.FloatRange(min=0, min_open=True), default=2.0,
-                 show_default=True, help="GiB the junction tree may take."),
+                 show_default=True, callback=_finite_gib,
+                 help="GiB the junction tree may take."),
     click.option("--approximate", "fallback", is_flag=True,
                  help="Fall back to likelihood weighting when the junction tree exceeds "
                       "the memory limit (otherwise: an error)."),

@@ -93,6 +93,11 @@ def test_impossible_evidence_has_no_mpe(asia, extra):
     (["infer", "asia", "-e", "asia=maybe"], "no state 'maybe'"),
     (["infer", "nonet", "-e", "asia=yes"], "not a registered network"),
     (["infer", "asia", "-e", "asia=yes", "--memory-limit", "1e-9"], "junction tree too large"),
+    # click's FloatRange takes nan and inf: int(GiB * 2**30) raised ValueError/OverflowError
+    (["infer", "asia", "--memory-limit", "nan"], "'--memory-limit': nan is not a finite"),
+    (["infer", "asia", "--memory-limit", "inf"], "'--memory-limit': inf is not a finite"),
+    (["infer", "asia", "--memory-limit", "1e300"], "'--memory-limit': 1e+300 is not a finite"),
+    (["loglik", "asia", "x.csv", "--memory-limit", "nan"], "'--memory-limit': nan is not"),
 ])
 def test_infer_errors_one_line_exit_2(args, message):
     res = CliRunner().invoke(main, args)
