@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import sys
 from collections.abc import Iterator
@@ -60,8 +61,8 @@ def connect_timeout(timeout: float | None = None) -> float:
         except ValueError:
             raise InvalidConfigError(f"BNSL_CONNECT_TIMEOUT={raw!r}: seconds expected") \
                 from None
-    if not timeout > 0:
-        raise InvalidConfigError(f"connect timeout must be positive, got {timeout}")
+    if not 0 < timeout < math.inf:  # dask's "infs" was a KeyError traceback
+        raise InvalidConfigError(f"connect timeout must be positive and finite, got {timeout}")
     return float(timeout)
 
 
@@ -314,6 +315,9 @@ def start_cluster(folder: str | os.PathLike[str], *, workers: int | None = None,
     import subprocess
     import time
 
+    if not 0 < timeout < math.inf:  # before anything starts: -1 and nan started processes
+        # and then failed; inf failed in dask once the workers ran (a KeyError)
+        raise InvalidConfigError(f"timeout must be positive and finite, got {timeout}")
     d = Path(folder).expanduser()
     d.mkdir(parents=True, exist_ok=True)
     sched_file, info_file = d / "scheduler.json", d / "cluster.json"

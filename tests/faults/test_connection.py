@@ -90,6 +90,23 @@ def test_bad_workers_and_several_clusters(grid_file, tmp_path):
     _one_line_error(_run(grid_file, tmp_path, "--connect-timeout", "0"), "positive")
 
 
+@pytest.mark.parametrize("value", ["inf", "nan"])
+def test_connect_timeout_must_be_finite(grid_file, tmp_path, value):
+    # inf reached dask as "infs": a KeyError traceback (exit 1)
+    r = _run(grid_file, tmp_path, "--scheduler", f"tcp://127.0.0.1:{_free_port()}",
+             "--connect-timeout", value)
+    _one_line_error(r, f"connect timeout must be positive and finite, got {value}")
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf"])
+def test_cluster_start_timeout_checked_before_anything_starts(tmp_path, value):
+    d = tmp_path / "c"
+    r = CliRunner().invoke(main, ["cluster", "start", "--dir", str(d), "--workers", "1",
+                                  "--timeout", value])
+    _one_line_error(r, f"timeout must be positive and finite, got {value}")
+    assert not d.exists()  # no scheduler was spawned (its log would be there)
+
+
 def test_scheduler_without_workers(grid_file, tmp_path):
     sf = tmp_path / "scheduler.json"
     p = subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1",
