@@ -3,6 +3,7 @@ export its records as one file."""
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -243,6 +244,8 @@ def export_cmd(results: str, out: str, dags: str, max_mb: float | None,
     from bnsl_dist.pipeline.grid import complete_pieces
     from bnsl_dist.results.export import export_records, read_records, records_files
 
+    if max_mb is not None and not math.isfinite(max_mb * 1e6):  # FloatRange takes nan, inf
+        raise InvalidConfigError(f"--max-mb must be a finite number, got {max_mb}")
     check_output_file(out, "--out")
     if left_out is not None:
         if not complete_by:

@@ -290,6 +290,18 @@ def test_cli_export_in_parts(tmp_path):
     assert r.exit_code == 0, r.output
 
 
+@pytest.mark.parametrize("value", ["nan", "inf", "1e305"])
+def test_cli_export_max_mb_must_be_finite(tmp_path, value):
+    # click's FloatRange takes nan and inf: int(MB * 1e6) was a ValueError/OverflowError
+    # traceback (exit 1)
+    S.write_store(tmp_path / "res", S.records())
+    out = tmp_path / "records.parquet"
+    r = CliRunner().invoke(main, ["grid", "export", str(tmp_path / "res"), "--out", str(out),
+                                  "--max-mb", value])
+    assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+    assert "--max-mb must be a finite number" in r.output and not out.exists()
+
+
 def test_import_is_the_inverse_of_export(tmp_path):
     """A records file written into an empty folder exports to the same rows, failures and
     grids; a result already in the folder is kept; a grid run sees the cells as done."""
