@@ -290,6 +290,15 @@ def test_cli_export_in_parts(tmp_path):
     assert r.exit_code == 0, r.output
 
 
+@pytest.mark.parametrize("value", ["nan", "-5", "0"])
+def test_cli_tables_at_must_be_positive(tmp_path, value):
+    # were tables of no experiment, exit 0 ("Experiments per column: all: 0")
+    S.write_store(tmp_path / "res")
+    r = CliRunner().invoke(main, ["tables", str(tmp_path / "res"), "--no-plots", "--at", value])
+    assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+    assert "--at" in r.output and not (tmp_path / "res" / "tables").exists()
+
+
 @pytest.mark.parametrize("value", ["nan", "inf", "1e305"])
 def test_cli_export_max_mb_must_be_finite(tmp_path, value):
     # click's FloatRange takes nan and inf: int(MB * 1e6) was a ValueError/OverflowError
