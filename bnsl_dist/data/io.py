@@ -367,7 +367,12 @@ def _parse_parquet(path: Path, missing: MissingPolicy) -> _Raw:
         elif pd.api.types.is_float_dtype(s.dtype):
             raise DataError("non-integer code", path=spath, column=_colname(names, j))
         else:
-            codes, uniq = pd.factorize(s.astype("string").fillna(""))
+            try:
+                text = s.astype("string")
+            except UnicodeDecodeError:  # a binary column
+                raise DataError("bytes that are not UTF-8 text", path=spath,
+                                column=_colname(names, j)) from None
+            codes, uniq = pd.factorize(text.fillna(""))
             cols.append(codes)
             label_sets.append([str(u) for u in uniq])
     return _Raw(spath, names, None, cols, label_sets, miss if miss.any() else None,

@@ -119,6 +119,21 @@ def test_parquet_code_beyond_int64_is_named(tmp_path, column):
     assert (exc.value.path, exc.value.line, exc.value.column) == (str(p), 2, "2 (b)")
 
 
+def test_parquet_binary_column(tmp_path):
+    # bytes that are not UTF-8 were a UnicodeDecodeError traceback; UTF-8 ones are labels
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    p = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"a": [0, 1, 1], "b": pa.array([b"x", b"\xff", b"x"])}), p)
+    with pytest.raises(DataError, match="bytes that are not UTF-8 text") as exc:
+        read_data(p)
+    assert (exc.value.path, exc.value.column) == (str(p), "2 (b)")
+    pq.write_table(pa.table({"a": [0, 1, 1], "b": pa.array([b"x", "\u00e9".encode(), b"x"])}), p)
+    d = read_data(p)
+    assert d.states[1] == ("x", "\u00e9") and d.codes[:, 1].tolist() == [0, 1, 0]
+
+
 def test_csv_code_beyond_int64_names_line(tmp_path):
     p = _write(tmp_path, "d.csv", "a,b\n0,1\n\n1,99999999999999999999999\n")
     with pytest.raises(DataError, match="out of range") as exc:
