@@ -337,7 +337,10 @@ def _parse_parquet(path: Path, missing: MissingPolicy) -> _Raw:
     if df.shape[0] == 0 or df.shape[1] == 0:
         raise DataError("empty file", path=spath)
     names = [str(c) for c in df.columns]
-    miss = df.isna().to_numpy()
+    miss = df.isna().to_numpy(copy=True)
+    for j, name in enumerate(df.columns):  # "" is a missing cell, as in text files (it
+        if not pd.api.types.is_numeric_dtype(df[name].dtype):  # marks one among labels)
+            miss[:, j] |= (df[name] == "").to_numpy(dtype=bool, na_value=False)
     if miss.any() and missing != "mask":
         r, c = np.argwhere(miss)[0]
         raise MissingValueError("missing value where none are allowed", path=spath,

@@ -119,6 +119,20 @@ def test_parquet_code_beyond_int64_is_named(tmp_path, column):
     assert (exc.value.path, exc.value.line, exc.value.column) == (str(p), 2, "2 (b)")
 
 
+def test_parquet_empty_string_is_missing(tmp_path):
+    # "" marks a missing cell among a column's labels: it silently became the first
+    # label's code ("x" here), with no missing mask
+    p = tmp_path / "d.parquet"
+    pd.DataFrame({"a": [0, 1, 1], "b": ["y", "", "x"]}).to_parquet(p)
+    with pytest.raises(MissingValueError) as exc:
+        read_data(p)
+    assert (exc.value.path, exc.value.line, exc.value.column) == (str(p), 2, "2 (b)")
+    d = read_data(p, missing="mask")
+    assert d.states[1] == ("x", "y") and d.missing.tolist() == [[False, False], [False, True],
+                                                                [False, False]]
+    assert d.codes[[0, 2], 1].tolist() == [1, 0]
+
+
 def test_parquet_binary_column(tmp_path):
     # bytes that are not UTF-8 were a UnicodeDecodeError traceback; UTF-8 ones are labels
     import pyarrow as pa
