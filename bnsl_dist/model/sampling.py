@@ -55,7 +55,7 @@ def sample(net: BayesianNetwork, n_samples: int,
     Raises
     ------
     DataError
-        ``n_samples`` < 1.
+        ``n_samples`` < 1, or too many rows to hold.
     InvalidConfigError
         A bad ``rng`` (from :func:`~bnsl_dist._rng.as_rng`).
 
@@ -81,7 +81,10 @@ def sample(net: BayesianNetwork, n_samples: int,
     gen = as_rng(rng)
     n = int(n_samples)
     ar = net.arities
-    codes = np.zeros((n, net.n_vars), dtype=code_dtype(int(ar.max())), order="F")
+    try:
+        codes = np.zeros((n, net.n_vars), dtype=code_dtype(int(ar.max())), order="F")
+    except (ValueError, MemoryError):  # "array is too big", "Unable to allocate"
+        raise DataError(f"{n:,} rows of {net.n_vars} variables do not fit in memory") from None
     for v in net.dag.topological_order():
         cum = _cumulative(net.cpts[v])
         u = gen.random(n)

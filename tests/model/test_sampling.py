@@ -112,6 +112,15 @@ def test_bad_sample_size(bad):
         sample(net, bad, rng=0)
 
 
+@pytest.mark.parametrize("n", [10**20, 10**14])
+def test_sample_too_large_to_hold(n):
+    # `bnsl-dist data sample -n 99999999999999999999` was a ValueError traceback
+    # ("Maximum allowed dimension exceeded"), 10**14 rows a MemoryError one
+    net = read_bif(bundled_path("bif/cancer.bif.gz"))
+    with pytest.raises(DataError, match=f"{n:,} rows of 5 variables do not fit in memory"):
+        sample(net, n, rng=0)
+
+
 def test_bad_rng():
     net = read_bif(bundled_path("bif/cancer.bif.gz"))
     with pytest.raises(InvalidConfigError, match="rng"):
