@@ -120,6 +120,12 @@ def check_k(name: str, k: Any, max_parents: Any, n_vars: int) -> tuple[int, int 
     return int(k), None if max_parents is None else int(max_parents)
 
 
+def kernel_k(k: int, n_vars: int) -> int:
+    """The bound the kernels and cache views get: k >= n - 1 is one clique of all n
+    variables (a larger k sized their arrays past memory, or past int64)."""
+    return min(int(k), max(n_vars - 1, 1))
+
+
 def _batches(kernel: BatchKernel, n: int, sw: Stopwatch, seed: int, single: bool,
              improvements: bool
              ) -> Iterator[tuple[int, NDArray[np.float64], int, NDArray[np.int64],
@@ -177,7 +183,7 @@ class TreewidthLearner:
         derived views (up to seconds on a cache of 10^5 - 10^6 sets) are built."""
         k, mp = check_k(self.name, self.k, self.max_parents, cache.n_vars)
         sw = budget.stopwatch()
-        arrays = CacheArrays.of(cache, k, mp)
+        arrays = CacheArrays.of(cache, kernel_k(k, cache.n_vars), mp)
         return k, self._kernel(cache, arrays), sw
 
     def run(self, cache: ParentSetCache, budget: Budget,

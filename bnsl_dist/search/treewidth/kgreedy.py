@@ -27,6 +27,7 @@ from bnsl_dist.search.treewidth._driver import (
     CacheArrays,
     TreewidthLearner,
     check_max_parents,
+    kernel_k,
 )
 
 __all__ = ["KGreedy", "KGreedyEnt"]
@@ -72,7 +73,7 @@ class KGreedy(TreewidthLearner):
 
     def _kernel(self, cache: ParentSetCache, a: CacheArrays) -> BatchKernel:
         weights, late = self._weights(cache)
-        k = int(self.k)
+        k = kernel_k(self.k, cache.n_vars)
 
         def kernel(seed: int, it0: int, threshold: float, out: NDArray[np.float64],
                    chosen: NDArray[np.int64], ins: NDArray[np.int64],

@@ -27,6 +27,7 @@ from bnsl_dist.search.treewidth._driver import (
     CacheArrays,
     TreewidthLearner,
     check_max_parents,
+    kernel_k,
 )
 
 __all__ = ["KMax"]
@@ -67,7 +68,7 @@ class KMax(TreewidthLearner):
         self.max_parents = max_parents
 
     def _kernel(self, cache: ParentSetCache, a: CacheArrays) -> BatchKernel:
-        k = int(self.k)
+        k = kernel_k(self.k, cache.n_vars)
         owner = a.owner
         inv_offsets, inv_sets = a.inverted_index()
         cand_offsets, cand_flat = a.candidates()
