@@ -279,3 +279,34 @@ def test_cli_time_limit_runs_with_the_cache_options_given(tmp_path):
     naive = sum(naive_bdeu(codes, data.arities, v, list(p), 4.0)
                 for v, p in enumerate(dag.parents))
     assert math.isclose(res["score"], naive, rel_tol=1e-10)
+
+
+_WARM_RUN = """
+import json
+from numba.core import event
+from bnsl_dist.data.registry import bundled_path
+from bnsl_dist.model.bif import read_bif
+from bnsl_dist.model.sampling import sample
+from bnsl_dist.within import learn_within
+
+data = sample(read_bif(bundled_path("bif/asia.bif.gz")), 300, rng=0)
+with event.install_recorder("numba:compile") as rec:
+    learn_within(data, None, 0, scores_per_variable=30, search_iterations=5,
+                 polish_iterations=2)
+print(json.dumps(sorted({ev.data["dispatcher"].py_func.__qualname__
+                         for _, ev in rec.buffer if ev.is_start})))
+"""
+
+
+def test_a_warm_process_compiles_nothing():
+    """Once numba's disk cache holds the kernels, a new process loads them all: the
+    family memo's own Python methods (a typed Dict's len, clear, in, []) compiled afresh
+    in every process, about a second of each run's start and every Dask worker's."""
+    import json
+    import subprocess
+    import sys
+
+    runs = [json.loads(subprocess.run([sys.executable, "-c", _WARM_RUN], check=True,
+                                      capture_output=True, text=True).stdout.splitlines()[-1])
+            for _ in range(2)]
+    assert runs[1] == [], runs[1]  # the first run may compile what no earlier test did

@@ -309,3 +309,30 @@ def perturb(adj, allowed, max_indegree, pairs, changed):
 def new_memo():
     """An empty family memo (Zobrist key -> score)."""
     return nb.typed.Dict.empty(key_type=nb.types.uint64, value_type=nb.types.float64)
+
+
+# The memo is touched from Python only through these kernels: a typed Dict's own Python
+# methods (len, clear, in, []) compile afresh in every process (numba caches no such
+# helper), about a second of each run's start and of every Dask worker's.
+@nb.njit(cache=True)
+def memo_trim(memo, cap):
+    """Empty ``memo`` once it holds more than ``cap`` entries."""
+    if len(memo) > cap:
+        memo.clear()
+
+
+@nb.njit(cache=True, nogil=True)
+def dag_family_scores(codes, arities, adj, kind, ess, log_n, nlogn, zc, zp, memo, par, ids,
+                      tmp, counts):
+    """Each variable's family score in the DAG ``adj``: from ``memo``, or scored (and
+    memoised) when it does not hold the family."""
+    n = adj.shape[0]
+    out = np.empty(n, dtype=np.float64)
+    for v in range(n):
+        k = _parents(adj, v, par)
+        key = zc[v]
+        for t in range(k):
+            key ^= zp[par[t]]
+        out[v] = family_score(codes, arities, v, par, k, kind, ess, log_n, nlogn, memo, key,
+                              ids, tmp, counts)
+    return out

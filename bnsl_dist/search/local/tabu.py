@@ -135,8 +135,7 @@ class TabuClimber:
 
     def rescore(self, columns: Iterator[int] | Sequence[int] | range) -> None:
         """Recompute the family score and move scores of ``columns``."""
-        if len(self.memo) > _MEMO_CAP:
-            self.memo.clear()
+        K.memo_trim(self.memo, _MEMO_CAP)
         for v in columns:
             K.rescore_column(self.codes, self.arities, int(v), self.adj, self.allowed,
                              self.max_indegree, self.kind, self.ess, self.log_n, self.nlogn,
@@ -267,8 +266,7 @@ def tabu_search(data: CategoricalData, start: DAG | None, budget: Budget,
                                 info={"steps": steps + int(state[3])})
             if over or watch.remaining() <= 0.0:
                 break
-            if len(climber.memo) > _MEMO_CAP:
-                climber.memo.clear()
+            K.memo_trim(climber.memo, _MEMO_CAP)
         steps += int(state[3])
         watch.tick()
     return watch.iterations
@@ -278,20 +276,10 @@ def _exact(climber: TabuClimber, adj: NDArray[np.bool_]) -> float:
     """The score of the DAG ``adj`` summed afresh from the family scores (no drift from
     deltas): from the memo, or scored again when the memo, emptied whenever it outgrows
     ``_MEMO_CAP``, no longer holds a family of ``adj`` (one scored before the emptying)."""
-    parts = []
-    for v in range(climber.n):
-        par = np.flatnonzero(adj[:, v]).astype(np.int64)
-        key = climber.zc[v]
-        for p in par:
-            key ^= climber.zp[p]
-        if key in climber.memo:
-            parts.append(climber.memo[key])
-        else:
-            parts.append(K.family_score(climber.codes, climber.arities, v, par, par.size,
-                                        climber.kind, climber.ess, climber.log_n,
-                                        climber.nlogn, climber.memo, key, climber._ids,
-                                        climber._tmp, climber._counts))
-    return math.fsum(parts)
+    return math.fsum(K.dag_family_scores(
+        climber.codes, climber.arities, adj, climber.kind, climber.ess, climber.log_n,
+        climber.nlogn, climber.zc, climber.zp, climber.memo, climber._par, climber._ids,
+        climber._tmp, climber._counts).tolist())
 
 
 @register("tabu-data")
