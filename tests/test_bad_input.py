@@ -331,6 +331,11 @@ def test_missing_values_hint_names_what_the_cli_offers(tmp_path):
     res = _run(["loglik", "asia", str(p), "--missing", "error"])
     _one_line_error(res, str(p), "line 3", "--missing mask")
     assert "missing=" not in res.stderr
+    for budget in (["--iterations", "3", "--serial"], ["--time-limit", "2"]):  # the first
+        out = tmp_path / "r.json"                                   # gave no hint
+        res = _run(["learn", str(p), *budget, "-q", "-o", str(out)])
+        _one_line_error(res, str(p), "line 3", "column 2 (b)", "bnsl-dist impute")
+        assert not out.exists()
 
 
 @pytest.mark.parametrize("header,row,needle", [

@@ -158,11 +158,13 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
     search = _search_spec(params, **options)
     data = None if is_cache else DataRef.parse(source)
     if data is not None:
-        data.check()
-        if export == "bif":
-            from bnsl_dist.pipeline.run import load_data
+        from bnsl_dist.cli.data import load_data as read_checked
 
-            check_bif_writable(load_data(data), "--export bif")  # read once, cached
+        # read once (cached per process), here so that missing values get the hint the
+        # other commands give, before a cache is built or a cluster starts
+        d = read_checked(source, observed=False)
+        if export == "bif":
+            check_bif_writable(d, "--export bif")
     n_seeds = seeds if seeds is not None else 1 if serial else None
     shared: ParentSetCache | None
     if serial:
