@@ -43,6 +43,7 @@ from pydantic import (
 )
 
 from bnsl_dist._spec import NoBoolModel, UniqueKeyLoader, field_path
+from bnsl_dist.cache.spec import ITERATION_CACHE_SCORES
 from bnsl_dist.exceptions import BNSLError, InvalidConfigError
 from bnsl_dist.pipeline.specs import (
     BudgetSpec,
@@ -81,6 +82,11 @@ def _distinct(v: tuple[Any, ...], what: str) -> tuple[Any, ...]:
     if len(set(v)) != len(v):
         raise ValueError(f"duplicate {what} in {list(v)}")
     return v
+
+
+def _field(obj: Any, name: str) -> Any:
+    """A field of a section not validated yet: a mapping's key or a model's attribute."""
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
 
 
 class _Model(NoBoolModel):
@@ -353,6 +359,27 @@ class GridConfig(_Model):
                 cache.get(f) is not None
                 for f in ("seconds_per_variable", "scores_per_variable", "path"))
             data = {**data, "sem": {**data["sem"], "cache_budget": "grid" if given else "data"}}
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _iteration_cache_budget(cls, data: Any) -> Any:
+        """A grid whose every budget is in iterations alone and whose independence-selection
+        cache gives no budget explores :data:`~bnsl_dist.cache.spec.ITERATION_CACHE_SCORES`
+        exact scores per variable, as ``learn --iterations`` does, not CacheSpec's 1 s:
+        its cells are then the same on any machine. SEM grids scale their own budgets."""
+        if not isinstance(data, dict) or data.get("kind", "search") == "sem" \
+                or data.get("sem") is not None:
+            return data
+        cache = data.get("cache")
+        if not isinstance(cache, dict) or cache.get("method", "independence") != "independence" \
+                or any(cache.get(f) is not None
+                       for f in ("seconds_per_variable", "scores_per_variable", "path")):
+            return data
+        budgets = [data.get("budget"), *(_field(a, "budget") for a in data.get("algorithms") or ())]
+        if all(b is None or (_field(b, "seconds") is None and _field(b, "iterations") is not None)
+               for b in budgets) and budgets[0] is not None:
+            data = {**data, "cache": {**cache, "scores_per_variable": ITERATION_CACHE_SCORES}}
         return data
 
     @field_validator("name")

@@ -118,8 +118,16 @@ def test_shipped_cluster_validates(path):
 
 
 def test_cache_defaults_are_resolved(tmp_path):
-    g = load_grid(_write(tmp_path, MINIMAL.replace("  scores_per_variable: 10\n", "")))
+    from bnsl_dist.cache.spec import ITERATION_CACHE_SCORES
+
+    bare = MINIMAL.replace("  scores_per_variable: 10\n", "")
+    g = load_grid(_write(tmp_path, bare.replace("iterations: 10", "seconds: 10")))
     assert g.cache.seconds_per_variable == 1.0  # the default applied, recorded
+    # an iteration budget: the exact-score default of learn --iterations (reproducible)
+    g = load_grid(_write(tmp_path, bare))
+    assert g.cache.seconds_per_variable is None
+    assert g.cache.scores_per_variable == ITERATION_CACHE_SCORES
+    assert GridConfig.model_validate(g.model_dump(), context={"stored": True}) == g
 
 
 def test_minimal_grid(tmp_path):

@@ -126,6 +126,31 @@ def test_run_cell_records_match_naive_bic(nltcs_cache):
         assert json.loads(rec.versions)["bnsl_dist"] == C.code_version()
 
 
+def test_iteration_grid_cache_is_the_same_on_a_slow_machine(monkeypatch):
+    """A grid whose budget is in iterations and whose cache section gives no budget built
+    its independence-selection cache for CacheSpec's default 1 s per variable: on a
+    machine whose clock runs 1,000 s per reading each variable kept only its singletons,
+    and the cell learned another DAG. Such a grid's cache now gets the exact-score
+    budget of ``learn --iterations`` (as the command line does)."""
+    import time
+
+    g = _grid(cache={"method": "independence", "max_indegree": 2}, seeds=[0],
+              datasets=[{"name": "nltcs", "splits": ["train"]}],
+              algorithms=[{"name": "asobs"}])
+    (cell,) = expand_grid(g)
+    here = E.run_cell(cell)
+    ticks = itertools.count(0.0, 1000.0)
+    monkeypatch.setattr(time, "perf_counter", lambda: float(next(ticks)))
+    slow = E.run_cell(cell)
+    monkeypatch.undo()
+    assert (slow.best_score, slow.dag_json) == (here.best_score, here.dag_json)
+    # a cache budget in seconds stays the grid's choice, as does a budget in seconds
+    timed = _grid(cache={"method": "independence", "seconds_per_variable": 0.5})
+    assert timed.cache.seconds_per_variable == 0.5 and timed.cache.scores_per_variable is None
+    by_time = _grid(cache={"method": "independence"}, budget={"seconds": 5})
+    assert by_time.cache.seconds_per_variable == 1.0
+
+
 class _Nothing:
     exact = False
 

@@ -21,10 +21,14 @@ from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 from bnsl_dist._spec import Spec
 from bnsl_dist.scores.local import MAX_ESS
 
-__all__ = ["CacheSpec", "DEFAULT_SECONDS"]
+__all__ = ["CacheSpec", "DEFAULT_SECONDS", "ITERATION_CACHE_SCORES"]
 
 #: Seconds per variable of independence selection when no budget is given (the papers).
 DEFAULT_SECONDS = 1.0
+#: Exact scores per variable of the cache when the search budget is in iterations and the
+#: cache has no budget of its own (``learn --iterations``, grids): the whole run is then
+#: reproducible on any machine and any cluster.
+ITERATION_CACHE_SCORES = 2_000
 
 
 class CacheSpec(Spec):

@@ -20,6 +20,7 @@ from typing import Any
 
 import click
 
+from bnsl_dist.cache.spec import ITERATION_CACHE_SCORES
 from bnsl_dist.cli._checks import check_bif_writable, check_output_file
 from bnsl_dist.cli._common import cluster_options, pop_cluster_kwargs
 from bnsl_dist.cli._specs import (
@@ -223,9 +224,6 @@ def _check_distinct_outputs(output: str, save_cache: str | None, export: str | N
         seen[p] = flag
 
 
-#: Exact scores per variable of the cache when the search budget is in iterations and the
-#: cache has no budget of its own: the whole run is then reproducible on any cluster.
-ITERATION_CACHE_SCORES = 2_000
 #: Options that set a stage's own budget: --time-limit decides those itself.
 _STAGE_BUDGETS = {"seconds": "--seconds", "iterations": "--iterations",
                   "checkpoints": "--checkpoints",
