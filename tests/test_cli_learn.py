@@ -141,6 +141,25 @@ def test_small_learn_on_local_threads_equals_serial(runner, tmp_path):
     assert "Dask cluster: 1 workers; dashboard: http://127.0.0.1:" in res.output
 
 
+@pytest.mark.dask
+@pytest.mark.timeout(300)
+def test_iteration_budget_without_seeds_is_the_same_on_any_number_of_workers(runner, tmp_path):
+    """With no --seeds a Dask run took one seed per worker, serially one: an iteration
+    budget (and exact-score cache) gave another result on 2 workers than serially or on
+    1 worker. Such a run now has one seed wherever it runs."""
+    common = ["nltcs/test", "--iterations", "20", "--scores-per-variable", "40", "--seed", "3",
+              "-q"]
+    outs = []
+    for where in (["--serial"], ["--workers", "1"], ["--workers", "2"]):
+        out = tmp_path / f"r{len(outs)}.json"
+        res = runner.invoke(main, ["learn", *common, *where, "-o", str(out)])
+        assert res.exit_code == 0, res.output
+        outs.append(json.loads(out.read_text()))
+    for r in outs[1:]:
+        assert [x["seed"] for x in r["runs"]] == [x["seed"] for x in outs[0]["runs"]]
+        assert (r["dag"], r["score"]) == (outs[0]["dag"], outs[0]["score"])
+
+
 def test_learn_accepts_registered_names_and_rejects_unknown_ones(runner, tmp_path):
     res = runner.invoke(main, ["learn", "nltcs-nope", "--serial", "-o",
                                str(tmp_path / "r.json")])

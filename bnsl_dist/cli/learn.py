@@ -76,7 +76,8 @@ def _summary(result: Any, out: Path, source: str) -> None:
 @click.option("--iterations", type=click.IntRange(min=1), default=None,
               help="Iteration budget per seed (reproducible).")
 @click.option("--seeds", type=click.IntRange(min=1), default=None,
-              help="Independent runs (one task each) [one per worker; 1 with --serial].")
+              help="Independent runs (one task each) [one per worker; 1 with --serial or "
+                   "an iteration budget alone].")
 @click.option("--seed", "base_seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Base seed the per-run streams are spawned from.")
 @click.option("--checkpoints", default=None, metavar="B1,B2,...",
@@ -166,7 +167,10 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
         d = read_checked(source, observed=False)
         if export == "bif":
             check_bif_writable(d, "--export bif")
-    n_seeds = seeds if seeds is not None else 1 if serial else None
+    # an iteration budget is a reproducible run: one seed by default wherever it runs, not
+    # one per worker (its result would depend on the cluster); a time budget: per worker
+    n_seeds = seeds if seeds is not None else 1 if serial or search.budget.seconds is None \
+        else None
     shared: ParentSetCache | None
     if serial:
         cells = learn_cells(data, cache, search, n_seeds or 1, base_seed=base_seed,
