@@ -17,7 +17,7 @@ What is checked (ARCHITECTURE.md "Contracts", STYLE.md §4):
 - a 1 s budget holds within 5% (+ 0.25 s absolute slack), measured around the run
   after a warm-up run (numba loading is not the optimizer's time);
 - the same seed and iteration budget give the same incumbents (fresh instance or the
-  same one reused: no state carries over);
+  same one reused: no state carries over), whatever the clock reads;
 - exact optimizers (``cls.exact``) reach the brute-force optimum for n <= 7, and a
   reported ``bound`` is never below the optimum.
 """
@@ -136,6 +136,38 @@ def test_same_seed_same_result(name, caches):
             _run(name, cache, budget, seed=7, opt=opt)]  # the same instance twice
     sigs = [[(inc.score, inc.dag.parents, inc.iterations) for inc in r] for r in runs]
     assert sigs[0] == sigs[1] == sigs[2]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", NAMES)
+def test_iteration_budget_does_not_read_the_clock(name, caches, monkeypatch):
+    """A machine far slower or faster than this one: every clock the package reads
+    (``time``'s perf_counter, thread_time, time, monotonic, and the ASOBS kernel timer)
+    jumps 1,000 s or creeps 1 ns per reading, in turn, so that whatever is sized or
+    chosen by timing (batches, chunks, kernels) goes another way; the incumbents of an
+    iteration budget (score, DAG, iteration, bound) stay those of the plain run."""
+    import itertools
+
+    from bnsl_dist.search.ordering import obs
+
+    def sig(incs: list) -> list:
+        return [(i.score, i.dag.parents, i.iterations, i.bound) for i in incs]
+
+    cache, budget = caches[0], Budget(max_iterations=ITERS)
+    want = sig(_run(name, cache, budget, seed=7))
+    steps = itertools.cycle((1000.0, 1e-9, 1e-9))
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += next(steps)
+        return now[0]
+
+    for attr in ("perf_counter", "thread_time", "time", "monotonic"):
+        monkeypatch.setattr(time, attr, clock)
+    monkeypatch.setattr(obs, "_clock", clock)
+    got = sig(_run(name, cache, budget, seed=7))
+    monkeypatch.undo()
+    assert got == want
 
 
 @pytest.mark.timeout(120)
