@@ -132,7 +132,7 @@ def _int_table(buf: io.StringIO, comma: bool, width: int) -> NDArray[np.int64] |
     """The rest of ``buf`` as a table of non-negative integers, or None if it is not one."""
     try:
         df = pd.read_csv(buf, header=None, sep="," if comma else r"\s+", dtype=np.int64,
-                         engine="c", na_filter=False)
+                         engine="c", na_filter=False, low_memory=False)
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError):
         return None
     arr = df.to_numpy()
@@ -157,10 +157,11 @@ def _factorize(col: Any) -> _Factorized:
 def _str_table(buf: io.StringIO, width: int) -> list[_Factorized] | None:
     """The rest of a comma-separated ``buf`` as factorised columns, read by pandas' C
     parser; None if its rows are not all ``width`` fields long (the record loop then
-    finds the line)."""
+    finds the line). In one pass (``low_memory=False``): by default the parser makes
+    every column anew for each chunk of about 2**20 / width rows, O(N width²) in all."""
     try:
         df = pd.read_csv(buf, header=None, sep=",", dtype="string[pyarrow]", engine="c",
-                         na_filter=False, skip_blank_lines=True)
+                         na_filter=False, skip_blank_lines=True, low_memory=False)
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
         return None
     if df.shape[1] != width or df.shape[0] == 0 or bool(df.isna().to_numpy().any()):
