@@ -161,3 +161,72 @@ def test_refreshed_move_scores_equal_a_full_rescan(seed, n, k):
     assert (moves[3][rem] == want[3][rem]).all()
     rev = rem & (want[3] >= 0)
     np.testing.assert_allclose(moves[4][rev], want[4][rev], rtol=0, atol=1e-9)
+
+
+def _naive_descendants(parents):
+    """Proper descendants of each node by a search over children (the oracle)."""
+    n = len(parents)
+    kids = [[c for c in range(n) if p in parents[c]] for p in range(n)]
+    out = []
+    for x in range(n):
+        seen, stack = set(), list(kids[x])
+        while stack:
+            c = stack.pop()
+            if c not in seen:
+                seen.add(c)
+                stack.extend(kids[c])
+        out.append(seen)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_descendants_updated_per_move_equal_a_search(seed):
+    """hc_steps updates the descendant bitsets per move (ancestors of the arc's tail
+    only) instead of recomputing all n of them per step (O(n³/64) per climb, 99 s for
+    three climbs at 10,000 variables): after each of 300 random adds, removals and
+    reversals on 70 variables (two words per bitset) they equal a plain search."""
+    from bnsl_dist.search.ordering import _hc_kernels as HK
+
+    rng = np.random.default_rng(seed)
+    n = 70
+    parents = [set() for _ in range(n)]
+
+    def children():
+        po = np.zeros(n + 1, dtype=np.int64)
+        flat = []
+        for v in range(n):
+            flat += sorted(parents[v])
+            po[v + 1] = len(flat)
+        pf = np.array(flat + [0], dtype=np.int64)
+        kid_off, kids = np.empty(n + 1, dtype=np.int64), np.empty(len(pf) + 1, dtype=np.int64)
+        HK._children(np.arange(n, dtype=np.int64), po, pf, kid_off, kids)
+        return kid_off, kids
+
+    desc = np.zeros((n, 2), dtype=np.uint64)
+    nodes, counts = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    kinds = []
+    while len(kinds) < 300:
+        reach = _naive_descendants(parents)
+        arcs = [(u, v) for v in range(n) for u in parents[v]]
+        kind = HK.ADD if not arcs or rng.random() < 0.5 else rng.choice([HK.REMOVE, HK.REVERSE])
+        if kind == HK.ADD:
+            u, v = (int(x) for x in rng.choice(n, 2, replace=False))
+            if u in parents[v] or u in reach[v]:
+                continue  # present, or v reaches u: a cycle
+            parents[v].add(u)
+        else:
+            u, v = arcs[rng.integers(len(arcs))]
+            parents[v].discard(u)
+            if kind == HK.REVERSE:
+                if v in _naive_descendants(parents)[u]:
+                    parents[v].add(u)  # another path u ~> v: the reversal closes a cycle
+                    continue
+                parents[u].add(v)
+        kid_off, kids = children()
+        HK.update_descendants(kind, u, v, desc, kid_off, kids, nodes, counts)
+        kinds.append(kind)
+        want = _naive_descendants(parents)
+        bits = np.unpackbits(desc.view(np.uint8), axis=1, bitorder="little")[:, :n]
+        got = [set(np.flatnonzero(row).tolist()) for row in bits]
+        assert got == want, (len(kinds), kind, u, v)
+    assert set(kinds) == {HK.ADD, HK.REMOVE, HK.REVERSE}
