@@ -20,6 +20,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from bnsl_dist.scores._entropy_kernels import popcount64
 from bnsl_dist.search.ordering._kernels import EPS
 
 NONE, ADD, REMOVE, REVERSE = -1, 0, 1, 2
@@ -198,15 +199,6 @@ def _descendants(chosen, par_offsets, par_flat, kid_off, kids, desc, indeg, queu
                 desc[x, w] |= desc[c, w]
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
-def _popcount(x):
-    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2))
-                                               & np.uint64(0x3333333333333333))
-    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
-
-
 @nb.njit(cache=True, nogil=True)
 def _desc_add(a, b, desc):
     """The arc a->b was added: a and every ancestor of a now reach b and b's
@@ -238,7 +230,7 @@ def _desc_remove(a, desc, kid_off, kids, nodes, counts):
         if x == a or (desc[x, aw] & abit) != np.uint64(0):
             c = np.uint64(0)
             for w in range(words):
-                c += _popcount(desc[x, w])
+                c += popcount64(desc[x, w])
             nodes[m] = x
             counts[m] = np.int64(c)
             m += 1
