@@ -66,8 +66,11 @@ def list_cmd(as_json: bool) -> None:
     for name, e in sorted(cat.datasets.items()):
         spec = e.spec
         what = f"files ({e.config.stem})" if spec.kind == "files" else f"sampled from {spec.network}"
+        # a sampled set has its network's variables
+        n_vars = (getattr(spec, "n_vars", None) if spec.kind == "files"
+                  else cat.networks[spec.network].spec.n_vars)
         rows.append({"name": name, "type": "dataset", "kind": what,
-                     "splits": list(spec.splits), "n_vars": getattr(spec, "n_vars", None)})
+                     "splits": list(spec.splits), "n_vars": n_vars})
     for name, e in sorted(cat.networks.items()):
         spec = e.spec
         rows.append({"name": name, "type": "network", "kind": spec.kind, "splits": [],
