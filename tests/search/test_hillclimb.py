@@ -98,6 +98,21 @@ def test_bad_parameters():
                                                        np.random.default_rng(0)))
 
 
+def _naive_bounds(fc, chosen, kind, u, delta, rrow, rdelta, bound=None):
+    """Per variable v, the highest score change of its rows' moves and reversals (-inf
+    when none), but for the adds of a child of v, from move arrays of a full rescan."""
+    parents = [set(fc.par_flat[fc.par_offsets[j]:fc.par_offsets[j + 1]].tolist())
+               for j in chosen]
+    out = []
+    for v in range(len(chosen)):
+        rows = range(fc.offsets[v], fc.offsets[v + 1])
+        ds = [delta[j] for j in rows if kind[j] >= 0
+              and not (kind[j] == 0 and v in parents[u[j]])]  # ADD of a child: a cycle
+        ds += [rdelta[j] for j in rows if kind[j] == 1 and rrow[j] >= 0]  # REMOVE
+        out.append(max(ds, default=-np.inf))
+    return np.array(out)
+
+
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(2, 8), steps=st.integers(1, 15))
 def test_incremental_move_scores_equal_a_full_rescan(seed, n, steps):
@@ -110,7 +125,7 @@ def test_incremental_move_scores_equal_a_full_rescan(seed, n, steps):
 
     def fresh(ch):
         m = (np.empty(rows, np.int64), np.empty(rows, np.int64), np.empty(rows),
-             np.empty(rows, np.int64), np.empty(rows))
+             np.empty(rows, np.int64), np.empty(rows), np.empty(n))
         HK.init_moves(ch, fc.offsets, fc.par_offsets, fc.par_flat, fc.scores, *m)
         return m
 
@@ -119,8 +134,9 @@ def test_incremental_move_scores_equal_a_full_rescan(seed, n, steps):
                 *moves, np.full((3, 2), -1, dtype=np.int64), np.zeros(3, dtype=np.int64),
                 np.zeros(2), 1000, steps)
     want = fresh(chosen)
-    kind, u, delta, rrow, rdelta = moves
-    wkind, wu, wdelta, wrrow, wrdelta = want
+    kind, u, delta, rrow, rdelta, bound = moves
+    wkind, wu, wdelta, wrrow, wrdelta, _ = want
+    np.testing.assert_allclose(bound, _naive_bounds(fc, chosen, *want), rtol=0, atol=1e-9)
     assert (kind == wkind).all()
     live = kind >= 0
     assert (u[live] == wu[live]).all()
@@ -141,7 +157,7 @@ def test_refreshed_move_scores_equal_a_full_rescan(seed, n, k):
 
     def fresh(ch):
         m = (np.empty(rows, np.int64), np.empty(rows, np.int64), np.empty(rows),
-             np.empty(rows, np.int64), np.empty(rows))
+             np.empty(rows, np.int64), np.empty(rows), np.empty(n))
         HK.init_moves(ch, fc.offsets, fc.par_offsets, fc.par_flat, fc.scores, *m)
         return m
 
@@ -161,6 +177,76 @@ def test_refreshed_move_scores_equal_a_full_rescan(seed, n, k):
     assert (moves[3][rem] == want[3][rem]).all()
     rev = rem & (want[3] >= 0)
     np.testing.assert_allclose(moves[4][rev], want[4][rev], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(moves[5], _naive_bounds(fc, chosen, *want), rtol=0, atol=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 9), steps=st.integers(0, 20),
+       n_tabu=st.integers(0, 6), grain=st.sampled_from([0.0, 2.0, 10.0]))
+def test_pick_skipping_by_bounds_equals_a_full_scan(seed, n, steps, n_tabu, grain):
+    """_pick skips the variables whose bound is below the best so far and visits the
+    highest bound first: after random steps its move is the full scan's (the highest
+    score change, ties by key: adds by row, then each removal and its reversal, by row),
+    found here by trying every row's moves on the parent sets. Scores rounded to
+    ``grain`` make ties."""
+    from bnsl_dist.search.ordering import _hc_kernels as HK
+    fc = random_cache(n, seed, max_sets_per_var=30, max_indegree=3).flat
+    scores = np.round(fc.scores / grain) * grain if grain else fc.scores.copy()
+    rows = int(fc.offsets[-1])
+    rng = np.random.default_rng(seed)
+    sizes = np.diff(fc.par_offsets)
+    chosen = np.array([fc.offsets[v] + int(np.flatnonzero(
+        sizes[fc.offsets[v]:fc.offsets[v + 1]] == 0)[0]) for v in range(n)], dtype=np.int64)
+    moves = (np.empty(rows, np.int64), np.empty(rows, np.int64), np.empty(rows),
+             np.empty(rows, np.int64), np.empty(rows), np.empty(n))
+    HK.init_moves(chosen, fc.offsets, fc.par_offsets, fc.par_flat, scores, *moves)
+    HK.hc_steps(chosen, chosen.copy(), fc.offsets, fc.par_offsets, fc.par_flat, scores,
+                *moves, np.full((3, 2), -1, dtype=np.int64), np.zeros(3, dtype=np.int64),
+                np.zeros(2), 1000, steps)
+    tabu = rng.integers(0, n, size=(max(1, n_tabu), 2)).astype(np.int64)
+    kid_off = np.empty(n + 1, dtype=np.int64)
+    kids = np.empty(fc.par_flat.shape[0] + 1, dtype=np.int64)
+    HK._children(chosen, fc.par_offsets, fc.par_flat, kid_off, kids)
+    desc = np.zeros((n, 1), dtype=np.uint64)
+    HK._descendants(chosen, fc.par_offsets, fc.par_flat, kid_off, kids, desc,
+                    np.empty(n, np.int64), np.empty(n, np.int64))
+    out = np.empty(3, dtype=np.int64)
+    d = HK._pick(fc.offsets, *moves, desc, kid_off, kids, tabu, n_tabu, out)
+
+    def members(j):
+        return set(fc.par_flat[fc.par_offsets[j]:fc.par_offsets[j + 1]].tolist())
+
+    parents = [members(chosen[v]) for v in range(n)]
+    pairs = {frozenset(map(int, p)) for p in tabu[:n_tabu]}
+    cands = []  # (delta, key, row, kind, v)
+    for v in range(n):
+        for j in range(fc.offsets[v], fc.offsets[v + 1]):
+            new = members(j)
+            diff = new ^ parents[v]
+            if len(diff) != 1 or frozenset((v, *diff)) in pairs:
+                continue
+            (u,) = diff
+            after = list(parents)
+            after[v] = new
+            dv = scores[j] - scores[chosen[v]]
+            if u in new:  # an add
+                if naive_is_acyclic(after):
+                    cands.append((dv, 2 * j, j, HK.ADD, v))
+                continue
+            if naive_is_acyclic(after):
+                cands.append((dv, 2 * rows + 2 * j, j, HK.REMOVE, v))
+            for k in range(fc.offsets[u], fc.offsets[u + 1]):
+                if members(k) == parents[u] | {v}:
+                    after[u] = members(k)
+                    if naive_is_acyclic(after):
+                        cands.append((dv + (scores[k] - scores[chosen[u]]),
+                                      2 * rows + 2 * j + 1, j, HK.REVERSE, v))
+    if not cands:
+        assert out[1] == -1
+        return
+    best = max(cands, key=lambda c: (c[0], -c[1]))
+    assert d == pytest.approx(best[0], abs=1e-9)
+    assert tuple(out) == best[2:]
 
 
 def _naive_descendants(parents):

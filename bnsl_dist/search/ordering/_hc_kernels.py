@@ -8,7 +8,8 @@ Inputs validated by the driver; see ``_kernels.py`` for the cache layout.
 Move scores are incremental: they are stored per cache row (row j of variable v is the
 move that makes j v's set, if one arc separates them), so a step rescans only the rows
 of the variables it changed (and the reversal entries of their children), not the
-whole cache.
+whole cache; a per-variable upper bound of its rows' score changes lets the pick of a
+step skip the variables that cannot hold the best move.
 
 ``state`` (int64, IN/OUT) = [tabu head, tabu count, steps without a new best];
 ``fstate`` (float64, IN/OUT) = [current score, best score of this climb];
@@ -136,9 +137,37 @@ def _var_reversals(v, offsets, m_type, m_u, m_delta, r_row, r_delta):
 
 
 @nb.njit(cache=True, nogil=True)
+def _var_bound(v, chosen, offsets, par_offsets, par_flat, m_type, m_u, m_delta, r_row,
+               r_delta, bound):
+    """``bound[v]``: the highest score change of v's moves and reversals (-inf when
+    none), but for the adds of a child of v (u -> v while v -> u: always a cycle), which
+    :func:`_pick` uses to skip v. Needs v's current moves and reversals, and the sets of
+    v's children: it is recomputed when either changes."""
+    b = -np.inf
+    for j in range(offsets[v], offsets[v + 1]):
+        t = m_type[j]
+        if t == NONE:
+            continue
+        if t == ADD:
+            cu = chosen[m_u[j]]
+            child = False
+            for q in range(par_offsets[cu], par_offsets[cu + 1]):
+                if par_flat[q] == v:
+                    child = True
+                    break
+            if child:
+                continue
+        b = max(b, m_delta[j])
+        if t == REMOVE and r_row[j] >= 0:
+            b = max(b, r_delta[j])
+    bound[v] = b
+
+
+@nb.njit(cache=True, nogil=True)
 def init_moves(chosen, offsets, par_offsets, par_flat, scores, m_type, m_u, m_delta, r_row,
-               r_delta):
-    """The moves of every variable (OUT arrays indexed by cache row)."""
+               r_delta, bound):
+    """The moves of every variable (OUT arrays indexed by cache row; ``bound`` by
+    variable)."""
     n = chosen.shape[0]
     mark = np.zeros(n, dtype=np.int64)
     for v in range(n):
@@ -146,11 +175,14 @@ def init_moves(chosen, offsets, par_offsets, par_flat, scores, m_type, m_u, m_de
                    m_delta)
     for v in range(n):
         _var_reversals(v, offsets, m_type, m_u, m_delta, r_row, r_delta)
+    for v in range(n):
+        _var_bound(v, chosen, offsets, par_offsets, par_flat, m_type, m_u, m_delta, r_row,
+                   r_delta, bound)
 
 
 @nb.njit(cache=True, nogil=True)
 def refresh_moves(chosen, changed, offsets, par_offsets, par_flat, scores, m_type, m_u,
-                  m_delta, r_row, r_delta):
+                  m_delta, r_row, r_delta, bound):
     """Bring the move arrays (IN/OUT) up to date after the sets of the variables
     ``changed`` were replaced: their moves, and the reversals of them and their children."""
     n = chosen.shape[0]
@@ -165,6 +197,9 @@ def refresh_moves(chosen, changed, offsets, par_offsets, par_flat, scores, m_typ
         _var_reversals(w, offsets, m_type, m_u, m_delta, r_row, r_delta)
         for t in range(kid_off[w], kid_off[w + 1]):
             _var_reversals(kids[t], offsets, m_type, m_u, m_delta, r_row, r_delta)
+    for v in range(n):  # the old parents of those changed lost children: all of them
+        _var_bound(v, chosen, offsets, par_offsets, par_flat, m_type, m_u, m_delta, r_row,
+                   r_delta, bound)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -280,12 +315,51 @@ def _cyclic(kind, u, v, desc, kid_off, kids):
     return False
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _pick_var(v, n_rows, offsets, m_type, m_u, m_delta, r_row, r_delta, desc, kid_off, kids,
+              tabu, n_tabu, bd, bkey, out):
+    """:func:`_pick` over the rows of v, from the best so far (bd, bkey); returns it."""
+    for j in range(offsets[v], offsets[v + 1]):
+        t = m_type[j]
+        if t == NONE:
+            continue
+        for sub in range(2):
+            if sub == 0:
+                d = m_delta[j]
+                kind = t
+                key = (np.int64(0) if t == ADD else np.int64(2 * n_rows)) + 2 * j
+            else:
+                if t != REMOVE or r_row[j] < 0:
+                    break
+                d = r_delta[j]
+                kind = REVERSE
+                key = np.int64(2 * n_rows) + 2 * j + 1
+            if d < bd or (d == bd and key > bkey):
+                continue
+            if _is_tabu(tabu, n_tabu, m_u[j], v):
+                break  # both moves of this row share the pair
+            if _cyclic(kind, m_u[j], v, desc, kid_off, kids):
+                continue
+            bd = d
+            bkey = key
+            out[0] = j
+            out[1] = kind
+            out[2] = v
+    return bd, bkey
+
+
 @nb.njit(cache=True, nogil=True)
-def _pick(offsets, m_type, m_u, m_delta, r_row, r_delta, desc, kid_off, kids, tabu, n_tabu,
-          out):
+def _pick(offsets, m_type, m_u, m_delta, r_row, r_delta, bound, desc, kid_off, kids, tabu,
+          n_tabu, out):
     """Best admissible move (acyclic, not tabu): highest score change, ties by the order
     adds (by row), then removals each followed by its reversal (by row). Writes (row,
-    kind, variable) into ``out``, kind -1 when none; returns the score change."""
+    kind, variable) into ``out``, kind -1 when none; returns the score change.
+
+    The variable of the highest ``bound`` is scanned first, then every other whose bound
+    is not below the best so far: a skipped one has no admissible move that could win
+    (nor tie), and the order (score change, then key) is total, so the pick is the full
+    scan's. (Bounds that counted the always-cyclic adds of a child skipped 85% of the
+    variables at 10,000, not 99%.)"""
     n = offsets.shape[0] - 1
     n_rows = offsets[n]
     bd = -np.inf
@@ -293,46 +367,29 @@ def _pick(offsets, m_type, m_u, m_delta, r_row, r_delta, desc, kid_off, kids, ta
     out[0] = -1
     out[1] = -1
     out[2] = -1
+    if n == 0:
+        return bd
+    top = np.argmax(bound)
+    bd, bkey = _pick_var(top, n_rows, offsets, m_type, m_u, m_delta, r_row, r_delta, desc,
+                         kid_off, kids, tabu, n_tabu, bd, bkey, out)
     for v in range(n):
-        for j in range(offsets[v], offsets[v + 1]):
-            t = m_type[j]
-            if t == NONE:
-                continue
-            for sub in range(2):
-                if sub == 0:
-                    d = m_delta[j]
-                    kind = t
-                    key = (np.int64(0) if t == ADD else np.int64(2 * n_rows)) + 2 * j
-                else:
-                    if t != REMOVE or r_row[j] < 0:
-                        break
-                    d = r_delta[j]
-                    kind = REVERSE
-                    key = np.int64(2 * n_rows) + 2 * j + 1
-                if d < bd or (d == bd and key > bkey):
-                    continue
-                if _is_tabu(tabu, n_tabu, m_u[j], v):
-                    break  # both moves of this row share the pair
-                if _cyclic(kind, m_u[j], v, desc, kid_off, kids):
-                    continue
-                bd = d
-                bkey = key
-                out[0] = j
-                out[1] = kind
-                out[2] = v
+        if v == top or bound[v] < bd:
+            continue
+        bd, bkey = _pick_var(v, n_rows, offsets, m_type, m_u, m_delta, r_row, r_delta, desc,
+                             kid_off, kids, tabu, n_tabu, bd, bkey, out)
     return bd
 
 
 @nb.njit(cache=True, nogil=True)
 def hc_steps(chosen, best_chosen, offsets, par_offsets, par_flat, scores, m_type, m_u, m_delta,
-             r_row, r_delta, tabu, state, fstate, max_no_improve, max_steps):
+             r_row, r_delta, bound, tabu, state, fstate, max_no_improve, max_steps):
     """Up to ``max_steps`` tabu hill-climbing steps; returns 1 when the climb is over
     (no admissible move, or ``max_no_improve`` steps without a new best), else 0.
 
     The move arrays (from :func:`init_moves`, IN/OUT) are kept current: a step rescans
-    only the rows of the one or two variables it changed, and the reversal entries of
-    their children. Acyclicity is read from descendant bitsets, updated per step
-    (:func:`update_descendants`)."""
+    only the rows of the one or two variables it changed, the reversal entries (and
+    bounds) of their children, and the bound of u (its children changed). Acyclicity is
+    read from descendant bitsets, updated per step (:func:`update_descendants`)."""
     n = chosen.shape[0]
     mark = np.zeros(n, dtype=np.int64)
     kid_off = np.empty(n + 1, dtype=np.int64)
@@ -346,8 +403,8 @@ def hc_steps(chosen, best_chosen, offsets, par_offsets, par_flat, scores, m_type
     _children(chosen, par_offsets, par_flat, kid_off, kids)
     _descendants(chosen, par_offsets, par_flat, kid_off, kids, desc, indeg, queue)
     for _ in range(max_steps):
-        d = _pick(offsets, m_type, m_u, m_delta, r_row, r_delta, desc, kid_off, kids, tabu,
-                  state[1], pick)
+        d = _pick(offsets, m_type, m_u, m_delta, r_row, r_delta, bound, desc, kid_off, kids,
+                  tabu, state[1], pick)
         j = pick[0]
         kind = pick[1]
         if kind < 0:
@@ -369,7 +426,13 @@ def hc_steps(chosen, best_chosen, offsets, par_offsets, par_flat, scores, m_type
                 continue
             _var_reversals(w, offsets, m_type, m_u, m_delta, r_row, r_delta)
             for t in range(kid_off[w], kid_off[w + 1]):
-                _var_reversals(kids[t], offsets, m_type, m_u, m_delta, r_row, r_delta)
+                c = kids[t]
+                _var_reversals(c, offsets, m_type, m_u, m_delta, r_row, r_delta)
+                _var_bound(c, chosen, offsets, par_offsets, par_flat, m_type, m_u, m_delta,
+                           r_row, r_delta, bound)
+        for w in (v, u):  # u gained or lost the child v
+            _var_bound(w, chosen, offsets, par_offsets, par_flat, m_type, m_u, m_delta,
+                       r_row, r_delta, bound)
         fstate[0] += d
         h = state[0]
         tabu[h, 0] = u

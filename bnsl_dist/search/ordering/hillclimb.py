@@ -105,7 +105,8 @@ class HillClimbTabu:
         rows = cache.n_sets
         moves = (np.empty(rows, dtype=np.int64), np.empty(rows, dtype=np.int64),
                  np.empty(rows, dtype=np.float64), np.empty(rows, dtype=np.int64),
-                 np.empty(rows, dtype=np.float64))  # kind, u, delta, reversal row, delta
+                 np.empty(rows, dtype=np.float64), np.empty(n, dtype=np.float64))
+        # kind, u, delta, reversal row, delta (per row); bound (per variable)
         watch = budget.stopwatch()
         best = -np.inf
         best_chosen = empty_rows.copy()
