@@ -44,9 +44,9 @@ def _naive_moves(cache, parents):
     return out
 
 
-def naive_tabu_climb(cache, tabu_length=10, max_no_improve=10):
-    parents = [()] * cache.n_vars
-    score = sum(cache.score_of(v, ()) for v in range(cache.n_vars))
+def naive_tabu_climb(cache, tabu_length=10, max_no_improve=10, start=None):
+    parents = [()] * cache.n_vars if start is None else list(start)
+    score = sum(cache.score_of(v, parents[v]) for v in range(cache.n_vars))
     best, best_parents = score, parents
     tabu: list[frozenset[int]] = []
     idle = 0
@@ -132,7 +132,7 @@ def test_incremental_move_scores_equal_a_full_rescan(seed, n, steps):
     moves = fresh(chosen)
     HK.hc_steps(chosen, chosen.copy(), fc.offsets, fc.par_offsets, fc.par_flat, fc.scores,
                 *moves, np.full((3, 2), -1, dtype=np.int64), np.zeros(3, dtype=np.int64),
-                np.zeros(2), 1000, steps)
+                np.zeros(2), 1000, steps, HK.workspace(n, fc.par_flat.shape[0]), True)
     want = fresh(chosen)
     kind, u, delta, rrow, rdelta, bound = moves
     wkind, wu, wdelta, wrrow, wrdelta, _ = want
@@ -202,7 +202,7 @@ def test_pick_skipping_by_bounds_equals_a_full_scan(seed, n, steps, n_tabu, grai
     HK.init_moves(chosen, fc.offsets, fc.par_offsets, fc.par_flat, scores, *moves)
     HK.hc_steps(chosen, chosen.copy(), fc.offsets, fc.par_offsets, fc.par_flat, scores,
                 *moves, np.full((3, 2), -1, dtype=np.int64), np.zeros(3, dtype=np.int64),
-                np.zeros(2), 1000, steps)
+                np.zeros(2), 1000, steps, HK.workspace(n, fc.par_flat.shape[0]), True)
     tabu = rng.integers(0, n, size=(max(1, n_tabu), 2)).astype(np.int64)
     kid_off = np.empty(n + 1, dtype=np.int64)
     kids = np.empty(fc.par_flat.shape[0] + 1, dtype=np.int64)
@@ -316,3 +316,81 @@ def test_descendants_updated_per_move_equal_a_search(seed):
         got = [set(np.flatnonzero(row).tolist()) for row in bits]
         assert got == want, (len(kinds), kind, u, v)
     assert set(kinds) == {HK.ADD, HK.REMOVE, HK.REVERSE}
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 9), steps=st.integers(2, 30),
+       chunk=st.integers(1, 4))
+def test_a_climb_in_calls_equals_one_call(seed, n, steps, chunk):
+    """hc_steps keeps its children lists and descendant bitsets in the workspace between
+    the calls of a climb (built only when ``fresh``): ``steps`` steps made ``chunk`` at a
+    time leave the DAG, the move arrays and the climb's state that one call leaves."""
+    from bnsl_dist.search.ordering import _hc_kernels as HK
+
+    fc = random_cache(n, seed, max_sets_per_var=30, max_indegree=3).flat
+    rows = int(fc.offsets[-1])
+    sizes = np.diff(fc.par_offsets)
+    start = np.array([fc.offsets[v] + int(np.flatnonzero(
+        sizes[fc.offsets[v]:fc.offsets[v + 1]] == 0)[0]) for v in range(n)], dtype=np.int64)
+
+    def climb(per_call):
+        chosen = start.copy()
+        moves = (np.zeros(rows, np.int64), np.zeros(rows, np.int64), np.zeros(rows),
+                 np.zeros(rows, np.int64), np.zeros(rows), np.zeros(n))  # entries no
+        HK.init_moves(chosen, fc.offsets, fc.par_offsets, fc.par_flat, fc.scores, *moves)
+        tabu = np.full((3, 2), -1, dtype=np.int64)  # move uses stay zero in both
+        state, fstate = np.zeros(3, dtype=np.int64), np.zeros(2)
+        ws = HK.workspace(n, fc.par_flat.shape[0])
+        done, over = 0, 0
+        while done < steps and not over:
+            k = min(per_call, steps - done)
+            over = HK.hc_steps(chosen, chosen.copy(), fc.offsets, fc.par_offsets,
+                               fc.par_flat, fc.scores, *moves, tabu, state, fstate, 1000, k,
+                               ws, done == 0)
+            done += k
+        return chosen, moves, tabu, state, fstate
+
+    one, parts = climb(steps), climb(chunk)
+    for a, b in zip(one[:1] + one[1] + one[2:], parts[:1] + parts[1] + parts[2:],
+                    strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("chunk", [1, 3, 50])
+def test_a_climb_from_a_dag_in_calls_equals_the_naive_climb(seed, chunk):
+    """A climb from a non-empty DAG (a restart's) made ``chunk`` steps per hc_steps call:
+    the first call builds the children lists and descendant bitsets from the start DAG
+    (``fresh``), the next ones carry them on; the best DAG and score are the naive
+    climb's from that start."""
+    from bnsl_dist.search.ordering import _hc_kernels as HK
+
+    cache = random_cache(7, seed, max_sets_per_var=40, max_indegree=3)
+    fc = cache.flat
+    n, rows = cache.n_vars, int(fc.offsets[-1])
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(n)
+    chosen = np.empty(n, dtype=np.int64)
+    for i, v in enumerate(order):  # a random cached set of earlier variables: acyclic
+        ok = [j for j in range(fc.offsets[v], fc.offsets[v + 1])
+              if set(fc.par_flat[fc.par_offsets[j]:fc.par_offsets[j + 1]].tolist())
+              <= set(order[:i].tolist())]
+        chosen[v] = ok[rng.integers(len(ok))]
+    start = [tuple(fc.par_flat[fc.par_offsets[j]:fc.par_offsets[j + 1]].tolist())
+             for j in chosen]
+    want, want_parents = naive_tabu_climb(cache, 4, 4, start=start)
+    moves = (np.empty(rows, np.int64), np.empty(rows, np.int64), np.empty(rows),
+             np.empty(rows, np.int64), np.empty(rows), np.empty(n))
+    HK.init_moves(chosen, fc.offsets, fc.par_offsets, fc.par_flat, fc.scores, *moves)
+    total = sum(cache.score_of(v, start[v]) for v in range(n))
+    best = chosen.copy()
+    tabu = np.full((4, 2), -1, dtype=np.int64)
+    state, fstate = np.zeros(3, dtype=np.int64), np.array([total, total])
+    ws = HK.workspace(n, fc.par_flat.shape[0])
+    fresh = True
+    while not HK.hc_steps(chosen, best, fc.offsets, fc.par_offsets, fc.par_flat, fc.scores,
+                          *moves, tabu, state, fstate, 4, chunk, ws, fresh):
+        fresh = False
+    got = [tuple(fc.par_flat[fc.par_offsets[j]:fc.par_offsets[j + 1]].tolist()) for j in best]
+    assert fstate[1] == pytest.approx(want, abs=1e-7)
+    assert got == [tuple(p) for p in want_parents]

@@ -380,28 +380,38 @@ def _pick(offsets, m_type, m_u, m_delta, r_row, r_delta, bound, desc, kid_off, k
     return bd
 
 
+def workspace(n, n_flat):
+    """The arrays :func:`hc_steps` keeps between the calls of one climb, for ``n``
+    variables and a cache whose parent lists hold ``n_flat`` entries: descendant
+    bitsets, children lists (offsets, entries), a zeroed mark and three scratch arrays."""
+    return (np.zeros((n, (n + 63) >> 6), dtype=np.uint64), np.empty(n + 1, dtype=np.int64),
+            np.empty(n_flat + 1, dtype=np.int64), np.zeros(n, dtype=np.int64),
+            np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
+            np.empty(n, dtype=np.int64))
+
+
 @nb.njit(cache=True, nogil=True)
 def hc_steps(chosen, best_chosen, offsets, par_offsets, par_flat, scores, m_type, m_u, m_delta,
-             r_row, r_delta, bound, tabu, state, fstate, max_no_improve, max_steps):
+             r_row, r_delta, bound, tabu, state, fstate, max_no_improve, max_steps, ws, fresh):
     """Up to ``max_steps`` tabu hill-climbing steps; returns 1 when the climb is over
     (no admissible move, or ``max_no_improve`` steps without a new best), else 0.
 
     The move arrays (from :func:`init_moves`, IN/OUT) are kept current: a step rescans
     only the rows of the one or two variables it changed, the reversal entries (and
     bounds) of their children, and the bound of u (its children changed). Acyclicity is
-    read from descendant bitsets, updated per step (:func:`update_descendants`)."""
-    n = chosen.shape[0]
-    mark = np.zeros(n, dtype=np.int64)
-    kid_off = np.empty(n + 1, dtype=np.int64)
-    kids = np.empty(par_flat.shape[0] + 1, dtype=np.int64)
-    desc = np.zeros((n, (n + 63) >> 6), dtype=np.uint64)
-    indeg = np.empty(n, dtype=np.int64)
-    queue = np.empty(n, dtype=np.int64)
-    counts = np.empty(n, dtype=np.int64)
+    read from descendant bitsets, updated per step (:func:`update_descendants`).
+
+    ``ws`` (:func:`workspace`, IN/OUT) keeps the children lists and the bitsets between
+    the calls of one climb: ``fresh`` (the first call of a climb, or ``chosen`` changed
+    outside) builds them from ``chosen``; otherwise they are those the last call left.
+    (Built anew per call, they were most of a step's cost at 10,000 variables, a call
+    being ~20 steps there.)"""
+    desc, kid_off, kids, mark, indeg, queue, counts = ws
     pick = np.empty(3, dtype=np.int64)
     tabu_len = tabu.shape[0]
-    _children(chosen, par_offsets, par_flat, kid_off, kids)
-    _descendants(chosen, par_offsets, par_flat, kid_off, kids, desc, indeg, queue)
+    if fresh:
+        _children(chosen, par_offsets, par_flat, kid_off, kids)
+        _descendants(chosen, par_offsets, par_flat, kid_off, kids, desc, indeg, queue)
     for _ in range(max_steps):
         d = _pick(offsets, m_type, m_u, m_delta, r_row, r_delta, bound, desc, kid_off, kids,
                   tabu, state[1], pick)

@@ -107,6 +107,7 @@ class HillClimbTabu:
                  np.empty(rows, dtype=np.float64), np.empty(rows, dtype=np.int64),
                  np.empty(rows, dtype=np.float64), np.empty(n, dtype=np.float64))
         # kind, u, delta, reversal row, delta (per row); bound (per variable)
+        ws = HK.workspace(n, fc.par_flat.shape[0])
         watch = budget.stopwatch()
         best = -np.inf
         best_chosen = empty_rows.copy()
@@ -133,10 +134,12 @@ class HillClimbTabu:
             else:  # the moves are those of the last climb's end: refresh what differs
                 HK.refresh_moves(chosen, np.flatnonzero(chosen != last).astype(np.int64),
                                  fc.offsets, fc.par_offsets, fc.par_flat, fc.scores, *moves)
+            fresh = True  # the workspace is built from this climb's start
             while True:
                 over = HK.hc_steps(chosen, climb_best, fc.offsets, fc.par_offsets, fc.par_flat,
                                    fc.scores, *moves, tabu, state, fstate, max_no_improve,
-                                   chunk)
+                                   chunk, ws, fresh)
+                fresh = False
                 s = exact_total(fc, climb_best)
                 if s > best:
                     best = s
