@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -10,7 +11,29 @@ import click
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["echo_json", "pop_cluster_kwargs", "CLUSTER_KEYS", "cluster_options", "cluster_kwargs"]
+
+class FiniteRange(click.FloatRange):
+    """``click.FloatRange`` that also refuses nan and inf (FloatRange lets both through:
+    nan compares false with every bound) and a value whose product with ``scale``
+    overflows (a size in GiB or MB made bytes). ``message`` words the refusal
+    (``{value}``, ``{opt}``)."""
+
+    def __init__(self, *args: Any, scale: float = 1.0,
+                 message: str = "{value} is not a finite number", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.scale = scale
+        self.message = message
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv * self.scale):
+            opt = param.opts[0] if param is not None and param.opts else "value"
+            self.fail(self.message.format(value=rv, opt=opt), param, ctx)
+        return rv
+
+__all__ = ["echo_json", "pop_cluster_kwargs", "CLUSTER_KEYS", "cluster_options", "cluster_kwargs",
+           "FiniteRange"]
 
 
 

@@ -3,7 +3,6 @@ export its records as one file."""
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 import click
 
 from bnsl_dist.cli._checks import check_output_dir, check_output_file
-from bnsl_dist.cli._common import cluster_kwargs, cluster_options, echo_json
+from bnsl_dist.cli._common import FiniteRange, cluster_kwargs, cluster_options, echo_json
 
 
 @click.group("grid")
@@ -219,7 +218,8 @@ def status_cmd(grid_file: str, results: str, by: tuple[str, ...], as_json: bool)
 @click.option("--dags", type=click.Choice(["all", "best"]), default="all", show_default=True,
               help="DAGs kept per cell: of every checkpoint incumbent, or the best only "
                    "(no table reads the others; most of a large grid's file).")
-@click.option("--max-mb", type=click.FloatRange(min=0.01), default=None,
+@click.option("--max-mb", type=FiniteRange(min=0.01, scale=1e6, message="{opt} must be a finite "
+                                                                    "number, got {value}"), default=None,
               help="Write a file over this many MB (10^6 bytes) in parts of at most this "
                    "size (records.parquet, records.2.parquet, ...; reading any part reads "
                    "all), e.g. to stay under a repository's file-size limit.")
@@ -244,8 +244,6 @@ def export_cmd(results: str, out: str, dags: str, max_mb: float | None,
     from bnsl_dist.pipeline.grid import complete_pieces
     from bnsl_dist.results.export import export_records, read_records, records_files
 
-    if max_mb is not None and not math.isfinite(max_mb * 1e6):  # FloatRange takes nan, inf
-        raise InvalidConfigError(f"--max-mb must be a finite number, got {max_mb}")
     check_output_file(out, "--out")
     if left_out is not None:
         if not complete_by:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from bnsl_dist.cli._common import echo_json
+from bnsl_dist.cli._common import FiniteRange, echo_json
 
 __all__ = ["infer_cmd", "loglik_cmd", "load_network_arg"]
 
@@ -31,23 +31,17 @@ def _num(x: float) -> float | None:
     return None if math.isnan(x) else float(x)
 
 
-def _finite_gib(ctx: click.Context, param: click.Parameter, value: float) -> float:
-    # FloatRange lets nan and inf through; int(GiB * 2**30) failed on them (and on 1e300)
-    if not math.isfinite(value * 2**30):
-        raise click.BadParameter(f"{value} is not a finite number of GiB")
-    return value
-
-
 _engine_options = [
-    click.option("--memory-limit", type=click.FloatRange(min=0, min_open=True), default=2.0,
-                 show_default=True, callback=_finite_gib,
+    click.option("--memory-limit", default=2.0, show_default=True,
+                 type=FiniteRange(min=0, min_open=True, scale=2**30,
+                                  message="{value} is not a finite number of GiB"),
                  help="GiB the junction tree may take."),
     click.option("--approximate", "fallback", is_flag=True,
                  help="Fall back to likelihood weighting when the junction tree exceeds "
                       "the memory limit (otherwise: an error)."),
     click.option("--samples", type=click.IntRange(min=1), default=100_000, show_default=True,
                  help="Particles of the approximate fallback."),
-    click.option("--seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+    click.option("--seconds", type=FiniteRange(min=0, min_open=True), default=None,
                  help="Time limit of the approximate fallback (per query)."),
     click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
                  help="Seed of the approximate fallback."),

@@ -9,7 +9,6 @@ a new kind, add one function of the :data:`KindTables` signature to that mapping
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING
 import click
 
 from bnsl_dist.cli._checks import check_output_dir
+from bnsl_dist.cli._common import FiniteRange
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -144,7 +144,7 @@ def _comparison_plots(frame: pd.DataFrame, comps: list, out_dir: Path,
 @click.argument("source", metavar="DIR|RECORDS", type=click.Path(exists=True))
 @click.option("--out", "out", default=None, type=click.Path(file_okay=False),
               help="Output folder (default: DIR/tables, or the folder of RECORDS).")
-@click.option("--at", "at", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--at", "at", type=FiniteRange(min=0, min_open=True), default=None,
               help="Compare the best scores within this many seconds (default: end of "
                    "budget).")
 @click.option("--no-plots", is_flag=True, help="Tables only.")
@@ -159,8 +159,6 @@ def tables_cmd(source: str, out: str | None, at: float | None, no_plots: bool) -
     from bnsl_dist.exceptions import InvalidConfigError
     from bnsl_dist.results.export import load_records
 
-    if at is not None and math.isnan(at):  # FloatRange takes nan: tables of no experiment
-        raise InvalidConfigError("--at must be a positive number of seconds, got nan")
     src = Path(source)
     out_dir = Path(out) if out else (src / "tables" if src.is_dir() else src.parent)
     check_output_dir(out_dir, "--out")
