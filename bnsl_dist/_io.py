@@ -21,10 +21,11 @@ _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
                     r"|[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
 
 
-def is_plain_int(tok: str) -> bool:
-    """``tok`` is an integer as files write one: ASCII digits with an optional sign. Python's
-    ``int`` also takes ``"1_5"`` (15) and non-ASCII digits, which no file format means."""
-    return _INT.fullmatch(tok) is not None
+def is_plain_int(tok: str, plus: bool = True) -> bool:
+    """``tok`` is an integer as files write one: ASCII digits with an optional sign (a
+    ``+`` only with ``plus``). Python's ``int`` also takes ``"1_5"`` (15) and non-ASCII
+    digits, which no file format means."""
+    return _INT.fullmatch(tok) is not None and (plus or tok[0] != "+")
 
 
 def is_plain_float(tok: str) -> bool:

@@ -107,7 +107,7 @@ def _metadata_problem(stored: dict[str, Any]) -> str | None:
 
 
 def _is_index(tok: str) -> bool:
-    return is_plain_int(tok) and tok[0] != "+"
+    return is_plain_int(tok, plus=False)
 
 
 def _index_file(heads: list[str], stored: dict[str, Any] | None) -> bool:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +37,6 @@ __all__ = ["read_data", "read_dataset", "write_csv", "MISSING_TOKENS"]
 
 #: Tokens read as a missing value (only where the caller asks for a missing mask).
 MISSING_TOKENS = frozenset({"?", "", "NA"})
-_INT_RE = re.compile(r"^-?[0-9]+$")  # ASCII: int() also reads "٣" as 3
 
 MissingPolicy = Literal["error", "mask"]
 LabelPolicy = Literal["auto", "never", "always"]
@@ -66,7 +64,7 @@ def _base_suffix(path: Path) -> str:
 
 
 def _is_int(tok: str) -> bool:
-    return bool(_INT_RE.match(tok))
+    return is_plain_int(tok, plus=False)
 
 
 def _is_code(tok: str) -> bool:
