@@ -81,13 +81,13 @@ def _collect(model: type[BaseModel], prefix: str, kwargs: dict[str, Any]) -> dic
     return out
 
 
-cache_options = _options(CacheSpec, "cache_", ("path",))
-
-
 def cache_options_with(**helps: str) -> Callable[[F], F]:
-    """:data:`cache_options` with the help of some fields replaced: a command whose
-    defaults for them are not CacheSpec's says its own."""
+    """One ``--option`` per CacheSpec field, with the help of the fields in ``helps``
+    replaced: a command whose defaults for them are not CacheSpec's says its own."""
     return _options(CacheSpec, "cache_", ("path",), helps)
+
+
+cache_options = cache_options_with()
 screening_options = _options(ScreeningSpec, "screen_", ())
 
 
