@@ -98,6 +98,14 @@ def test_bad_parameters():
                                                        np.random.default_rng(0)))
 
 
+def _empty_rows(fc):
+    """Each variable's row of the empty parent set: the empty DAG as cache rows."""
+    sizes = np.diff(fc.par_offsets)
+    return np.array([fc.offsets[v] + int(np.flatnonzero(sizes[fc.offsets[v]:fc.offsets[v + 1]]
+                                                        == 0)[0])
+                     for v in range(len(fc.offsets) - 1)], dtype=np.int64)
+
+
 def _naive_bounds(fc, chosen, kind, u, delta, rrow, rdelta, bound=None):
     """Per variable v, the highest score change of its rows' moves and reversals (-inf
     when none), but for the adds of a child of v, from move arrays of a full rescan."""
@@ -119,9 +127,7 @@ def test_incremental_move_scores_equal_a_full_rescan(seed, n, steps):
     from bnsl_dist.search.ordering import _hc_kernels as HK
     fc = random_cache(n, seed, max_sets_per_var=30, max_indegree=3).flat
     rows = int(fc.offsets[-1])
-    sizes = np.diff(fc.par_offsets)
-    chosen = np.array([fc.offsets[v] + int(np.flatnonzero(
-        sizes[fc.offsets[v]:fc.offsets[v + 1]] == 0)[0]) for v in range(n)], dtype=np.int64)
+    chosen = _empty_rows(fc)
 
     def fresh(ch):
         m = (np.empty(rows, np.int64), np.empty(rows, np.int64), np.empty(rows),
@@ -194,9 +200,7 @@ def test_pick_skipping_by_bounds_equals_a_full_scan(seed, n, steps, n_tabu, grai
     scores = np.round(fc.scores / grain) * grain if grain else fc.scores.copy()
     rows = int(fc.offsets[-1])
     rng = np.random.default_rng(seed)
-    sizes = np.diff(fc.par_offsets)
-    chosen = np.array([fc.offsets[v] + int(np.flatnonzero(
-        sizes[fc.offsets[v]:fc.offsets[v + 1]] == 0)[0]) for v in range(n)], dtype=np.int64)
+    chosen = _empty_rows(fc)
     moves = (np.empty(rows, np.int64), np.empty(rows, np.int64), np.empty(rows),
              np.empty(rows, np.int64), np.empty(rows), np.empty(n))
     HK.init_moves(chosen, fc.offsets, fc.par_offsets, fc.par_flat, scores, *moves)
@@ -329,9 +333,7 @@ def test_a_climb_in_calls_equals_one_call(seed, n, steps, chunk):
 
     fc = random_cache(n, seed, max_sets_per_var=30, max_indegree=3).flat
     rows = int(fc.offsets[-1])
-    sizes = np.diff(fc.par_offsets)
-    start = np.array([fc.offsets[v] + int(np.flatnonzero(
-        sizes[fc.offsets[v]:fc.offsets[v + 1]] == 0)[0]) for v in range(n)], dtype=np.int64)
+    start = _empty_rows(fc)
 
     def climb(per_call):
         chosen = start.copy()
