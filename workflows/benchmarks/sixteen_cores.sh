@@ -8,7 +8,8 @@
 # from the repository root, with bnsl_dist importable and BNSL_SHARED_DATA set (the
 # Twenty Datasets: book and the 12 of configs/grids/utilisation-16.yaml) and, for the
 # pyAgrum row, the [peers] extra. Environment: W (workers, default: the cores), PLAN
-# (seconds, default 570), STEPS (a subset of "warm bn500 bn500_running bn2000 scaling r10 grid"),
+# (seconds, default 570), STEPS (the steps to run, in that order; default "warm bn500
+# bn500_running bn2000 scaling r10 grid"),
 # WHEELS (a folder of wheels to install into /tmp/site first: a machine without the
 # dependencies), PEERS_DATA (a folder of the seeded peers samples, *.csv.gz and
 # *.dag.json, to copy instead of drawing them with pyAgrum), SMOKE=1 (small sizes, for
@@ -25,7 +26,6 @@ mkdir -p "$RES" "$B/peers_data"
 left() { echo $(( PLAN - ($(date +%s) - T0) )); }
 step() {  # step NAME MAX_SECONDS CMD...: run with the smaller of MAX and the time left
   local name=$1 max=$2; shift 2
-  [[ " ${STEPS:-warm bn500 bn500_running bn2000 scaling r10 grid} " == *" $name "* ]] || return 0
   local l t s rc
   l=$(left); t=$(( max < l ? max : l ))
   if (( t < 20 )); then echo "== $name: skipped, $l s left" | tee -a "$RES/steps.txt"; return; fi
@@ -63,28 +63,56 @@ fi
   git log --oneline -1 2>/dev/null; git status --short 2>/dev/null | head -5
 } > "$RES/machine.txt" 2>&1
 CLI=(python3 -c "import sys; from bnsl_dist.cli import main; sys.argv[0] = 'bnsl-dist'; main()")
-step warm 150 python3 -c "from workflows.benchmarks.peers import WARM; exec(WARM)"
+# compile every kernel the steps use (numba's disk cache), in two processes at once:
+# learn --time-limit's stages, and the grid's cache method and optimizers
+GRID_WARM="from bnsl_dist.search.warmup import algorithm_spec as a, warm_up; print(warm_up(\
+('independence',), [a('asobs'), a('asobs-ent'), *(a(n, k=k) for n in ('kg', 'kg-ent', 'kmax')\
+ for k in (2, 4))]))"
+warm() {
+  step warm 150 bash -c "python3 -c \"from workflows.benchmarks.peers import WARM; exec(WARM)\" &
+    python3 -c \"$GRID_WARM\"; wait"
+}
 # issue 17: pyAgrum tabu on one core, then learn --time-limit on W workers in F of its time
-step bn500 200 python3 -m workflows.benchmarks.peers --networks $BN500 --tools pyagrum-tabu \
-  bnsl_dist --seconds 900 --match pyagrum-tabu --match-fraction $F --bnsl-workers "$W" \
-  --name sixteen-peers-$BN500
+bn500() {
+  step bn500 200 python3 -m workflows.benchmarks.peers --networks $BN500 --tools pyagrum-tabu \
+    bnsl_dist --seconds 900 --match pyagrum-tabu --match-fraction $F --bnsl-workers "$W" \
+    --name sixteen-peers-$BN500
+}
 # the same quarter on a cluster started beforehand (what a user of a running cluster pays)
-Q=$(python3 -c "import json; d = json.load(open('$B/sixteen-peers-$BN500.json')); print([r['budget'] for r in d['rows'] if r['tool'] == 'bnsl_dist'][0])" 2>/dev/null)
-[[ -n $Q ]] && step bn500_running 120 python3 -m workflows.benchmarks.peers --networks $BN500 \
-  --tools bnsl_dist --seconds "$Q" --bnsl-workers "$W" --bnsl-running-cluster \
-  --name sixteen-peers-$BN500-running
+bn500_running() {
+  local q
+  q=$(python3 -c "import json; d = json.load(open('$B/sixteen-peers-$BN500.json')); print([r['budget'] for r in d['rows'] if r['tool'] == 'bnsl_dist'][0])" 2>/dev/null)
+  [[ -n $q ]] || { echo "== bn500_running: skipped, no bn500 row" | tee -a "$RES/steps.txt"; return; }
+  step bn500_running 120 python3 -m workflows.benchmarks.peers --networks $BN500 \
+    --tools bnsl_dist --seconds "$q" --bnsl-workers "$W" --bnsl-running-cluster \
+    --name sixteen-peers-$BN500-running
+}
 # issue 17: 2,000 variables on W workers, above the generating network within 5 minutes
-step bn2000 200 python3 -m workflows.benchmarks.peers --networks bn2000 --tools bnsl_dist \
-  --seconds $BN2000_S --bnsl-workers "$W" --name sixteen-peers-bn2000
+bn2000() {
+  step bn2000 200 python3 -m workflows.benchmarks.peers --networks bn2000 --tools bnsl_dist \
+    --seconds $BN2000_S --bnsl-workers "$W" --name sixteen-peers-bn2000
+}
 # issue 15: the cache build of book at 6,000 exact scores per variable, serial vs W
-step scaling 170 python3 -m workflows.benchmarks.scaling --data book --workers "$W" \
-  --scores-per-variable $SPV --iterations 300 --seeds "$W" --grid-seeds 2 \
-  --grid-iterations 300 --skip-overhead --name sixteen-scaling
+scaling() {
+  step scaling 170 python3 -m workflows.benchmarks.scaling --data book --workers "$W" \
+    --scores-per-variable $SPV --iterations 300 --seeds "$W" --grid-seeds 2 \
+    --grid-iterations 300 --skip-overhead --name sixteen-scaling
+}
 # issue 15: learn r10 on W workers within its budgets + 15 s, the client's memory
-step r10 200 python3 -m workflows.benchmarks.learn_large --data $R10 --workers "$W" \
-  --seconds $R10_S --name sixteen-learn-$R10
+r10() {
+  step r10 200 python3 -m workflows.benchmarks.learn_large --data $R10 --workers "$W" \
+    --seconds $R10_S --name sixteen-learn-$R10
+}
 # issue 15: the utilisation of a 288-cell grid on W workers
-rm -rf /tmp/bnsl-util
-step grid 400 "${CLI[@]}" grid run configs/grids/utilisation-16.yaml --results /tmp/bnsl-util \
-  --workers "$W" --no-progress --no-report "${GRID[@]}"
+grid() {
+  rm -rf /tmp/bnsl-util
+  step grid 400 "${CLI[@]}" grid run configs/grids/utilisation-16.yaml --results /tmp/bnsl-util \
+    --workers "$W" --no-progress --no-report "${GRID[@]}"
+}
+for name in ${STEPS:-warm bn500 bn500_running bn2000 scaling r10 grid}; do
+  case $name in
+    warm|bn500|bn500_running|bn2000|scaling|r10|grid) "$name" ;;
+    *) echo "unknown step: $name (steps: warm bn500 bn500_running bn2000 scaling r10 grid)" >&2; exit 2 ;;
+  esac
+done
 echo "done at $(( $(date +%s) - T0 )) s" | tee -a "$RES/steps.txt"
