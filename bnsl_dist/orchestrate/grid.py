@@ -60,10 +60,9 @@ from bnsl_dist.results.records import CellResult
 from bnsl_dist.results.store import ResultStore
 from bnsl_dist.search.warmup import algorithm_spec
 
-__all__ = ["GridInterrupted", "GridPlan", "GridSummary", "cache_work", "cell_cost",
-           "connected_workers", "plan_grid",
-           "format_plan", "grid_status", "run_cells", "run_grid", "open_client",
-           "jobqueue_job_script"]
+__all__ = ["GridInterrupted", "GridPlan", "GridSummary", "cache_sizes", "cache_work",
+           "cell_cost", "connected_workers", "plan_grid", "format_plan", "grid_status",
+           "run_cells", "run_grid", "open_client", "jobqueue_job_script"]
 
 
 # ---------------------------------------------------------------------------- planning
@@ -87,10 +86,15 @@ class GridPlan:
 
 
 def _n_vars_hint(name: str, path: str | None) -> int | None:
+    return _shape_hint(name, None, path)[0]
+
+
+def _shape_hint(name: str, split: str | None, path: str | None
+                ) -> tuple[int | None, int | None]:
+    """(variables, rows of ``split``) of a registered data set, from the registry alone
+    (nothing is read or made); None where it does not say (a data file: both)."""
     if path is not None:
-        return None
-    if name == "nltcs":
-        return 16
+        return None, None
     try:
         from bnsl_dist.datasets.catalog import load_catalog
 
@@ -99,9 +103,11 @@ def _n_vars_hint(name: str, path: str | None) -> int | None:
         n = getattr(spec, "n_vars", None)
         if n is None and getattr(spec, "network", None):
             n = getattr(cat.network(spec.network).spec, "n_vars", None)
+        part = spec.splits.get(split) if split is not None else None
+        rows = getattr(part, "n_rows", None) or getattr(part, "n_samples", None)
     except Exception:  # noqa: BLE001 - a hint only
-        return None
-    return int(n) if n else None
+        return (16, None) if name == "nltcs" else (None, None)
+    return (int(n) if n else None), (int(rows) if rows else None)
 
 
 def grid_cells(grid: GridConfig, datasets: Collection[str] | None = None) -> list[Cell]:
@@ -337,8 +343,13 @@ def cell_cost(cell: Cell) -> float:
     return float(cell.budget_iterations or 1) * n * 1e-4
 
 
-#: Worker seconds of one exact score, for :func:`cache_work` (book, 500 variables,
-#: N = 8,700: 31.9 s for 1,500 scores per variable, 4.3e-5 s a score).
+#: Worker seconds of one exact score on ``N`` rows, for :func:`cache_work`:
+#: ``SCORE_SECONDS + SCORE_SECONDS_PER_ROW * N`` (independence selection at 3,000 scores
+#: per variable on the 2-core development machine: 1.1e-9 to 1.6e-9 s per score and row
+#: from dna's 1,600 rows to msnbc's 291,326; a 16-core machine's cores were ~1.7x slower).
+SCORE_SECONDS = 1e-6
+SCORE_SECONDS_PER_ROW = 2.5e-9
+#: ... where the number of rows is not known (book's 8,700 rows, rounded up).
 SECONDS_PER_SCORE = 5e-5
 
 #: Caches estimated at this many worker seconds or more fan out (see :func:`run_cells`).
@@ -351,22 +362,46 @@ def _n_vars(job: CacheJob) -> int | None:
 
 def cache_work(job: CacheJob) -> float | None:
     """Estimated worker seconds to build ``job``'s cache: variables x the per-variable
-    time budget, or x exact scores x :data:`SECONDS_PER_SCORE` (the smaller when both
-    are set; independence selection with neither: 1 s a variable; sequential
-    exploration with neither: every set up to the in-degree). None when the number of
-    variables is unknown (a data file) or screening decides it."""
-    n = _n_vars(job)
-    if n is None or job.screening is not None:
+    time budget, or x exact scores x the seconds of one score on the data's rows
+    (:data:`SCORE_SECONDS_PER_ROW`; the smaller when both are set; independence
+    selection with neither: 1 s a variable; sequential exploration with neither: every
+    set up to the in-degree). None when the number of variables is unknown (a data file)
+    or screening decides it."""
+    if job.data is None or job.screening is not None:
         return None
+    n, rows = _shape_hint(job.data.name, job.data.split, job.data.path)
+    if n is None:
+        return None
+    per_score = (SECONDS_PER_SCORE if rows is None
+                 else SCORE_SECONDS + SCORE_SECONDS_PER_ROW * rows)
     spec = job.cache
     per = [float(spec.seconds)] if spec.seconds is not None else []
     if spec.scores_per_variable is not None:
-        per.append(spec.scores_per_variable * SECONDS_PER_SCORE)
+        per.append(spec.scores_per_variable * per_score)
     if not per:
         k = n - 1 if spec.max_indegree is None else min(spec.max_indegree, n - 1)
         per.append(1.0 if spec.method == "independence"
-                   else sum(math.comb(n - 1, r) for r in range(k + 1)) * SECONDS_PER_SCORE)
+                   else sum(math.comb(n - 1, r) for r in range(k + 1)) * per_score)
     return n * min(per)
+
+
+def cache_sizes(cells: Sequence[Cell], cache_path: Callable[[Cell], str | None],
+                cost: Callable[[Cell], float] = cell_cost
+                ) -> tuple[dict[str, float], dict[str, Cell]]:
+    """Each cache the ``cells`` need (those ``cache_path`` names): its size for ordering
+    (:func:`cache_work`, else the cost of its longest cell) and the first cell needing it,
+    by cache key."""
+    sizes: dict[str, float] = {}
+    first: dict[str, Cell] = {}
+    for c in cells:
+        if cache_path(c) is not None:
+            sizes[c.cache_job.key] = max(sizes.get(c.cache_job.key, 0.0), cost(c))
+            first.setdefault(c.cache_job.key, c)
+    for ck, c in first.items():
+        work = cache_work(c.cache_job)
+        if work is not None:
+            sizes[ck] = work
+    return sizes, first
 
 
 def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
@@ -390,7 +425,8 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     (:func:`~bnsl_dist.orchestrate.explore.submit_cache_build`; ``fan_out_seconds=0``
     fans out every cache of known size; those of unknown size stay one task). The
     file is the one ``ensure_cache`` writes, but for its timings. Caches get the highest
-    priorities (largest first; the storing tasks above all), then cells, longest first
+    priorities (the largest estimated work first, else the longest cells'; the storing
+    tasks above all), then cells, longest first
     (``cost``), so no short task holds a worker while a long one waits. A failed batch
     fails its cache, and each cell of it gets a failure record.
 
@@ -411,12 +447,7 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     summary.workers = connected_workers(client) or 0
     by_key = {c.key: c for c in cells}
     order = sorted(cells, key=cost)  # ascending: rank = priority
-    sizes: dict[str, float] = {}
-    first: dict[str, Cell] = {}
-    for c in cells:
-        if cache_path(c) is not None:
-            sizes[c.cache_job.key] = max(sizes.get(c.cache_job.key, 0.0), cost(c))
-            first.setdefault(c.cache_job.key, c)
+    sizes, first = cache_sizes(cells, cache_path, cost)
     cache_futs: dict[str, Future | str | None] = {}
     top = len(cells) + 2 + len(sizes)  # the storing tasks of fanned-out caches
     # submitted in priority order too: an idle worker takes the first task that arrives

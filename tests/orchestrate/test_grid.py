@@ -420,3 +420,48 @@ def test_a_cell_that_kills_its_worker_is_a_killed_failure(caches, tmp_path):
     (fail,) = store.read_failures()
     assert fail.key == bad.key and fail.status == "killed" and "KilledWorker" in fail.error
     assert comparable(store.read_results()[0]) == comparable(run_cell(good))
+
+
+def test_a_cache_of_exact_scores_is_sized_by_its_rows():
+    """A cache's estimated work grows with the rows of its split, as the registry's own
+    file lists them (read here with yaml, not through the catalog): at 3,000 exact scores
+    per variable, msnbc's train split (17 variables) is estimated above nltcs's (16) in
+    the ratio of their variables and per-score seconds, and ordered first though their
+    cells cost the same; a data file's cache has no estimate and is sized by its cells."""
+    from importlib import resources
+
+    import yaml
+
+    from bnsl_dist.orchestrate.grid import (
+        SCORE_SECONDS,
+        SCORE_SECONDS_PER_ROW,
+        cache_sizes,
+        cache_work,
+        cell_cost,
+    )
+
+    reg = yaml.safe_load((resources.files("bnsl_dist.datasets") / "registry"
+                          / "twenty.yaml").read_text())["datasets"]
+    grid = GridConfig.model_validate({
+        "name": "rows", "seed": 1, "cache": {"method": "independence",
+                                             "scores_per_variable": 3000},
+        "datasets": [{"name": "nltcs", "splits": ["train"]},
+                     {"name": "msnbc", "splits": ["train", "test"]}],
+        "algorithms": [{"name": "asobs"}], "seeds": [0], "budget": {"iterations": 10}})
+    cells = {(c.dataset, c.split): c for c in expand_grid(grid)}
+    work = {k: cache_work(c.cache_job) for k, c in cells.items()}
+    for (name, split), w in work.items():
+        spec = reg[name]
+        rows = spec["splits"][split]["n_rows"]
+        assert w == pytest.approx(spec["n_vars"] * 3000 * (SCORE_SECONDS
+                                                           + SCORE_SECONDS_PER_ROW * rows))
+    assert work[("msnbc", "train")] > work[("msnbc", "test")] > work[("nltcs", "train")]
+    sizes, first = cache_sizes(list(cells.values()), lambda c: "x")
+    assert sorted(sizes, key=sizes.__getitem__, reverse=True)[0] \
+        == cells[("msnbc", "train")].cache_job.key
+    assert {first[k].dataset for k in sizes} == {"nltcs", "msnbc"}
+    filed = GridConfig.model_validate({**grid.model_dump(mode="json"), "datasets": [
+        {"name": "mine", "path": "elsewhere/mine.csv"}]})
+    (cell,) = expand_grid(filed)
+    assert cache_work(cell.cache_job) is None
+    assert cache_sizes([cell], lambda c: "x")[0] == {cell.cache_job.key: cell_cost(cell)}
