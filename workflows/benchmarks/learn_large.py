@@ -14,7 +14,7 @@ available (``fetch``: a recipe is materialised) and the kernels compiled before 
 timed run, so neither counts.
 
 Run: ``python -m workflows.benchmarks.learn_large [--data r10] [--workers 16]
-[--seconds 60] [--seconds-per-variable 0.02] [--seeds N]``; writes
+[--seconds 60] [--seconds-per-variable 0.02] [--seeds N] [--phases]``; writes
 ``out/<--name>.json``. Linux only (``/proc``).
 """
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -55,12 +56,17 @@ def _peak_rss_mb(pid: int) -> float | None:
     return None
 
 
-def run(data: str, workers: int, seconds: float, per_variable: float, seeds: int | None
-        ) -> dict[str, Any]:
-    """One timed ``learn``: wall, peak client RSS, its result's score and seconds."""
+def run(data: str, workers: int, seconds: float, per_variable: float, seeds: int | None,
+        phases: bool = False) -> dict[str, Any]:
+    """One timed ``learn``: wall, peak client RSS, its result's score and seconds (and,
+    with ``phases``, the wall time of each of its phases: :mod:`._phased`)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "r.json"
-        cmd = [sys.executable, "-c", CLI, "learn", data, "--workers", str(workers),
+        env = None
+        if phases:
+            env = {**os.environ, "BNSL_PHASES_OUT": str(Path(tmp) / "phases.json")}
+        head = ["-m", "workflows.benchmarks._phased"] if phases else ["-c", CLI]
+        cmd = [sys.executable, *head, "learn", data, "--workers", str(workers),
                "--seconds", f"{seconds:g}", "--seconds-per-variable", f"{per_variable:g}",
                "-q", "-o", str(out)]
         if seeds is not None:
@@ -68,7 +74,7 @@ def run(data: str, workers: int, seconds: float, per_variable: float, seeds: int
         t0 = time.perf_counter()
         err_file = Path(tmp) / "stderr.txt"  # a file, not a pipe: a pipe nobody reads while
         with err_file.open("w") as log:     # the command runs would stop it once full
-            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env=env)
             peak = 0.0
             try:
                 while proc.poll() is None:
@@ -85,8 +91,13 @@ def run(data: str, workers: int, seconds: float, per_variable: float, seeds: int
             raise RuntimeError(f"learn exited {proc.returncode}: "
                                f"{err_file.read_text().strip()[-2000:]}")
         res = json.loads(out.read_text())
-    return {"finished": True, "wall_seconds": round(wall, 3), "client_peak_rss_mb": round(peak, 1),
-            "score": res.get("score")}
+        row = {"finished": True, "wall_seconds": round(wall, 3),
+               "client_peak_rss_mb": round(peak, 1), "score": res.get("score"),
+               "cache_seconds": (res.get("cache") or {}).get("seconds"),
+               "seed_search_seconds": [round(r["seconds"], 3) for r in res.get("runs", [])]}
+        if phases:
+            row["phases"] = json.loads((Path(tmp) / "phases.json").read_text())
+    return row
 
 
 def main() -> None:
@@ -97,13 +108,17 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60.0, help="search budget")
     ap.add_argument("--seconds-per-variable", type=float, default=0.02)
     ap.add_argument("--seeds", type=int, default=None, help="default: one per worker")
+    ap.add_argument("--phases", action="store_true",
+                    help="also record the wall time of each phase of learn (cluster start, "
+                    "cache build, search, write)")
     ap.add_argument("--name", default="learn_large")
     args = ap.parse_args()
     n_vars = train_data(args.data).n_vars
     subprocess.run([sys.executable, "-c", WARM], check=True, capture_output=True)
     budget = args.seconds_per_variable * n_vars / args.workers + args.seconds
     signal.signal(signal.SIGTERM, _stop)  # a stopped run still writes what it measured
-    row = run(args.data, args.workers, args.seconds, args.seconds_per_variable, args.seeds)
+    row = run(args.data, args.workers, args.seconds, args.seconds_per_variable, args.seeds,
+              args.phases)
     payload = {"settings": vars(args), "n_vars": n_vars,
                "cache_budget_wall_seconds": round(args.seconds_per_variable * n_vars
                                                   / args.workers, 3),

@@ -59,7 +59,7 @@ if [[ ${SMOKE:-0} == 1 ]]; then
 else
   BN500=bn500; F=0.25; BN2000_S=120; SPV=6000; R10=r10; R10_S=60; GRID=()
 fi
-{ date -u; nproc; lscpu | grep -E "Model name|^CPU\(s\)"; free -g | head -2
+{ date -u; nproc; lscpu; free -g | head -2
   git log --oneline -1 2>/dev/null; git status --short 2>/dev/null | head -5
 } > "$RES/machine.txt" 2>&1
 CLI=(python3 -c "import sys; from bnsl_dist.cli import main; sys.argv[0] = 'bnsl-dist'; main()")

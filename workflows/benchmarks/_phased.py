@@ -1,0 +1,104 @@
+"""``bnsl-dist`` with the wall time of each phase of ``learn`` on a cluster recorded:
+``python -m workflows.benchmarks._phased learn ...`` runs the CLI as its console script
+does, with the stages of ``bnsl_dist.cli.learn`` wrapped in timers, and writes the
+phases as JSON to the file ``$BNSL_PHASES_OUT`` when it ends (seconds from the start of
+this process's ``main``; ``learn_large --phases`` reads it). The wrapped stages: the
+cluster's start (``connect`` entered), the cache's build, and the search (the cache
+scattered, the seeds mapped, their records gathered and merged), and the result's write.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import importlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+T0 = time.perf_counter()
+PHASES: list[dict[str, Any]] = []
+
+
+def _span(name: str, start: float) -> None:
+    PHASES.append({"phase": name, "start": round(start - T0, 3),
+                   "seconds": round(time.perf_counter() - start, 3)})
+
+
+def _timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _span(name, start)
+    return wrapper
+
+
+def _install() -> None:
+    import distributed
+
+    import bnsl_dist._io as io
+    import bnsl_dist.orchestrate.anytime as anytime
+    import bnsl_dist.orchestrate.cluster as cluster
+
+    connect = cluster.connect
+
+    @contextlib.contextmanager
+    def timed_connect(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        start = time.perf_counter()
+        with connect(*args, **kwargs) as client:
+            _span("cluster start", start)
+            yield client
+            closing = time.perf_counter()
+        _span("cluster close", closing)
+
+    cluster.connect = timed_connect
+    anytime.prepare_cache_distributed = _timed("cache build", anytime.prepare_cache_distributed)
+    anytime.learn_distributed = _timed("search (scatter, seeds, gather, merge)",
+                                       anytime.learn_distributed)
+    for method in ("scatter", "gather"):
+        setattr(distributed.Client, method,
+                _timed("  " + method, getattr(distributed.Client, method)))
+    io.atomic_write_text = _timed("result written", io.atomic_write_text)
+    learn = importlib.import_module("bnsl_dist.pipeline.learn")  # the package's `learn`
+    # attribute is the function
+
+    merge = learn.LearnResult.merge.__func__  # type: ignore[attr-defined]
+
+    def seeds_merge(cls: Any, cells: Any, results: Any) -> Any:
+        """Each seed's task as its worker saw it: run_cell's wall and its search's."""
+        PHASES.append({"phase": "seeds on the workers", "start": None, "seconds": None,
+                       "run_cell_wall": [round(getattr(r, "wall_seconds", 0.0), 3)
+                                         for r in results],
+                       "search": [round(getattr(r, "elapsed", 0.0), 3) for r in results]})
+        return _timed("  merge", merge)(cls, cells, results)
+
+    learn.LearnResult.merge = classmethod(seeds_merge)  # type: ignore[assignment]
+
+
+def _write() -> None:
+    out = os.environ.get("BNSL_PHASES_OUT")
+    if out:
+        PHASES.append({"phase": "main ended", "start": round(time.perf_counter() - T0, 3),
+                       "seconds": 0.0})
+        with open(out, "w") as f:
+            json.dump(PHASES, f, indent=1)
+
+
+def main() -> None:
+    _install()
+    atexit.register(_write)
+    from bnsl_dist.cli import main as cli
+
+    sys.argv[0] = "bnsl-dist"
+    cli()
+
+
+if __name__ == "__main__":
+    main()
