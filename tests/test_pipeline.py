@@ -531,3 +531,39 @@ def test_record_trace_equals_the_optimizers_trace(nltcs_cache, monkeypatch):
         back = [CellResult.from_row(r) for r in records_to_table([rec, old]).to_pylist()]
         assert [r.trace() for r in back] == [got, got]
     assert kept_before_best > 0  # checkpoint DAGs other than the best are kept and checked
+
+
+def test_a_seed_given_its_built_cache_reads_no_data(tmp_path):
+    """learn's seeds get the cache object built from their data (with its entropies, the
+    data's hash and rows): run_cell then gives the same record with the data file gone
+    (no second read on a worker); an optimizer that scores new families, or a cache
+    without those fields, still reads the data (the file gone: the data's error)."""
+    from bnsl_dist.pipeline.learn import learn_cells, prepare_cache
+    from bnsl_dist.pipeline.specs import CacheSpec, SearchSpec
+
+    csv = tmp_path / "d.csv"
+    rows = np.random.default_rng(3).integers(0, 3, size=(400, 6))
+    csv.write_text("a,b,c,d,e,f\n" + "\n".join(",".join(map(str, r)) for r in rows) + "\n")
+    ref = DataRef.parse(str(csv))
+    cache_spec = CacheSpec(method="independence", scores_per_variable=30)
+    search = SearchSpec.model_validate({"algorithm": "asobs-ent",
+                                        "budget": {"iterations": 20}})
+    (cell,) = learn_cells(ref, cache_spec, search, 1, base_seed=4)
+    cache = prepare_cache(cell)
+    read = E.run_cell(cell, cache)
+    data = E.load_data(ref)
+    assert (read.data_hash, read.n_samples) == (data.content_hash(), 400)
+    tabu = SearchSpec.model_validate({"algorithm": "tabu-data",
+                                      "budget": {"iterations": 3}})
+    (tabu_cell,) = learn_cells(ref, cache_spec, tabu, 1, base_seed=4)
+    bare = ParentSetCache.from_lists([cache.sets_of(v) for v in range(6)])
+    csv.unlink()
+    E.load_data.cache_clear()
+    free = E.run_cell(cell, cache)
+    for f in ("best_score", "dag_json", "data_hash", "n_samples", "iterations",
+              "n_parent_sets", "trace_scores"):
+        assert getattr(free, f) == getattr(read, f), f
+    with pytest.raises(DataError):
+        E.run_cell(tabu_cell, cache)
+    with pytest.raises(DataError):
+        E.run_cell(cell, bare)

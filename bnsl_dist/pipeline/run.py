@@ -213,6 +213,17 @@ def _provenance_fields(cell: Cell) -> dict[str, Any]:
             "spec": canonical_json(cell.json_dict()), "finished_at": _now()}
 
 
+def _needs_no_data(cell: Cell, cache: Any, opt: Any) -> bool:
+    """Whether ``cell`` can run from ``cache`` alone: a cache object already holding the
+    entropies, the data's hash and its rows (``learn`` builds it from the cell's data and
+    sends it to its seeds), and nothing else of the cell reading the data (screening, a
+    holdout, the inference study, an optimizer that scores new families)."""
+    return (isinstance(cache, ParentSetCache) and cache.entropies is not None
+            and "data_hash" in cache.meta and "n_samples" in cache.meta
+            and cell.cache_job.screening is None and cell.holdout is None
+            and cell.kind != "inference" and not getattr(opt, "needs_data", False))
+
+
 def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None = None
              ) -> CellResult:
     """Run one cell and return its record. Pure: no Dask, no files written.
@@ -241,10 +252,13 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
     if cell.kind == "sem":
         return _run_sem_cell(cell, t_start)
     job = cell.cache_job
-    data, scr, target = stage_data(job)
+    opt = cell.search.optimizer()
+    if _needs_no_data(cell, cache, opt):  # a seed of learn on a worker: no second read
+        data, scr, target = None, None, None
+    else:
+        data, scr, target = stage_data(job)
     pc, cache_seconds = resolve_cache(job, cache, target)
     budget = cell.budget
-    opt = cell.search.optimizer()
     # A*, AWA*, BFBnB: the run's totals (final bound, proof, nodes, top-p epsilon) are in
     # the search's stats; the proof may come after the last (strictly better) incumbent
     og = opt.search(pc) if hasattr(opt, "search") else None
