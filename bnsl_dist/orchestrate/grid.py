@@ -106,7 +106,7 @@ def _shape_hint(name: str, split: str | None, path: str | None
         part = spec.splits.get(split) if split is not None else None
         rows = getattr(part, "n_rows", None) or getattr(part, "n_samples", None)
     except Exception:  # noqa: BLE001 - a hint only
-        return (16, None) if name == "nltcs" else (None, None)
+        return None, None
     return (int(n) if n else None), (int(rows) if rows else None)
 
 
