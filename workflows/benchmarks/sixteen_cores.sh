@@ -8,8 +8,10 @@
 # from the repository root, with bnsl_dist importable and BNSL_SHARED_DATA set (the
 # Twenty Datasets: book and the 12 of configs/grids/utilisation-16.yaml) and, for the
 # pyAgrum row, the [peers] extra. Environment: W (workers, default: the cores), PLAN
-# (seconds, default 570), STEPS (the steps to run, in that order; default "warm bn500
-# bn500_running bn2000 scaling r10 grid"),
+# (seconds, default 570), STEPS (the steps to run, in that order; default "warm scaling
+# grid r10 bn500 bn500_running bn2000": issue 15's open figures first, then issue 17's,
+# met in session 19; the device run of session 19 took 65 + 128 + 206 + 104 + 120 + 59 s
+# for warm, scaling, grid, r10, bn500 and bn500_running),
 # WHEELS (a folder of wheels to install into /tmp/site first: a machine without the
 # dependencies), PEERS_DATA (a folder of the seeded peers samples, *.csv.gz and
 # *.dag.json, to copy instead of drawing them with pyAgrum), SMOKE=1 (small sizes, for
@@ -109,7 +111,7 @@ grid() {
   step grid 400 "${CLI[@]}" grid run configs/grids/utilisation-16.yaml --results /tmp/bnsl-util \
     --workers "$W" --no-progress --no-report "${GRID[@]}"
 }
-for name in ${STEPS:-warm bn500 bn500_running bn2000 scaling r10 grid}; do
+for name in ${STEPS:-warm scaling grid r10 bn500 bn500_running bn2000}; do
   case $name in
     warm|bn500|bn500_running|bn2000|scaling|r10|grid) "$name" ;;
     *) echo "unknown step: $name (steps: warm bn500 bn500_running bn2000 scaling r10 grid)" >&2; exit 2 ;;
