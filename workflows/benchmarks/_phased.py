@@ -62,6 +62,15 @@ def _install() -> None:
     anytime.prepare_cache_distributed = _timed("cache build", anytime.prepare_cache_distributed)
     anytime.learn_distributed = _timed("search (scatter, seeds, gather, merge)",
                                        anytime.learn_distributed)
+    import bnsl_dist.orchestrate.explore as explore
+    import bnsl_dist.pipeline.run as run
+    from bnsl_dist.data.dataset import CategoricalData
+
+    explore.assemble_cache = _timed("  assemble the cache", explore.assemble_cache)
+    explore._drain = _timed("  explore tasks (drained)", explore._drain)
+    run.with_entropies = _timed("  entropies", run.with_entropies)
+    setattr(CategoricalData, "content_hash",  # noqa: B010 - mypy forbids assigning a method
+            _timed("  content hash", CategoricalData.content_hash))
     for method in ("scatter", "gather"):
         setattr(distributed.Client, method,
                 _timed("  " + method, getattr(distributed.Client, method)))
@@ -69,7 +78,7 @@ def _install() -> None:
     learn = importlib.import_module("bnsl_dist.pipeline.learn")  # the package's `learn`
     # attribute is the function
 
-    merge = learn.LearnResult.merge.__func__  # type: ignore[attr-defined]
+    merge = learn.LearnResult.merge.__func__
 
     def seeds_merge(cls: Any, cells: Any, results: Any) -> Any:
         """Each seed's task as its worker saw it: run_cell's wall and its search's."""
@@ -79,7 +88,7 @@ def _install() -> None:
                        "search": [round(getattr(r, "elapsed", 0.0), 3) for r in results]})
         return _timed("  merge", merge)(cls, cells, results)
 
-    learn.LearnResult.merge = classmethod(seeds_merge)  # type: ignore[assignment]
+    learn.LearnResult.merge = classmethod(seeds_merge)
 
 
 def _write() -> None:
