@@ -154,11 +154,13 @@ def resolve_variables(data: CategoricalData, variables: Sequence[int | str] | No
 
 
 def assemble_cache(data: CategoricalData, results: Sequence[VariableResult],
-                   settings: CacheSpec, variables: Sequence[int]) -> ParentSetCache:
+                   settings: CacheSpec, variables: Sequence[int],
+                   data_hash: str | None = None) -> ParentSetCache:
     """The cache of explored variables; the others get only ∅ (scored exactly).
 
-    ``meta`` records the settings, N, the data's content hash and per-variable stats
-    (exact scores, seconds).
+    ``meta`` records the settings, N, the data's content hash (``data_hash`` when the
+    caller has it: hashing 10,000 variables x 5,000 rows takes 0.2 s) and per-variable
+    stats (exact scores, seconds).
     """
     by_var = {r.variable: r for r in results}
     missing = [v for v in variables if v not in by_var]
@@ -174,7 +176,7 @@ def assemble_cache(data: CategoricalData, results: Sequence[VariableResult],
                 scorer = LocalScorer(data, settings.score, settings.ess)
             lists.append([((), scorer.score(v, ()))])
     meta: dict[str, Any] = {**settings.json_dict(), "n_samples": data.n_samples,
-                            "n_vars": data.n_vars, "data_hash": data.content_hash()}
+                            "n_vars": data.n_vars, "data_hash": data_hash or data.content_hash()}
     meta["seconds_in_force"] = settings.seconds
     if len(variables) != data.n_vars:
         meta["variables"] = [int(v) for v in variables]

@@ -174,7 +174,7 @@ def build_cache_distributed(client: Client, data: CategoricalData | str | os.Pat
                              for i, b in enumerate(batches)]
     results = _drain(futures, batches, cfg, progress)
     del futures, shipped
-    cache = assemble_cache(local, results, cfg, todo)
+    cache = assemble_cache(local, results, cfg, todo, data_hash=h)
     if target is not None:
         write_jkl(cache, target, comments=True)
     return cache

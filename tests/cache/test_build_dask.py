@@ -48,6 +48,7 @@ def test_dask_build_equals_serial_build(client, child, kwargs, batch_size):
     dist = build_cache_distributed(client, child, batch_size=batch_size, **kwargs)
     _same(serial, dist)
     assert dist.meta["stats"]["exact_scores"] == serial.meta["stats"]["exact_scores"]
+    assert dist.meta["data_hash"] == serial.meta["data_hash"] == child.content_hash()
 
 
 def test_data_task_is_keyed_by_content_hash_and_files_are_read_by_workers(client, child,
