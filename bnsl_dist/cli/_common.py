@@ -11,6 +11,9 @@ import click
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+__all__ = ["echo_json", "pop_cluster_kwargs", "CLUSTER_KEYS", "cluster_options", "cluster_kwargs",
+           "FiniteRange"]
+
 
 class FiniteRange(click.FloatRange):
     """``click.FloatRange`` that also refuses nan and inf (FloatRange lets both through:
@@ -31,10 +34,6 @@ class FiniteRange(click.FloatRange):
             opt = param.opts[0] if param is not None and param.opts else "value"
             self.fail(self.message.format(value=rv, opt=opt), param, ctx)
         return rv
-
-__all__ = ["echo_json", "pop_cluster_kwargs", "CLUSTER_KEYS", "cluster_options", "cluster_kwargs",
-           "FiniteRange"]
-
 
 
 def echo_json(obj: Any) -> None:

@@ -218,8 +218,9 @@ def status_cmd(grid_file: str, results: str, by: tuple[str, ...], as_json: bool)
 @click.option("--dags", type=click.Choice(["all", "best"]), default="all", show_default=True,
               help="DAGs kept per cell: of every checkpoint incumbent, or the best only "
                    "(no table reads the others; most of a large grid's file).")
-@click.option("--max-mb", type=FiniteRange(min=0.01, scale=1e6, message="{opt} must be a finite "
-                                                                    "number, got {value}"), default=None,
+@click.option("--max-mb", default=None,
+              type=FiniteRange(min=0.01, scale=1e6,
+                               message="{opt} must be a finite number, got {value}"),
               help="Write a file over this many MB (10^6 bytes) in parts of at most this "
                    "size (records.parquet, records.2.parquet, ...; reading any part reads "
                    "all), e.g. to stay under a repository's file-size limit.")

@@ -337,10 +337,12 @@ def test_a_climb_in_calls_equals_one_call(seed, n, steps, chunk):
 
     def climb(per_call):
         chosen = start.copy()
+        # zeros, not empty: the entries no move uses stay zero in both climbs, so the
+        # arrays compare whole
         moves = (np.zeros(rows, np.int64), np.zeros(rows, np.int64), np.zeros(rows),
-                 np.zeros(rows, np.int64), np.zeros(rows), np.zeros(n))  # entries no
+                 np.zeros(rows, np.int64), np.zeros(rows), np.zeros(n))
         HK.init_moves(chosen, fc.offsets, fc.par_offsets, fc.par_flat, fc.scores, *moves)
-        tabu = np.full((3, 2), -1, dtype=np.int64)  # move uses stay zero in both
+        tabu = np.full((3, 2), -1, dtype=np.int64)
         state, fstate = np.zeros(3, dtype=np.int64), np.zeros(2)
         ws = HK.workspace(n, fc.par_flat.shape[0])
         done, over = 0, 0

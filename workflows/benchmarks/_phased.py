@@ -75,9 +75,8 @@ def _install() -> None:
         setattr(distributed.Client, method,
                 _timed("  " + method, getattr(distributed.Client, method)))
     io.atomic_write_text = _timed("result written", io.atomic_write_text)
-    learn = importlib.import_module("bnsl_dist.pipeline.learn")  # the package's `learn`
-    # attribute is the function
-
+    # the module (the package's attribute `learn` is the function of that name)
+    learn = importlib.import_module("bnsl_dist.pipeline.learn")
     merge = learn.LearnResult.merge.__func__
 
     def seeds_merge(cls: Any, cells: Any, results: Any) -> Any:

@@ -66,10 +66,11 @@ fi
 } > "$RES/machine.txt" 2>&1
 CLI=(python3 -c "import sys; from bnsl_dist.cli import main; sys.argv[0] = 'bnsl-dist'; main()")
 # compile every kernel the steps use (numba's disk cache), in two processes at once:
-# learn --time-limit's stages, and the grid's cache method and optimizers
-GRID_WARM="from bnsl_dist.search.warmup import algorithm_spec as a, warm_up; print(warm_up(\
-('independence',), [a('asobs'), a('asobs-ent'), *(a(n, k=k) for n in ('kg', 'kg-ent', 'kmax')\
- for k in (2, 4))]))"
+# learn --time-limit's stages, and the grid's cache method and optimizers (from its config)
+GRID_WARM="from bnsl_dist.config import load_grid; from bnsl_dist.pipeline.grid import \
+expand_grid; from bnsl_dist.search.warmup import algorithm_spec, warm_up; \
+g = load_grid('configs/grids/utilisation-16.yaml'); print(warm_up((g.cache.method,), \
+{algorithm_spec(c.algorithm, c.search.params, c.k) for c in expand_grid(g)}))"
 warm() {
   step warm 150 bash -c "python3 -c \"from workflows.benchmarks.peers import WARM; exec(WARM)\" &
     python3 -c \"$GRID_WARM\"; wait"
