@@ -345,8 +345,9 @@ def cell_cost(cell: Cell) -> float:
 
 #: Worker seconds of one exact score on ``N`` rows, for :func:`cache_work`:
 #: ``SCORE_SECONDS + SCORE_SECONDS_PER_ROW * N`` (independence selection at 3,000 scores
-#: per variable on the 2-core development machine: 1.1e-9 to 1.6e-9 s per score and row
-#: from dna's 1,600 rows to msnbc's 291,326; a 16-core machine's cores were ~1.7x slower).
+#: per variable on the 2-core development machine: 1.0e-9 to 1.9e-9 s per score and row
+#: from dna's 1,600 rows to msnbc's 291,326, ``python -m workflows.benchmarks.score_cost``;
+#: a 16-core machine's cores were ~1.7x slower).
 SCORE_SECONDS = 1e-6
 SCORE_SECONDS_PER_ROW = 2.5e-9
 #: ... where the number of rows is not known (book's 8,700 rows, rounded up).
