@@ -18,6 +18,8 @@ Missing values (``?``, empty, ``NA``) are accepted only with ``missing="mask"``
 from __future__ import annotations
 
 import csv
+import functools
+import gzip
 import io
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -33,7 +35,7 @@ from bnsl_dist._io import is_plain_int, read_text
 from bnsl_dist.data.dataset import MAX_STATES, CategoricalData, Dataset
 from bnsl_dist.exceptions import DataError, MissingValueError
 
-__all__ = ["read_data", "read_dataset", "write_csv", "MISSING_TOKENS"]
+__all__ = ["read_data", "read_dataset", "peek_shape", "write_csv", "MISSING_TOKENS"]
 
 #: Tokens read as a missing value (only where the caller asks for a missing mask).
 MISSING_TOKENS = frozenset({"?", "", "NA"})
@@ -505,6 +507,59 @@ def read_data(path: str | os.PathLike[str], *, missing: MissingPolicy = "error",
     [2, 2]
     """
     return _combine([_parse(path, header, labels, missing)], arities, names)[0]
+
+
+def peek_shape(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """(variables, rows) of a data file without reading its values: a Parquet file's
+    metadata, or a text file's first line (its fields) and line ends (a ``.dat`` file's
+    two heading lines and a detected header not counted; blank lines are). None when
+    the file cannot be read. A hint for sizing work (the grid's cache estimates), not a
+    check: :func:`read_data` finds what is wrong.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "d.csv")
+    >>> _ = open(p, "w").write("a,b,c\\n0,1,0\\n1,1,0\\n")
+    >>> peek_shape(p)
+    (3, 2)
+    """
+    p = Path(path)
+    try:
+        st = p.stat()
+        return _peek_shape(str(p), st.st_mtime_ns, st.st_size)
+    except (OSError, ValueError, EOFError, UnicodeDecodeError):
+        return None
+
+
+@functools.lru_cache(maxsize=64)
+def _peek_shape(path: str, mtime_ns: int, size: int) -> tuple[int, int]:
+    p = Path(path)
+    if _base_suffix(p) == ".parquet":
+        import pyarrow.parquet as pq
+
+        meta = pq.read_metadata(p)
+        index = (meta.schema.to_arrow_schema().pandas_metadata or {}).get("index_columns", [])
+        width = meta.num_columns - sum(isinstance(c, str) for c in index)
+        return width, meta.num_rows
+    opener = gzip.open if p.name.endswith(".gz") else open
+    with opener(p, "rb") as f:
+        first = f.readline()
+        if not first.strip():
+            raise ValueError("no first line")
+        line = first.decode("utf-8-sig").strip()
+        toks = ([t.strip() for t in line.split(",")] if "," in line or _base_suffix(p) == ".csv"
+                else line.split())
+        ends, last = first.count(b"\n"), first
+        while block := f.read(1 << 20):
+            ends += block.count(b"\n")
+            last = block
+    lines = ends + (not last.endswith(b"\n"))  # a last line without its line end
+    if _base_suffix(p) == ".dat":
+        heading = 2
+    else:
+        heading = int(any(not _is_int(t) and t not in MISSING_TOKENS for t in toks))
+    return len(toks), max(0, lines - heading)
 
 
 def read_dataset(name: str, paths: Mapping[str, str | os.PathLike[str]], *,

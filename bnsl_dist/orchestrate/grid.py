@@ -50,12 +50,13 @@ from typing import Any
 from distributed import Client, Future, as_completed, performance_report
 
 from bnsl_dist.config import ClusterConfig, GridConfig, JobqueueConfig
-from bnsl_dist.exceptions import BNSLError, InvalidConfigError
+from bnsl_dist.exceptions import BNSLError, DataError, InvalidConfigError
 from bnsl_dist.orchestrate.explore import explore_job, submit_cache_build
 from bnsl_dist.orchestrate.workers import register_warmup
 from bnsl_dist.pipeline.cell import CacheJob, Cell
 from bnsl_dist.pipeline.grid import expand_grid, format_duration, grid_status, sum_known
 from bnsl_dist.pipeline.run import NoSolutionError, ensure_cache, failure_record, run_cell
+from bnsl_dist.pipeline.specs import DataRef
 from bnsl_dist.results.records import CellResult
 from bnsl_dist.results.store import ResultStore
 from bnsl_dist.search.warmup import algorithm_spec
@@ -85,25 +86,32 @@ class GridPlan:
         return (self.search_seconds + self.cache_seconds) / max(1, n_workers)
 
 
-def _n_vars_hint(name: str, path: str | None) -> int | None:
-    return _shape_hint(name, None, path)[0]
+def _n_vars_hint(ref: DataRef | None) -> int | None:
+    return None if ref is None else _shape_hint(ref)[0]
 
 
-def _shape_hint(name: str, split: str | None, path: str | None
-                ) -> tuple[int | None, int | None]:
-    """(variables, rows of ``split``) of a registered data set, from the registry alone
-    (nothing is read or made); None where it does not say (a data file: both)."""
-    if path is not None:
-        return None, None
+def _shape_hint(ref: DataRef) -> tuple[int | None, int | None]:
+    """(variables, rows) of the split ``ref`` names: a data file's from its first line
+    and line ends (:func:`~bnsl_dist.data.io.peek_shape`), a registered data set's from
+    the registry alone (nothing is read or made); None where neither says."""
+    if ref.path is not None:
+        try:
+            from bnsl_dist.data.io import peek_shape
+
+            file = ref.file
+            shape = None if file is None else peek_shape(file)
+        except DataError:  # an unset environment variable: the run says so
+            shape = None
+        return shape if shape is not None else (None, None)
     try:
         from bnsl_dist.datasets.catalog import load_catalog
 
         cat = load_catalog()
-        spec = cat.dataset(name).spec
+        spec = cat.dataset(ref.name).spec
         n = getattr(spec, "n_vars", None)
         if n is None and getattr(spec, "network", None):
             n = getattr(cat.network(spec.network).spec, "n_vars", None)
-        part = spec.splits.get(split) if split is not None else None
+        part = spec.splits.get(ref.split)
         rows = getattr(part, "n_rows", None) or getattr(part, "n_samples", None)
     except Exception:  # noqa: BLE001 - a hint only
         return None, None
@@ -337,7 +345,7 @@ def _compute_spans(client: Client, since: float,
 def cell_cost(cell: Cell) -> float:
     """A rough cost used only to order work (longest first): the time budget, else the
     iteration budget scaled by the number of variables."""
-    n = _n_vars_hint(cell.dataset, cell.data.path if cell.data is not None else None) or 100
+    n = _n_vars_hint(cell.data) or 100
     if cell.budget_seconds is not None:
         return float(cell.budget_seconds) * (1.0 + 1e-6 * n)
     return float(cell.budget_iterations or 1) * n * 1e-4
@@ -350,15 +358,15 @@ def cell_cost(cell: Cell) -> float:
 #: a 16-core machine's cores were ~1.7x slower).
 SCORE_SECONDS = 1e-6
 SCORE_SECONDS_PER_ROW = 2.5e-9
-#: ... where the number of rows is not known (book's 8,700 rows, rounded up).
-SECONDS_PER_SCORE = 5e-5
+#: ... the rows assumed where a registry entry does not give them.
+ASSUMED_ROWS = 10_000
 
 #: Caches estimated at this many worker seconds or more fan out (see :func:`run_cells`).
 FAN_OUT_SECONDS = 10.0
 
 
 def _n_vars(job: CacheJob) -> int | None:
-    return None if job.data is None else _n_vars_hint(job.data.name, job.data.path)
+    return _n_vars_hint(job.data)
 
 
 def cache_work(job: CacheJob) -> float | None:
@@ -366,15 +374,14 @@ def cache_work(job: CacheJob) -> float | None:
     time budget, or x exact scores x the seconds of one score on the data's rows
     (:data:`SCORE_SECONDS_PER_ROW`; the smaller when both are set; independence
     selection with neither: 1 s a variable; sequential exploration with neither: every
-    set up to the in-degree). None when the number of variables is unknown (a data file)
-    or screening decides it."""
+    set up to the in-degree). None when the number of variables is unknown (a data
+    file not there yet, or not readable) or screening decides it."""
     if job.data is None or job.screening is not None:
         return None
-    n, rows = _shape_hint(job.data.name, job.data.split, job.data.path)
+    n, rows = _shape_hint(job.data)
     if n is None:
         return None
-    per_score = (SECONDS_PER_SCORE if rows is None
-                 else SCORE_SECONDS + SCORE_SECONDS_PER_ROW * rows)
+    per_score = SCORE_SECONDS + SCORE_SECONDS_PER_ROW * (rows or ASSUMED_ROWS)
     spec = job.cache
     per = [float(spec.seconds)] if spec.seconds is not None else []
     if spec.scores_per_variable is not None:

@@ -36,6 +36,36 @@ def test_headerless_binary_and_gz(tmp_path):
     assert d.names == ("X0", "X1", "X2")
 
 
+def test_peek_shape_agrees_with_the_reader(tmp_path):
+    """A file's shape from its first line and line ends alone is the reader's (variables,
+    rows): text with and without a header, white-space separated, gzipped, without a
+    last line end, a ``.dat`` file's two heading lines, Parquet with and without a
+    stored index; none for a missing or empty file."""
+    from bnsl_dist.data.io import peek_shape
+    from bnsl_dist.data.registry import bundled_path
+
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, 3, size=(57, 5))
+    body = "\n".join(",".join(map(str, r)) for r in codes)
+    files = [
+        _write(tmp_path, "h.csv", "a,b,c,d,e\n" + body + "\n"),
+        _write(tmp_path, "n.csv", body),  # no header, no last line end
+        _write(tmp_path, "w.txt", body.replace(",", " ") + "\n"),
+        _write(tmp_path, "g.csv.gz", "a,b,c,d,e\r\n" + body.replace("\n", "\r\n"), gz=True),
+        _write(tmp_path, "m.csv", "a,b,c,d,e\n" + body.replace("1", "?", 3) + "\n"),
+        bundled_path("child-5000.dat.gz"),
+    ]
+    df = pd.DataFrame(codes, columns=list("abcde"))
+    df.to_parquet(tmp_path / "plain.parquet")
+    df.set_index(pd.Index(np.arange(57) * 2, name="row")).to_parquet(tmp_path / "ix.parquet")
+    files += [tmp_path / "plain.parquet", tmp_path / "ix.parquet"]
+    for f in files:
+        d = read_data(f, missing="mask")
+        assert peek_shape(f) == (d.n_vars, d.n_samples), f
+    assert peek_shape(tmp_path / "absent.csv") is None
+    assert peek_shape(_write(tmp_path, "empty.csv", "")) is None
+
+
 def test_header_string_states_sorted_mapping(tmp_path):
     p = _write(tmp_path, "s.csv", "smoke,lung\nyes,no\nno,no\nyes,yes\n")
     d = read_data(p)

@@ -422,12 +422,13 @@ def test_a_cell_that_kills_its_worker_is_a_killed_failure(caches, tmp_path):
     assert comparable(store.read_results()[0]) == comparable(run_cell(good))
 
 
-def test_a_cache_of_exact_scores_is_sized_by_its_rows():
+def test_a_cache_of_exact_scores_is_sized_by_its_rows(tmp_path):
     """A cache's estimated work grows with the rows of its split, as the registry's own
     file lists them (read here with yaml, not through the catalog): at 3,000 exact scores
     per variable, msnbc's train split (17 variables) is estimated above nltcs's (16) in
     the ratio of their variables and per-score seconds, and ordered first though their
-    cells cost the same; a data file's cache has no estimate and is sized by its cells."""
+    cells cost the same; a data file holding nltcs's train split is estimated as the
+    registered split; a data file not there has no estimate and is sized by its cells."""
     from importlib import resources
 
     import yaml
@@ -460,6 +461,13 @@ def test_a_cache_of_exact_scores_is_sized_by_its_rows():
     assert sorted(sizes, key=sizes.__getitem__, reverse=True)[0] \
         == cells[("msnbc", "train")].cache_job.key
     assert {first[k].dataset for k in sizes} == {"nltcs", "msnbc"}
+    from bnsl_dist.data import resolve_data, write_csv
+
+    write_csv(resolve_data("nltcs/train"), tmp_path / "nltcs.csv")
+    filed = GridConfig.model_validate({**grid.model_dump(mode="json"), "datasets": [
+        {"name": "copy", "path": str(tmp_path / "nltcs.csv")}]})
+    (copy,) = expand_grid(filed)
+    assert cache_work(copy.cache_job) == work[("nltcs", "train")]
     filed = GridConfig.model_validate({**grid.model_dump(mode="json"), "datasets": [
         {"name": "mine", "path": "elsewhere/mine.csv"}]})
     (cell,) = expand_grid(filed)
