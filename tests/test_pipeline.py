@@ -269,6 +269,40 @@ def test_learn_keeps_the_seeds_that_found_a_dag(nltcs_cache, fake_optimizers):
         learn(nobody)
 
 
+@pytest.mark.parametrize("budget", [
+    {"iterations": 40, "iteration_checkpoints": [1, 2, 4, 8, 16, 40]},
+    {"seconds": 0.3, "checkpoints": [0.002, 0.01, 0.03, 0.1, 0.3]}])
+def test_learn_merge_picks_what_the_merged_traces_pick(nltcs_cache, budget):
+    """LearnResult.merge reads DAG JSON only for the winners; at every checkpoint it
+    picks what ``best_at`` of the seeds' merged traces (each record's DAGs made, as
+    before) picks: the same score, seed and DAG, and the same best overall."""
+    from bnsl_dist.pipeline.learn import LearnResult, learn_cells, run_seed
+    from bnsl_dist.pipeline.specs import CacheSpec, SearchSpec
+    from bnsl_dist.search.base import AnytimeTrace
+
+    search = SearchSpec(algorithm="hc-tabu", budget=budget)
+    cells = learn_cells(None, CacheSpec(path=str(nltcs_cache)), search, 5, base_seed=7)
+    records = [run_seed(c) for c in cells]
+    assert all(isinstance(r, E.CellResult) for r in records)
+    res = LearnResult.merge(cells, records)
+    merged = AnytimeTrace.merge([r.trace() for r in records])
+    by_time = "seconds" in budget
+    cps = budget["checkpoints" if by_time else "iteration_checkpoints"]
+    oracle = []
+    for cp in cps:
+        inc = merged.best_at(cp) if by_time else merged.best_at_iteration(cp)
+        oracle.append((float(cp), None, None, None) if inc is None else
+                      (float(cp), inc.score, cells[inc.info["run"]].seed,
+                       inc.dag.to_json_dict()))
+    assert [(c.budget, c.score, c.seed, c.dag) for c in res.checkpoints] == oracle
+    best = merged.best
+    assert (res.score, res.best["seed"], res.best["elapsed"], res.best["iterations"]) == (
+        best.score, cells[best.info["run"]].seed, best.elapsed, best.iterations)
+    assert res.dag == best.dag.to_json_dict()
+    if not by_time:  # deterministic: the winner changes between checkpoints
+        assert len({(c.score, c.seed) for c in res.checkpoints if c.score is not None}) >= 2
+
+
 def test_load_data_paths(monkeypatch, tmp_path):
     monkeypatch.delenv("NOPE_DIR", raising=False)
     with pytest.raises(DataError, match="not set"):

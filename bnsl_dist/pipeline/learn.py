@@ -28,7 +28,6 @@ from bnsl_dist.pipeline.run import (
 )
 from bnsl_dist.pipeline.specs import CacheSpec, DataRef, ScreeningSpec, SearchSpec
 from bnsl_dist.results.records import CellResult
-from bnsl_dist.search.base import AnytimeTrace
 
 __all__ = ["SCHEMA_VERSION", "Checkpoint", "SeedRun", "LearnResult", "learn_cells",
            "prepare_cache", "learn", "run_seed"]
@@ -91,8 +90,9 @@ class LearnResult:
     def merge(cls, cells: Sequence[Cell],
               results: Sequence[CellResult | NoSolutionError]) -> LearnResult:
         """The seeds' records as one result: at each checkpoint (the budget last) the
-        best DAG over the seeds (ties: the earlier seed), through
-        :meth:`AnytimeTrace.merge`. A seed that found no DAG within the budget
+        best DAG over the seeds (ties: the earlier seed), as ``best_at`` of
+        :meth:`~bnsl_dist.search.base.AnytimeTrace.merge` of the seeds' traces picks it,
+        but without making their DAGs. A seed that found no DAG within the budget
         (:func:`run_seed` gives its :class:`NoSolutionError`) has no incumbent.
 
         Raises
@@ -108,26 +108,48 @@ class LearnResult:
             assert isinstance(first, NoSolutionError)
             raise first
         c0 = cells[0]
-        merged = AnytimeTrace.merge([
-            r.trace() if isinstance(r, CellResult)
-            else AnytimeTrace([], r.iterations or 0, r.seconds or 0.0) for r in results])
+        # every seed's incumbents (run, trace index), in the order of AnytimeTrace.merge
+        # (runs in order, each in time order): ``max`` keeps the first of the highest
+        # score, so ties go to the earlier seed. The best of a seed at a checkpoint of
+        # its cell (the cells share their budget) is one whose DAG its record keeps; DAG
+        # JSON is read for the winners alone (making every seed's DAGs took 0.1 s a seed
+        # at 10,000 variables: workflows/benchmarks/merge_seeds.py).
+        kept = [(run, i) for run, r in enumerate(results) if isinstance(r, CellResult)
+                for i in range(len(r.trace_scores))]
+        if not kept:  # pragma: no cover - a seed that found one has an incumbent
+            raise InvalidConfigError("no DAG")
+
+        def rec(run: int) -> CellResult:
+            r = results[run]
+            assert isinstance(r, CellResult)
+            return r
+
+        def score(ri: tuple[int, int]) -> float:
+            return rec(ri[0]).trace_scores[ri[1]]
+
+        dags: dict[tuple[int, int], dict[str, Any]] = {}
+
+        def dag_of(ri: tuple[int, int]) -> dict[str, Any]:
+            if ri not in dags:
+                dags[ri] = rec(ri[0]).incumbent_dag_json(ri[1])
+            return dags[ri]
+
         b = c0.search.budget
         by_time = b.seconds is not None
         cps = list(b.checkpoints if by_time else b.iteration_checkpoints)
-        top = float(b.seconds if b.seconds is not None else b.iterations or 0)
-        if not cps or cps[-1] != top:
-            cps.append(top)  # the budget is always the last checkpoint
+        last = float(b.seconds if b.seconds is not None else b.iterations or 0)
+        if not cps or cps[-1] != last:
+            cps.append(last)  # the budget is always the last checkpoint
         rows = []
         for cp in cps:
-            inc = merged.best_at(cp) if by_time else merged.best_at_iteration(int(cp))
+            within = [ri for ri in kept
+                      if (rec(ri[0]).trace_elapsed[ri[1]] <= cp if by_time
+                          else rec(ri[0]).trace_iterations[ri[1]] <= int(cp))]
+            inc = max(within, key=score, default=None)
             rows.append(Checkpoint(float(cp), None, None, None) if inc is None else
-                        Checkpoint(float(cp), inc.score, cells[inc.info["run"]].seed,
-                                   inc.dag.to_json_dict()))
-        best = merged.best
-        if best is None:  # pragma: no cover - a seed that found one has an incumbent
-            raise InvalidConfigError("no DAG")
-        top = results[best.info["run"]]
-        assert isinstance(top, CellResult)
+                        Checkpoint(float(cp), score(inc), cells[inc[0]].seed, dag_of(inc)))
+        best_run, best_i = best = max(kept, key=score)
+        top = rec(best_run)
         run_dicts = [SeedRun(c.seed, r.iterations, r.elapsed, [
             {"elapsed": e, "score": s, "iterations": i, "bound": None}
             for e, s, i in zip(r.trace_elapsed, r.trace_scores, r.trace_iterations,
@@ -142,9 +164,9 @@ class LearnResult:
                   else c0.screening.json_dict(),
                   "search": c0.search.json_dict(),
                   "seeds": [c.seed for c in cells], "base_seed": c0.grid_seed},
-            dag=best.dag.to_json_dict(), score=best.score,
-            best={"seed": cells[best.info["run"]].seed, "elapsed": best.elapsed,
-                  "iterations": best.iterations, "bound": top.bound},
+            dag=dag_of(best), score=score(best),
+            best={"seed": cells[best_run].seed, "elapsed": top.trace_elapsed[best_i],
+                  "iterations": top.trace_iterations[best_i], "bound": top.bound},
             unit="seconds" if by_time else "iterations", checkpoints=rows, runs=run_dicts,
             cache={"key": top.cache_key, "n_vars": top.n_vars,
                    "n_sets": top.n_parent_sets, "seconds": top.cache_seconds},

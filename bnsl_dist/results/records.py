@@ -120,12 +120,32 @@ class CellResult:
         s = self.trace_scores
         return max(range(len(s)), key=s.__getitem__) if s and self.dag_json else None
 
+    def incumbent_dag_json(self, i: int) -> dict[str, Any]:
+        """The DAG JSON (:meth:`DAG.to_json_dict`) of incumbent ``i``, one whose DAG the
+        record keeps (the best at a checkpoint of the cell, or overall): ``dag_json`` as
+        stored for the best, else made from its parent lists in ``incumbent_dags``.
+        Nothing is validated: the record's own writer made it from a DAG.
+
+        Raises
+        ------
+        KeyError
+            The record does not keep incumbent ``i``'s DAG.
+        """
+        best_json: dict[str, Any] = json.loads(self.dag_json)
+        if i == self.best_index():
+            return best_json
+        ps = json.loads(self.incumbent_dags)[str(i)]
+        names = best_json["nodes"]
+        return {"nodes": names,
+                "parents": {names[v]: [names[p] for p in sorted(ps[v])]
+                            for v in range(len(names))}}
+
     def trace(self) -> AnytimeTrace:
         """The incumbents whose DAG the record keeps (the best at each checkpoint and
-        overall): ``best_at`` / ``best_at_iteration`` of this trace equal the full
-        run's at every checkpoint of the cell, and its ``best`` the run's best. The best
-        incumbent's DAG is ``dag_json``; records written before it was left out of
-        ``incumbent_dags`` hold it there too, and give the same trace."""
+        overall): ``best_at`` / ``best_at_iteration`` of this trace equal the full run's at every
+        checkpoint of the cell, and its ``best`` the run's best. The best incumbent's DAG
+        is ``dag_json``; records written before it was left out of ``incumbent_dags``
+        hold it there too, and give the same trace."""
         best_json = json.loads(self.dag_json) if self.dag_json else None
         names = tuple(best_json["nodes"]) if best_json is not None else None
         dags = {int(i): DAG.from_parents(ps, names)

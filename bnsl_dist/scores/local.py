@@ -171,15 +171,16 @@ class LocalScorer:
         """H_D(X) in nats."""
         return self.conditional_entropy(child, ())
 
-    def entropies(self) -> NDArray[np.float64]:
-        """H_D(X_i) of every variable."""
-        out = np.empty(self.n_vars)
+    def entropies(self, variables: Sequence[int] | None = None) -> NDArray[np.float64]:
+        """H_D(X_i) in nats of every variable (of ``variables``, in that order)."""
+        vs = range(self.n_vars) if variables is None else [int(v) for v in variables]
+        out = np.empty(len(vs))
         cnt = np.empty(int(self.arities.max()), dtype=np.int64)
-        for i in range(self.n_vars):
+        for j, i in enumerate(vs):
             K.marginal_counts(self._codes[:, i], int(self.arities[i]), cnt)
             counts = cnt[: self.arities[i]]
             p = counts[counts > 0] / self.n_samples
-            out[i] = float(-(p * np.log(p)).sum())
+            out[j] = float(-(p * np.log(p)).sum())
         return out
 
     def state_bitsets(self) -> tuple[NDArray[np.uint64], NDArray[np.int64], NDArray[np.int64]]:

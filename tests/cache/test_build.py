@@ -77,6 +77,22 @@ def test_variables_subset_gets_only_empty_sets_elsewhere(asia):
             assert cache.sets_of(v) == [((), scorer.score(v, ()))]
 
 
+@pytest.mark.parametrize("variables", [None, [5, 2]])
+def test_a_built_cache_carries_the_variables_entropies(asia, variables):
+    """The explored variables bring their entropies from where they were explored and
+    the client fills in the others': all equal, to the bit, the scorer's ``entropies``
+    (what the cache held before), which equals -sum p log p of the columns' frequencies
+    counted here with numpy."""
+    cache = build_cache(asia, method="independence", scores_per_variable=30,
+                        variables=variables)
+    assert cache.entropies is not None
+    np.testing.assert_array_equal(cache.entropies, LocalScorer(asia, "ll").entropies())
+    for v in range(asia.n_vars):
+        p = np.bincount(asia.codes[:, v]) / asia.n_samples
+        p = p[p > 0]
+        assert cache.entropies[v] == pytest.approx(-(p * np.log(p)).sum(), rel=1e-12)
+
+
 def test_bdeu_and_ess(asia):
     cache = build_cache(asia, method="sequential", score="bdeu", ess=3.0, max_indegree=1)
     scorer = LocalScorer(asia, "bdeu", 3.0)
