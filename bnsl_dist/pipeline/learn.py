@@ -114,9 +114,9 @@ class LearnResult:
         # its cell (the cells share their budget) is one whose DAG its record keeps; DAG
         # JSON is read for the winners alone (making every seed's DAGs took 0.1 s a seed
         # at 10,000 variables: workflows/benchmarks/merge_seeds.py).
-        kept = [(run, i) for run, r in enumerate(results) if isinstance(r, CellResult)
+        incs = [(run, i) for run, r in enumerate(results) if isinstance(r, CellResult)
                 for i in range(len(r.trace_scores))]
-        if not kept:  # pragma: no cover - a seed that found one has an incumbent
+        if not incs:  # pragma: no cover - a seed that found one has an incumbent
             raise InvalidConfigError("no DAG")
 
         def rec(run: int) -> CellResult:
@@ -142,13 +142,13 @@ class LearnResult:
             cps.append(last)  # the budget is always the last checkpoint
         rows = []
         for cp in cps:
-            within = [ri for ri in kept
+            within = [ri for ri in incs
                       if (rec(ri[0]).trace_elapsed[ri[1]] <= cp if by_time
                           else rec(ri[0]).trace_iterations[ri[1]] <= int(cp))]
             inc = max(within, key=score, default=None)
             rows.append(Checkpoint(float(cp), None, None, None) if inc is None else
                         Checkpoint(float(cp), score(inc), cells[inc[0]].seed, dag_of(inc)))
-        best_run, best_i = best = max(kept, key=score)
+        best_run, best_i = best = max(incs, key=score)
         top = rec(best_run)
         run_dicts = [SeedRun(c.seed, r.iterations, r.elapsed, [
             {"elapsed": e, "score": s, "iterations": i, "bound": None}
