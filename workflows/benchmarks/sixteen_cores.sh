@@ -9,9 +9,10 @@
 # Twenty Datasets: book and the 12 of configs/grids/utilisation-16.yaml) and, for the
 # pyAgrum row, the [peers] extra. Environment: W (workers, default: the cores), PLAN
 # (seconds, default 570), STEPS (the steps to run, in that order; default "warm scaling
-# grid r10 bn500 bn500_running bn2000": issue 15's open figures first, then issue 17's,
-# met in session 19; the device run of session 19 took 65 + 128 + 206 + 104 + 120 + 59 s
-# for warm, scaling, grid, r10, bn500 and bn500_running),
+# grid r10 bn500 bn500_running bn2000": issue 15's open figures first, then issue 17's;
+# the device run of session 19 took 65 + 128 + 206 + 104 + 120 + 59 s for warm, scaling,
+# grid, r10, bn500 and bn500_running, session 20's 74 + 98 + 104 + 147 + 87 s for warm,
+# grid, r10, scaling and bn500),
 # WHEELS (a folder of wheels to install into /tmp/site first: a machine without the
 # dependencies), PEERS_DATA (a folder of the seeded peers samples, *.csv.gz and
 # *.dag.json, to copy instead of drawing them with pyAgrum), SMOKE=1 (small sizes, for
