@@ -545,16 +545,17 @@ def _peek_shape(path: str, mtime_ns: int, size: int) -> tuple[int, int]:
     opener = gzip.open if p.name.endswith(".gz") else open
     with opener(p, "rb") as f:
         first = f.readline()
-        if not first.strip():
+        end = b"\r" if b"\n" not in first and b"\r" in first else b"\n"  # CR-only files
+        line = first.split(end)[0].decode("utf-8-sig").strip()
+        if not line:
             raise ValueError("no first line")
-        line = first.decode("utf-8-sig").strip()
         toks = ([t.strip() for t in line.split(",")] if "," in line or _base_suffix(p) == ".csv"
                 else line.split())
-        ends, last = first.count(b"\n"), first
+        ends, last = first.count(end), first
         while block := f.read(1 << 20):
-            ends += block.count(b"\n")
+            ends += block.count(end)
             last = block
-    lines = ends + (not last.endswith(b"\n"))  # a last line without its line end
+    lines = ends + (not last.endswith(end))  # a last line without its line end
     if _base_suffix(p) == ".dat":
         heading = 2
     else:

@@ -39,8 +39,8 @@ def test_headerless_binary_and_gz(tmp_path):
 def test_peek_shape_agrees_with_the_reader(tmp_path):
     """A file's shape from its first line and line ends alone is the reader's (variables,
     rows): text with and without a header, white-space separated, gzipped, without a
-    last line end, a ``.dat`` file's two heading lines, Parquet with and without a
-    stored index; none for a missing or empty file."""
+    last line end, with CR-only line ends, a ``.dat`` file's two heading lines, Parquet
+    with and without a stored index; none for a missing or empty file."""
     from bnsl_dist.data.io import peek_shape
     from bnsl_dist.data.registry import bundled_path
 
@@ -53,6 +53,7 @@ def test_peek_shape_agrees_with_the_reader(tmp_path):
         _write(tmp_path, "w.txt", body.replace(",", " ") + "\n"),
         _write(tmp_path, "g.csv.gz", "a,b,c,d,e\r\n" + body.replace("\n", "\r\n"), gz=True),
         _write(tmp_path, "m.csv", "a,b,c,d,e\n" + body.replace("1", "?", 3) + "\n"),
+        _write(tmp_path, "cr.csv", "a,b,c,d,e\r" + body.replace("\n", "\r") + "\r"),
         bundled_path("child-5000.dat.gz"),
     ]
     df = pd.DataFrame(codes, columns=list("abcde"))
