@@ -7,7 +7,8 @@
 #
 # from the repository root, with bnsl_dist importable and BNSL_SHARED_DATA set (the
 # Twenty Datasets: book and the 12 of configs/grids/utilisation-16.yaml) and, for the
-# pyAgrum row, the [peers] extra. Environment: W (workers, default: the cores), PLAN
+# pyAgrum row, the [peers] extra. Environment: W (workers, default: the cores), FEWER (the
+# worker counts of bn500_fewer, default "4 8": bn500's quarter again on fewer workers), PLAN
 # (seconds, default 570), STEPS (the steps to run, in that order; default "warm scaling
 # grid r10 bn500 bn500_running bn2000": issue 15's open figures first, then issue 17's;
 # the device run of session 19 took 65 + 128 + 206 + 104 + 120 + 59 s for warm, scaling,
@@ -91,6 +92,16 @@ bn500_running() {
     --tools bnsl_dist --seconds "$q" --bnsl-workers "$W" --bnsl-running-cluster \
     --name sixteen-peers-$BN500-running
 }
+# the same quarter on fewer local workers (a faster start, cores less shared): 4 and 8
+bn500_fewer() {
+  local q w
+  q=$(python3 -c "import json; d = json.load(open('$B/sixteen-peers-$BN500.json')); print([r['budget'] for r in d['rows'] if r['tool'] == 'bnsl_dist'][0])" 2>/dev/null)
+  [[ -n $q ]] || { echo "== bn500_fewer: skipped, no bn500 row" | tee -a "$RES/steps.txt"; return; }
+  for w in ${FEWER:-4 8}; do
+    step bn500_w$w 90 python3 -m workflows.benchmarks.peers --networks $BN500 --tools bnsl_dist \
+      --seconds "$q" --bnsl-workers "$w" --name sixteen-peers-$BN500-w$w
+  done
+}
 # issue 17: 2,000 variables on W workers, above the generating network within 5 minutes
 bn2000() {
   step bn2000 200 python3 -m workflows.benchmarks.peers --networks bn2000 --tools bnsl_dist \
@@ -115,8 +126,8 @@ grid() {
 }
 for name in ${STEPS:-warm scaling grid r10 bn500 bn500_running bn2000}; do
   case $name in
-    warm|bn500|bn500_running|bn2000|scaling|r10|grid) "$name" ;;
-    *) echo "unknown step: $name (steps: warm bn500 bn500_running bn2000 scaling r10 grid)" >&2; exit 2 ;;
+    warm|bn500|bn500_running|bn500_fewer|bn2000|scaling|r10|grid) "$name" ;;
+    *) echo "unknown step: $name (steps: warm bn500 bn500_running bn500_fewer bn2000 scaling r10 grid)" >&2; exit 2 ;;
   esac
 done
 echo "done at $(( $(date +%s) - T0 )) s" | tee -a "$RES/steps.txt"
