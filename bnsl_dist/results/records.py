@@ -121,9 +121,9 @@ class CellResult:
         return max(range(len(s)), key=s.__getitem__) if s and self.dag_json else None
 
     def incumbent_dag_json(self, i: int) -> dict[str, Any]:
-        """The DAG JSON (:meth:`DAG.to_json_dict`) of incumbent ``i``, one whose DAG the
-        record keeps (the best at a checkpoint of the cell, or overall): ``dag_json`` as
-        stored for the best, else made from its parent lists in ``incumbent_dags``.
+        """The DAG JSON (:meth:`DAG.to_json_dict`, node order kept) of incumbent ``i``, one
+        whose DAG the record keeps (the best at a checkpoint of the cell, or overall):
+        from ``dag_json`` for the best, else from its parent lists in ``incumbent_dags``.
         Nothing is validated: the record's own writer made it from a DAG.
 
         Raises
@@ -131,11 +131,12 @@ class CellResult:
         KeyError
             The record does not keep incumbent ``i``'s DAG.
         """
-        best_json: dict[str, Any] = json.loads(self.dag_json)
-        if i == self.best_index():
-            return best_json
-        ps = json.loads(self.incumbent_dags)[str(i)]
+        best_json = json.loads(self.dag_json)
         names = best_json["nodes"]
+        if i == self.best_index():  # stored with sorted keys: the parents in node order
+            par = best_json["parents"]
+            return {"nodes": names, "parents": {s: par[s] for s in names}}
+        ps = json.loads(self.incumbent_dags)[str(i)]
         return {"nodes": names,
                 "parents": {names[v]: [names[p] for p in sorted(ps[v])]
                             for v in range(len(names))}}
