@@ -64,7 +64,7 @@ class VariableResult:
     variable: int
     sets: list[Family]
     stats: ExploreStats
-    entropy: float | None = None
+    entropy: float
 
 
 _WARM = False
@@ -170,24 +170,17 @@ def assemble_cache(data: CategoricalData, results: Sequence[VariableResult],
     missing = [v for v in variables if v not in by_var]
     if missing:
         raise InvalidConfigError(f"no result for variables {missing[:5]}")
-    scorer: LocalScorer | None = None
+    scorer = LocalScorer(data, settings.score, settings.ess)
     lists: list[list[Family]] = []
     entropies = np.empty(data.n_vars)
-    todo: list[int] = []  # the entropies no result brought
     for v in range(data.n_vars):
-        got = by_var.get(v)
-        if got is not None:
-            lists.append(got.sets)
-        else:
-            if scorer is None:
-                scorer = LocalScorer(data, settings.score, settings.ess)
+        res = by_var.get(v)
+        if res is None:  # not explored: ∅ only
             lists.append([((), scorer.score(v, ()))])
-        if got is None or got.entropy is None:
-            todo.append(v)
+            entropies[v] = scorer.entropies([v])[0]
         else:
-            entropies[v] = got.entropy
-    if todo:
-        entropies[todo] = LocalScorer(data, "ll").entropies(todo)
+            lists.append(res.sets)
+            entropies[v] = res.entropy
     meta: dict[str, Any] = {**settings.json_dict(), "n_samples": data.n_samples,
                             "n_vars": data.n_vars, "data_hash": data_hash or data.content_hash()}
     meta["seconds_in_force"] = settings.seconds

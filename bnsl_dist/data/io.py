@@ -95,6 +95,11 @@ def _has_non_code(text: str, start: int) -> bool:
     return bool(_SEPARATOR[b[z - 1]].any())  # a zero that opens a token: "01"
 
 
+def _is_names_line(toks: Sequence[str]) -> bool:
+    """A first line of names, not data: a token that is neither a code nor missing."""
+    return any(not _is_int(t) and t not in MISSING_TOKENS for t in toks)
+
+
 def _records(buf: io.StringIO, comma: bool, first_line: int) -> Iterator[tuple[int, list[str]]]:
     """(1-based line, stripped fields) of each non-blank record from ``buf``'s position.
 
@@ -264,7 +269,7 @@ def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: M
         declared = np.array([int(t) for t in ar[1]], dtype=np.int64)
     else:
         if header is None:
-            header = any(not _is_int(t) and t not in MISSING_TOKENS for t in first[1])
+            header = _is_names_line(first[1])
         if header:
             names = first[1]
     if names is not None and len(set(names)) != len(names):
@@ -556,10 +561,7 @@ def _peek_shape(path: str, mtime_ns: int, size: int) -> tuple[int, int]:
             ends += block.count(end)
             last = block
     lines = ends + (not last.endswith(end))  # a last line without its line end
-    if _base_suffix(p) == ".dat":
-        heading = 2
-    else:
-        heading = int(any(not _is_int(t) and t not in MISSING_TOKENS for t in toks))
+    heading = 2 if _base_suffix(p) == ".dat" else int(_is_names_line(toks))
     return len(toks), max(0, lines - heading)
 
 

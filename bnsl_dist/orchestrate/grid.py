@@ -365,10 +365,6 @@ ASSUMED_ROWS = 10_000
 FAN_OUT_SECONDS = 10.0
 
 
-def _n_vars(job: CacheJob) -> int | None:
-    return _n_vars_hint(job.data)
-
-
 def cache_work(job: CacheJob) -> float | None:
     """Estimated worker seconds to build ``job``'s cache: variables x the per-variable
     time budget, or x exact scores x the seconds of one score on the data's rows
@@ -463,7 +459,7 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
         job = first[ck].cache_job
         path = cache_path(first[ck])
         assert path is not None
-        work, n = cache_work(job), _n_vars(job)
+        work, n = cache_work(job), _n_vars_hint(job.data)
         if Path(path).is_file():
             cache_futs[ck] = path
         elif summary.workers >= 2 and work is not None and n is not None \

@@ -10,6 +10,7 @@ same result.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -111,28 +112,20 @@ class LearnResult:
         # every seed's incumbents (run, trace index), in the order of AnytimeTrace.merge
         # (runs in order, each in time order): ``max`` keeps the first of the highest
         # score, so ties go to the earlier seed. The best of a seed at a checkpoint of
-        # its cell (the cells share their budget) is one whose DAG its record keeps; DAG
-        # JSON is read for the winners alone (making every seed's DAGs took 0.1 s a seed
-        # at 10,000 variables: workflows/benchmarks/merge_seeds.py).
-        incs = [(run, i) for run, r in enumerate(results) if isinstance(r, CellResult)
-                for i in range(len(r.trace_scores))]
+        # its cell (the cells share their budget) is one whose DAG its record keeps; the
+        # winners' DAGs alone are made (making every seed's took 0.1 s a seed at 10,000
+        # variables: workflows/benchmarks/merge_seeds.py).
+        recs = {run: r for run, r in enumerate(results) if isinstance(r, CellResult)}
+        incs = [(run, i) for run, r in recs.items() for i in range(len(r.trace_scores))]
         if not incs:  # pragma: no cover - a seed that found one has an incumbent
             raise InvalidConfigError("no DAG")
 
-        def rec(run: int) -> CellResult:
-            r = results[run]
-            assert isinstance(r, CellResult)
-            return r
-
         def score(ri: tuple[int, int]) -> float:
-            return rec(ri[0]).trace_scores[ri[1]]
+            return recs[ri[0]].trace_scores[ri[1]]
 
-        dags: dict[tuple[int, int], dict[str, Any]] = {}
-
+        @functools.cache
         def dag_of(ri: tuple[int, int]) -> dict[str, Any]:
-            if ri not in dags:
-                dags[ri] = rec(ri[0]).incumbent_dag_json(ri[1])
-            return dags[ri]
+            return recs[ri[0]].incumbent_dag(ri[1]).to_json_dict()
 
         b = c0.search.budget
         by_time = b.seconds is not None
@@ -142,14 +135,14 @@ class LearnResult:
             cps.append(last)  # the budget is always the last checkpoint
         rows = []
         for cp in cps:
-            within = [ri for ri in incs
-                      if (rec(ri[0]).trace_elapsed[ri[1]] <= cp if by_time
-                          else rec(ri[0]).trace_iterations[ri[1]] <= int(cp))]
+            within = [(run, i) for run, i in incs
+                      if (recs[run].trace_elapsed[i] <= cp if by_time
+                          else recs[run].trace_iterations[i] <= int(cp))]
             inc = max(within, key=score, default=None)
             rows.append(Checkpoint(float(cp), None, None, None) if inc is None else
                         Checkpoint(float(cp), score(inc), cells[inc[0]].seed, dag_of(inc)))
         best_run, best_i = best = max(incs, key=score)
-        top = rec(best_run)
+        top = recs[best_run]
         run_dicts = [SeedRun(c.seed, r.iterations, r.elapsed, [
             {"elapsed": e, "score": s, "iterations": i, "bound": None}
             for e, s, i in zip(r.trace_elapsed, r.trace_scores, r.trace_iterations,

@@ -34,13 +34,20 @@ from bnsl_dist.graph.dag import DAG
 from bnsl_dist.model.network import BayesianNetwork
 from bnsl_dist.pipeline.cell import CacheJob, Cell, canonical_json
 from bnsl_dist.pipeline.provenance import provenance
-from bnsl_dist.pipeline.specs import CacheSpec, DataRef, ScreeningSpec, shared_data_dir
+from bnsl_dist.pipeline.specs import (
+    BudgetSpec,
+    CacheSpec,
+    DataRef,
+    ScreeningSpec,
+    shared_data_dir,
+)
 from bnsl_dist.results.records import CellFailure, CellResult
 from bnsl_dist.search.base import AnytimeTrace, Incumbent, optimizer_stream
 from bnsl_dist.search.qds import Screening, screen
 
 __all__ = ["run_cell", "load_data", "sem_cell_inputs", "true_network", "stage_data",
-           "ensure_cache", "load_cache", "build", "NoSolutionError", "failure_record"]
+           "ensure_cache", "load_cache", "build", "NoSolutionError", "failure_record",
+           "trace_fields"]
 
 
 class NoSolutionError(BNSLError, RuntimeError):
@@ -206,6 +213,29 @@ def _score_or_nan(inc: Incumbent | None) -> float:
     return math.nan if inc is None else float(inc.score)
 
 
+def trace_fields(trace: AnytimeTrace, budget: BudgetSpec) -> dict[str, Any]:
+    """A record's fields of the run's ``trace`` (incumbents within ``budget``, at least
+    one): the best score at each checkpoint of the budget, every incumbent's time, score
+    and iterations, and the DAG of each checkpoint's best but the overall best's, whose
+    DAG is ``dag_json`` (:meth:`CellResult.trace` reads them back)."""
+    best = trace.best
+    at_time = [trace.best_at(c) for c in budget.checkpoints]
+    at_iter = [trace.best_at_iteration(c) for c in budget.iteration_checkpoints]
+    index = {id(inc): i for i, inc in enumerate(trace.incumbents)}
+    kept = {index[id(inc)] for inc in (*at_time, *at_iter)
+            if inc is not None and inc is not best}
+    return {"checkpoints": tuple(budget.checkpoints),
+            "checkpoint_scores": tuple(map(_score_or_nan, at_time)),
+            "iteration_checkpoints": tuple(budget.iteration_checkpoints),
+            "iteration_checkpoint_scores": tuple(map(_score_or_nan, at_iter)),
+            "trace_elapsed": tuple(float(i.elapsed) for i in trace.incumbents),
+            "trace_scores": tuple(float(i.score) for i in trace.incumbents),
+            "trace_iterations": tuple(int(i.iterations) for i in trace.incumbents),
+            "incumbent_dags": canonical_json({
+                str(i): [list(p) for p in trace.incumbents[i].dag.parents]
+                for i in sorted(kept)})}
+
+
 def _provenance_fields(cell: Cell) -> dict[str, Any]:
     prov = provenance()
     return {"versions": canonical_json(prov["versions"]), "hostname": prov["hostname"],
@@ -280,12 +310,6 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
         raise NoSolutionError(f"{cell.describe()}: no DAG within the budget",
                               int(trace.total_iterations), float(trace.total_seconds))
     b = cell.search.budget
-    at_time = [trace.best_at(c) for c in b.checkpoints]
-    at_iter = [trace.best_at_iteration(c) for c in b.iteration_checkpoints]
-    index = {id(inc): i for i, inc in enumerate(trace.incumbents)}
-    # the checkpoints' DAGs but the best's, which is dag_json (CellResult.trace)
-    kept = {index[id(inc)] for inc in (*at_time, *at_iter)
-            if inc is not None and inc is not best}
     last = trace.incumbents[-1]
     bound = best.bound if best.bound is not None else last.bound
     info = best.info
@@ -317,15 +341,7 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
         elapsed=float(trace.total_seconds), wall_seconds=time.perf_counter() - t_start,
         cache_key=job.key, cache_seconds=float(cache_seconds), n_parent_sets=int(pc.n_sets),
         data_hash=data.content_hash() if data is not None else str(pc.meta.get("data_hash", "")),
-        treewidth_bound=width, treewidth_order=order,
-        checkpoints=tuple(b.checkpoints), checkpoint_scores=tuple(map(_score_or_nan, at_time)),
-        iteration_checkpoints=tuple(b.iteration_checkpoints),
-        iteration_checkpoint_scores=tuple(map(_score_or_nan, at_iter)),
-        trace_elapsed=tuple(float(i.elapsed) for i in trace.incumbents),
-        trace_scores=tuple(float(i.score) for i in trace.incumbents),
-        trace_iterations=tuple(int(i.iterations) for i in trace.incumbents),
-        incumbent_dags=canonical_json({str(i): [list(p) for p in trace.incumbents[i].dag.parents]
-                                       for i in sorted(kept)}),
+        treewidth_bound=width, treewidth_order=order, **trace_fields(trace, b),
         extra=canonical_json(extra), **_provenance_fields(cell))
 
 

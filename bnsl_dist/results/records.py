@@ -120,11 +120,10 @@ class CellResult:
         s = self.trace_scores
         return max(range(len(s)), key=s.__getitem__) if s and self.dag_json else None
 
-    def incumbent_dag_json(self, i: int) -> dict[str, Any]:
-        """The DAG JSON (:meth:`DAG.to_json_dict`, node order kept) of incumbent ``i``, one
-        whose DAG the record keeps (the best at a checkpoint of the cell, or overall):
-        from ``dag_json`` for the best, else from its parent lists in ``incumbent_dags``.
-        Nothing is validated: the record's own writer made it from a DAG.
+    def incumbent_dag(self, i: int) -> DAG:
+        """The DAG of incumbent ``i``, one whose DAG the record keeps (the best at a
+        checkpoint of the cell, or overall): ``dag_json`` for the best, else its parent
+        lists in ``incumbent_dags`` (as :meth:`trace` makes them, for one incumbent).
 
         Raises
         ------
@@ -132,14 +131,10 @@ class CellResult:
             The record does not keep incumbent ``i``'s DAG.
         """
         best_json = json.loads(self.dag_json)
-        names = best_json["nodes"]
-        if i == self.best_index():  # stored with sorted keys: the parents in node order
-            par = best_json["parents"]
-            return {"nodes": names, "parents": {s: par[s] for s in names}}
-        ps = json.loads(self.incumbent_dags)[str(i)]
-        return {"nodes": names,
-                "parents": {names[v]: [names[p] for p in sorted(ps[v])]
-                            for v in range(len(names))}}
+        if i == self.best_index():
+            return DAG.from_json_dict(best_json, source="dag_json")
+        return DAG.from_parents(json.loads(self.incumbent_dags)[str(i)],
+                                tuple(best_json["nodes"]))
 
     def trace(self) -> AnytimeTrace:
         """The incumbents whose DAG the record keeps (the best at each checkpoint and

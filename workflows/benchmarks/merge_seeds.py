@@ -4,8 +4,9 @@ seeds' tasks (2.9 s for 16 seeds on r10's 10,000 variables on the 16-core device
 ``device20-learn-r10-w16-phases.json``).
 
 Records of ``--seeds`` seeds on a random DAG of ``--vars`` variables (each with up to
-three parents among the earlier ones) are made as ``run_cell`` makes them (each seed's
-trace of ``--incumbents`` DAGs, the best at each checkpoint kept), then merged by
+three parents among the earlier ones) are made with ``run_cell``'s own trace fields
+(:func:`bnsl_dist.pipeline.run.trace_fields`: each seed's trace of ``--incumbents`` DAGs,
+the best at each checkpoint kept), then merged by
 ``LearnResult.merge`` and, side by side in the same process, by the way it merged before
 session 20 (each record's ``trace()``, which makes every kept DAG, then
 ``AnytimeTrace.merge``'s ``best_at`` per checkpoint): the seconds of each (best of
@@ -30,7 +31,9 @@ from workflows.benchmarks._common import write_result
 def _records(n: int, seeds: int, incumbents: int, checkpoints: list[float]
              ) -> tuple[list[Any], list[Any]]:
     from bnsl_dist.graph.dag import DAG
+    from bnsl_dist.pipeline.cell import canonical_json
     from bnsl_dist.pipeline.learn import learn_cells
+    from bnsl_dist.pipeline.run import trace_fields
     from bnsl_dist.pipeline.specs import CacheSpec, SearchSpec
     from bnsl_dist.results.records import CellResult
     from bnsl_dist.search.base import AnytimeTrace, Incumbent
@@ -53,21 +56,12 @@ def _records(n: int, seeds: int, incumbents: int, checkpoints: list[float]
         trace = AnytimeTrace(incs, incumbents, budget)
         best = trace.best
         assert best is not None
-        at = [trace.best_at(t) for t in checkpoints]
-        index = {id(inc): i for i, inc in enumerate(incs)}
-        kept = {index[id(i)] for i in at if i is not None and i is not best}
         records.append(CellResult(
             key=c.key, grid=c.grid, dataset="synthetic", split="train", algorithm="asobs",
             label="asobs", params="{}", k=None, seed=c.seed, budget_seconds=budget,
             budget_iterations=None, best_score=best.score,
-            dag_json=json.dumps(best.dag.to_json_dict(), sort_keys=True), n_vars=n,
-            n_samples=1, checkpoints=tuple(checkpoints),
-            checkpoint_scores=tuple(i.score for i in at if i is not None),
-            trace_elapsed=tuple(i.elapsed for i in incs),
-            trace_scores=tuple(i.score for i in incs),
-            trace_iterations=tuple(i.iterations for i in incs),
-            incumbent_dags=json.dumps({str(i): [list(p) for p in incs[i].dag.parents]
-                                       for i in sorted(kept)})))
+            dag_json=canonical_json(best.dag.to_json_dict()), n_vars=n, n_samples=1,
+            **trace_fields(trace, search.budget)))
     return cells, records
 
 
