@@ -7,11 +7,12 @@ from bnsl_dist.graph.moral import moral_graph, undirected_edges
 from bnsl_dist.graph.treewidth import (
     TreewidthCertificate,
     certify,
+    eliminate,
     elimination_width,
     min_degree_order,
     min_fill_order,
 )
 
 __all__ = ["DAG", "find_cycle", "strongly_connected_components", "topological_order", "KTree", "moral_graph", "undirected_edges",
-           "TreewidthCertificate", "certify", "elimination_width", "min_degree_order",
+           "TreewidthCertificate", "certify", "eliminate", "elimination_width", "min_degree_order",
            "min_fill_order"]

@@ -21,6 +21,7 @@ from bnsl_dist.graph.dag import DAG
 from bnsl_dist.graph.moral import moral_graph
 
 __all__ = [
+    "eliminate",
     "elimination_width",
     "min_fill_order",
     "min_degree_order",
@@ -35,6 +36,26 @@ def _check_order(order: Sequence[int], n: int) -> list[int]:
         raise InvalidConfigError(f"an elimination order must list each of the {n} vertices "
                                  f"exactly once (got {len(out)} entries)")
     return out
+
+
+def eliminate(g: list[set[int]], v: int) -> set[int]:
+    """Eliminate ``v`` from the adjacency sets ``g`` in place: its neighbours become a
+    clique (fill edges added) and lose ``v``; ``g[v]`` becomes empty. Returns ``v``'s
+    neighbours at its elimination (the set ``g[v]`` was).
+
+    Examples
+    --------
+    >>> g = [{1, 2}, {0}, {0}]
+    >>> sorted(eliminate(g, 0)), g
+    ([1, 2], [set(), {2}, {1}])
+    """
+    nb = g[v]
+    for a in nb:
+        g[a].discard(v)
+        g[a].update(nb)
+        g[a].discard(a)
+    g[v] = set()
+    return nb
 
 
 def elimination_width(adj: Sequence[set[int]], order: Sequence[int]) -> int:
@@ -74,13 +95,7 @@ def elimination_width(adj: Sequence[set[int]], order: Sequence[int]) -> int:
     g = [set(s) for s in adj]
     width = 0
     for v in seq:
-        nb = g[v]
-        width = max(width, len(nb))
-        for a in nb:
-            g[a].discard(v)
-            g[a].update(nb)
-            g[a].discard(a)
-        g[v] = set()
+        width = max(width, len(eliminate(g, v)))
     return width
 
 
@@ -117,13 +132,8 @@ def _greedy_order(adj: Sequence[set[int]], cost: Callable[[list[set[int]], int],
             continue
         done[v] = True
         order.append(v)
-        nb = g[v]
+        nb = eliminate(g, v)
         width = max(width, len(nb))
-        for a in nb:
-            g[a].discard(v)
-            g[a].update(nb)
-            g[a].discard(a)
-        g[v] = set()
         dirty = set(nb)
         if two_hop:
             for a in nb:

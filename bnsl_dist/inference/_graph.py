@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from bnsl_dist.graph.treewidth import eliminate
+
 __all__ = ["elimination_cliques"]
 
 
@@ -14,12 +16,5 @@ def elimination_cliques(adj: Sequence[set[int]], order: Sequence[int]) -> list[t
     g = [set(s) for s in adj]
     cliques: list[tuple[int, ...]] = [()] * len(g)
     for v in order:
-        nb = list(g[v])
-        cliques[v] = tuple(sorted(nb + [v]))
-        for i, a in enumerate(nb):
-            g[a].discard(v)
-            for b in nb[i + 1:]:
-                g[a].add(b)
-                g[b].add(a)
-        g[v] = set()
+        cliques[v] = tuple(sorted(eliminate(g, v) | {v}))
     return cliques

@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 
 from bnsl_dist.graph.dag import DAG
 from bnsl_dist.graph.moral import moral_graph
-from bnsl_dist.graph.treewidth import elimination_width, min_fill_order
+from bnsl_dist.graph.treewidth import eliminate, elimination_width, min_fill_order
 from bnsl_dist.inference.approximate import LikelihoodWeighting
 from bnsl_dist.inference.engine import Engine, make_engine
 from bnsl_dist.inference.junction_tree import JunctionTree
@@ -99,12 +99,8 @@ def _min_degree_within(adj: Sequence[set[int]], arities: NDArray[np.int64],
             return None
         done[v] = True
         width = max(width, len(nb))
-        for a in nb:
-            g[a].discard(v)
-            g[a].update(nb)
-            g[a].discard(a)
+        for a in eliminate(g, v):
             heapq.heappush(heap, (len(g[a]), a))
-        g[v] = set()
     return width
 
 

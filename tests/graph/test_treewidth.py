@@ -13,6 +13,7 @@ from bnsl_dist.graph import (
     DAG,
     TreewidthCertificate,
     certify,
+    eliminate,
     elimination_width,
     min_degree_order,
     min_fill_order,
@@ -52,6 +53,23 @@ def test_elimination_width_matches_naive(seed):
     order = [int(v) for v in rng.permutation(n)]
     assert elimination_width(adj, order) == naive_elimination_width(g, order)
     assert adj == adj_of(g, n)  # input untouched
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_eliminate_matches_networkx(seed):
+    # one step of an elimination, against networkx: v's neighbours joined pairwise and v
+    # removed (left as an isolated vertex here, so that the indices stay)
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 12))
+    g = random_graph(n, float(rng.uniform(0.1, 0.7)), seed)
+    adj = adj_of(g, n)
+    v = int(rng.integers(n))
+    want_nb = set(g.neighbors(v))
+    h = g.copy()
+    h.add_edges_from((a, b) for a in want_nb for b in want_nb if a < b)
+    h.remove_edges_from(list(h.edges(v)))
+    assert eliminate(adj, v) == want_nb
+    assert adj == adj_of(h, n)
 
 
 def test_elimination_width_rejects_bad_orders():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bnsl_dist.graph import min_degree_order, min_fill_order, moral_graph
+from bnsl_dist.graph import eliminate, min_degree_order, min_fill_order, moral_graph
 from bnsl_dist.search.exact._ilp_common import Families, bits, eades_order
 
 __all__ = ["fit_treewidth", "feasibility_heuristic", "root_graph_arcs", "best_subset",
@@ -32,16 +32,10 @@ def _elimination(adj: list[set[int]], order: Sequence[int], k: int) -> tuple[int
     g = [set(s) for s in adj]
     width, bag = 0, set[int]()
     for v in order:
-        nb = g[v]
-        if len(nb) > width:
-            width = len(nb)
+        nb = eliminate(g, v)
+        width = max(width, len(nb))
         if len(nb) > k and not bag:
             bag = {v} | nb
-        for a in nb:
-            g[a].discard(v)
-            g[a].update(nb)
-            g[a].discard(a)
-        g[v] = set()
     return width, bag
 
 
@@ -113,13 +107,7 @@ def root_graph_arcs(adj: Sequence[set[int]], order: Sequence[int],
     g = [set(s) for s in adj]
     higher: dict[int, set[int]] = {}
     for v in order:
-        nb = g[v]
-        higher[v] = set(nb)
-        for a in nb:
-            g[a].discard(v)
-            g[a].update(nb)
-            g[a].discard(a)
-        g[v] = set()
+        higher[v] = eliminate(g, v)
     ins = list(reversed(list(order)))
     arcs: list[tuple[int, int]] = []
     cliques: list[frozenset[int]] = []
