@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
+import re
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -12,7 +15,7 @@ import click
 F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["echo_json", "pop_cluster_kwargs", "CLUSTER_KEYS", "cluster_options", "cluster_kwargs",
-           "FiniteRange"]
+           "FiniteRange", "StopTime", "stop_time"]
 
 
 class FiniteRange(click.FloatRange):
@@ -34,6 +37,74 @@ class FiniteRange(click.FloatRange):
             opt = param.opts[0] if param is not None and param.opts else "value"
             self.fail(self.message.format(value=rv, opt=opt), param, ctx)
         return rv
+
+
+_DURATION = re.compile(r"(?:(?P<d>\d+(?:\.\d+)?)d)?\s*(?:(?P<h>\d+(?:\.\d+)?)h)?\s*"
+                       r"(?:(?P<m>\d+(?:\.\d+)?)m(?:in)?)?\s*(?:(?P<s>\d+(?:\.\d+)?)s)?")
+_CLOCK = re.compile(r"(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2}))?")
+
+
+def stop_time(text: str, now: float | None = None) -> float:
+    """The ``time.time()`` that TEXT names: a duration from ``now`` (``2h30m``, ``90min``,
+    ``45s``, ``1d``; units d, h, m or min, s), a clock time, local, today or, once past,
+    tomorrow (``02:10``, ``23:45:30``), or a date and time in ISO 8601 (``2026-11-28T02:10``;
+    local unless it carries an offset), which must be to come.
+
+    Examples
+    --------
+    >>> stop_time("2h30m", now=1000.0)
+    10000.0
+    >>> stop_time("90min", now=0.0) == stop_time("1.5h", now=0.0) == 5400.0
+    True
+    >>> stop_time("soon")
+    Traceback (most recent call last):
+    ...
+    ValueError: 'soon': give a duration (2h30m, 90min, 45s), a clock time (02:10) or a date and time (2026-11-28T02:10)
+    """
+    t0 = time.time() if now is None else now
+    s = text.strip()
+    m = _DURATION.fullmatch(s)
+    if m and s and any(m.groupdict().values()):
+        secs = sum(float(v) * f for v, f in zip(
+            m.group("d", "h", "m", "s"), (86400, 3600, 60, 1), strict=True) if v)
+        if not secs > 0:
+            raise ValueError(f"{text!r}: a duration must be positive")
+        return t0 + secs
+    base = dt.datetime.fromtimestamp(t0).astimezone()
+    if c := _CLOCK.fullmatch(s):
+        try:
+            at = base.replace(hour=int(c["H"]), minute=int(c["M"]), second=int(c["S"] or 0),
+                              microsecond=0)
+        except ValueError as exc:
+            raise ValueError(f"{text!r}: {exc}") from None
+        if at <= base:
+            at += dt.timedelta(days=1)
+        return at.timestamp()
+    try:
+        at = dt.datetime.fromisoformat(s)
+    except ValueError:
+        raise ValueError(f"{text!r}: give a duration (2h30m, 90min, 45s), a clock time "
+                         f"(02:10) or a date and time (2026-11-28T02:10)") from None
+    if at.tzinfo is None:
+        at = at.astimezone()  # local time
+    if at <= base:
+        raise ValueError(f"{text!r} is past (now {base.isoformat(timespec='seconds')})")
+    return at.timestamp()
+
+
+class StopTime(click.ParamType):
+    """A ``--stop-at`` value (:func:`stop_time`), made a ``time.time()`` when parsed."""
+
+    name = "WHEN"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        if isinstance(value, float):
+            return value
+        try:
+            return stop_time(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 def echo_json(obj: Any) -> None:

@@ -11,7 +11,13 @@ from typing import Any
 import click
 
 from bnsl_dist.cli._checks import check_output_dir, check_output_file
-from bnsl_dist.cli._common import FiniteRange, cluster_kwargs, cluster_options, echo_json
+from bnsl_dist.cli._common import (
+    FiniteRange,
+    StopTime,
+    cluster_kwargs,
+    cluster_options,
+    echo_json,
+)
 
 
 @click.group("grid")
@@ -35,13 +41,21 @@ def grid_group() -> None:
 @click.option("--datasets", "only", default=None, metavar="NAME[,NAME...]",
               help="Run only the cells of these data sets (a piece of the grid: the "
                    "others stay pending; cell keys do not depend on it).")
+@click.option("--stop-at", "stop_at", type=StopTime(), default=None,
+              help="End by WHEN (a batch job's time limit): a duration (2h30m, 90min), a "
+                   "clock time (02:10) or a date and time (2026-11-28T02:10). No cell "
+                   "starts that would not end by then at the mean wall time of the "
+                   "stored cells like it (one with none stored: while before WHEN); "
+                   "running cells finish; the rest stay pending (exit status 3).")
 def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: bool,
-            no_progress: bool, no_report: bool, only: str | None, **cluster: Any) -> None:
+            no_progress: bool, no_report: bool, only: str | None, stop_at: float | None,
+            **cluster: Any) -> None:
     """Run every cell of GRID.yaml whose result is not yet in --results.
 
-    A big grid can run in pieces (--datasets, or stop it and rerun: finished cells are
-    skipped). Exit status: 0 when every cell is stored, 1 when a cell failed (the failed
-    cells' keys and first error lines are printed), 2 on bad input or a lost cluster."""
+    A big grid can run in pieces (--datasets, --stop-at, or stop it and rerun: finished
+    cells are skipped). Exit status: 0 when every cell is stored, 1 when a cell failed
+    (the failed cells' keys and first error lines are printed), 2 on bad input or a lost
+    cluster, 3 when --stop-at left cells not started (rerun to resume; before 1)."""
     from bnsl_dist.config import load_cluster, load_grid
     from bnsl_dist.orchestrate.cluster import default_n_workers
     from bnsl_dist.orchestrate.grid import (
@@ -76,13 +90,17 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
         log = None if live else _cell_log(plan.cells, plan.done, plan.pending, results,
                                           lambda: connected_workers(client))
         summary = run_grid(client, grid, results, progress=live, report=not no_report,
-                           datasets=piece, on_result=log)
+                           datasets=piece, on_result=log, stop_at=stop_at)
     click.echo(str(summary))
     if summary.report is not None:
         click.echo(f"performance report: {summary.report}")
+    for key in summary.failed:
+        click.echo(f"failed {key}: {summary.errors.get(key, '')}", err=True)
+    if summary.not_started:
+        click.echo(f"{len(summary.not_started)} cells not started: too late for --stop-at; "
+                   f"rerun the same command to resume", err=True)
+        sys.exit(3)
     if summary.failed:
-        for key in summary.failed:
-            click.echo(f"failed {key}: {summary.errors.get(key, '')}", err=True)
         sys.exit(1)
 
 

@@ -19,7 +19,13 @@
    workers; cells the cluster cut off are left for the rerun (:class:`GridInterrupted` when the scheduler
    or every worker is lost);
 5. shows a progress bar and the dashboard link, saves a Dask performance report in
-   ``reports/`` and the run's utilisation in ``reports/grid-run-<name>-<time>.json``.
+   ``reports/`` and the run's utilisation in ``reports/grid-run-<name>-<time>.json``;
+6. with ``stop_at`` (``grid run --stop-at``, e.g. a batch job's wall-clock end), starts
+   no task that would not finish by then: each cell checks the clock on its worker
+   when it starts, against its expected wall time (the mean of the stored cells like
+   it, :func:`~bnsl_dist.pipeline.grid.estimate_left`), and a cell that would overrun
+   does not run (:class:`NotStarted`): it stays pending for the rerun, as do the cells
+   of a cache not started in time.
 
 Numba kernels are compiled (or loaded from numba's disk cache) once per worker process
 by the warm-up worker plugin (:mod:`bnsl_dist.orchestrate.workers`), for the grid's
@@ -36,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import math
 import os
@@ -54,16 +61,23 @@ from bnsl_dist.exceptions import BNSLError, DataError, InvalidConfigError
 from bnsl_dist.orchestrate.explore import explore_job, submit_cache_build
 from bnsl_dist.orchestrate.workers import register_warmup
 from bnsl_dist.pipeline.cell import CacheJob, Cell
-from bnsl_dist.pipeline.grid import expand_grid, format_duration, grid_status, sum_known
+from bnsl_dist.pipeline.grid import (
+    estimate_from_store,
+    expand_grid,
+    format_duration,
+    grid_status,
+    sum_known,
+)
 from bnsl_dist.pipeline.run import NoSolutionError, ensure_cache, failure_record, run_cell
 from bnsl_dist.pipeline.specs import DataRef
 from bnsl_dist.results.records import CellResult
-from bnsl_dist.results.store import ResultStore
+from bnsl_dist.results.store import ResultStore, StoreStatus
 from bnsl_dist.search.warmup import algorithm_spec
 
-__all__ = ["GridInterrupted", "GridPlan", "GridSummary", "cache_sizes", "cache_work",
-           "cell_cost", "connected_workers", "plan_grid", "format_plan", "grid_status",
-           "run_cells", "run_grid", "open_client", "jobqueue_job_script"]
+__all__ = ["GridInterrupted", "GridPlan", "GridSummary", "NotStarted", "cache_sizes",
+           "cache_work", "cell_cost", "connected_workers", "plan_grid", "format_plan",
+           "grid_status", "run_cells", "run_grid", "open_client", "jobqueue_job_script",
+           "unless_late"]
 
 
 # ---------------------------------------------------------------------------- planning
@@ -200,6 +214,32 @@ class GridInterrupted(BNSLError):
     stays, a rerun resumes."""
 
 
+class NotStarted(Exception):  # noqa: N818 - an outcome, not an error
+    """A task that reached its worker too late to finish before the run's ``stop_at``:
+    it did not run, and its cell (the cells of its cache) stays pending."""
+
+
+def unless_late(stop_at: float, expected: float, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``, unless it would not end by ``stop_at`` (a ``time.time()`` on this
+    worker's clock) if it takes ``expected`` seconds: then :class:`NotStarted`, before
+    any work.
+
+    Examples
+    --------
+    >>> unless_late(time.time() + 60, 1.0, max, 2, 3)
+    3
+    >>> unless_late(time.time() + 60, 120.0, max, 2, 3)
+    Traceback (most recent call last):
+    ...
+    bnsl_dist.orchestrate.grid.NotStarted: expected to take 120 s, 60 s before the stop time
+    """
+    left = stop_at - time.time()
+    if expected > left:
+        raise NotStarted(f"expected to take {expected:.0f} s, {max(0.0, left):.0f} s "
+                         f"before the stop time")
+    return fn(*args)
+
+
 #: Seconds without any worker after which a grid gives up (workers seen before).
 NO_WORKER_TIMEOUT = 30.0
 
@@ -220,6 +260,7 @@ class GridSummary:
     computed: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     interrupted: list[str] = field(default_factory=list)
+    not_started: list[str] = field(default_factory=list)  # too late for ``stop_at``
     errors: dict[str, str] = field(default_factory=dict)  # failed key -> first error line
     seconds: float = 0.0
     busy_seconds: float | None = None
@@ -239,7 +280,7 @@ class GridSummary:
     def to_dict(self) -> dict[str, Any]:
         return {"total": self.total, "skipped": self.skipped, "computed": len(self.computed),
                 "failed": len(self.failed), "interrupted": len(self.interrupted),
-                "wall_seconds": round(self.seconds, 3), "workers": self.workers,
+                "not_started": len(self.not_started), "wall_seconds": round(self.seconds, 3), "workers": self.workers,
                 "threads": self.threads or self.workers,
                 "busy_seconds": None if self.busy_seconds is None
                 else round(self.busy_seconds, 3),
@@ -248,8 +289,10 @@ class GridSummary:
 
     def __str__(self) -> str:
         u = self.utilisation
+        late = (f", {len(self.not_started)} not started (too late for the stop time)"
+                if self.not_started else "")
         return (f"{self.total} cells: {self.skipped} already done, {len(self.computed)} "
-                f"computed, {len(self.failed)} failed ({self.seconds:.1f} s on "
+                f"computed, {len(self.failed)} failed{late} ({self.seconds:.1f} s on "
                 f"{self.workers} workers; utilisation "
                 f"{'unknown' if u is None else f'{u:.2f}'})")
 
@@ -416,7 +459,9 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
               bar: Any = None, on_result: Callable[[CellResult], None] | None = None,
               no_worker_timeout: float = NO_WORKER_TIMEOUT,
               fan_out_seconds: float = FAN_OUT_SECONDS,
-              explore: Callable[..., Any] = explore_job) -> GridSummary:
+              explore: Callable[..., Any] = explore_job,
+              stop_at: float | None = None,
+              expected: Mapping[str, float | None] | None = None) -> GridSummary:
     """Run ``cells`` on the cluster and store each outcome as it arrives.
 
     A cell needing a cache that ``cache_path(cell)`` names but that does not exist yet
@@ -442,8 +487,18 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     lost, or no worker is left for ``no_worker_timeout`` seconds (counted once a worker
     has been seen: a batch cluster's jobs may queue before any worker joins), the remaining
     cells are interrupted too.
+
+    With ``stop_at`` (a ``time.time()``), every task checks the clock when it starts on
+    its worker (:func:`unless_late`): a cell runs only if it would end by then at its
+    ``expected`` wall seconds (key -> seconds; unknown: 0), a cache (one task or a batch)
+    only if it starts before then; the others are :class:`NotStarted`, listed in the
+    summary's ``not_started`` (no record: they stay pending), as are the cells of a
+    cache not started. Running tasks are never stopped.
     """
     summary = GridSummary(total=len(cells), skipped=0)
+    if stop_at is not None:  # checked on the workers, when each task starts
+        build_cache = functools.partial(unless_late, stop_at, 0.0, build_cache)
+        explore = functools.partial(unless_late, stop_at, 0.0, explore)
     t0 = time.perf_counter()
     since = time.time()
     with contextlib.suppress(Exception):  # installs the scheduler's task-stream plugin
@@ -472,8 +527,10 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
                                            pure=False, priority=len(cells) + 1 + rank)
     futures: dict[Future, str] = {}
     for rank, c in reversed(list(enumerate(order))):
-        fut = client.submit(run, c, cache_futs.get(c.cache_job.key), key=f"cell-{c.key}",
-                            pure=False, priority=rank)
+        task: tuple[Any, ...] = (run, c, cache_futs.get(c.cache_job.key))
+        if stop_at is not None:
+            task = (unless_late, stop_at, (expected or {}).get(c.key) or 0.0, *task)
+        fut = client.submit(*task, key=f"cell-{c.key}", pure=False, priority=rank)
         futures[fut] = c.key
     del cache_futs  # cells hold their cache futures; release ours
     lost = _drain(client, futures, by_key, store, summary, bar, on_result, no_worker_timeout)
@@ -547,6 +604,9 @@ def _store_outcome(outcome: Any, cell: Cell, store: ResultStore, summary: GridSu
             on_result(outcome)
         return
     exc, tb = (outcome[1], outcome[2]) if isinstance(outcome, tuple) else (outcome, None)
+    if isinstance(exc, NotStarted):  # the cell or its cache: too late for ``stop_at``
+        summary.not_started.append(cell.key)
+        return
     if not isinstance(exc, BaseException) or _is_infrastructure(exc):
         summary.interrupted.append(cell.key)
         return
@@ -572,7 +632,8 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
              on_result: Callable[[CellResult], None] | None = None,
              no_worker_timeout: float = NO_WORKER_TIMEOUT,
              fan_out_seconds: float = FAN_OUT_SECONDS,
-             datasets: Collection[str] | None = None) -> GridSummary:
+             datasets: Collection[str] | None = None,
+             stop_at: float | None = None) -> GridSummary:
     """Run every pending cell of ``grid`` (of its ``datasets`` only, when given: a piece
     of it; the whole grid is stored either way) on ``client``'s cluster into
     ``results_dir``.
@@ -597,6 +658,10 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
     fan_out_seconds : float
         Caches estimated at this many worker seconds or more are built as per-variable
         batches (see :func:`run_cells`).
+    stop_at : float, optional
+        A ``time.time()`` by which the run should end: no cell starts that would not
+        end by then at the mean wall time of the stored cells like it (see
+        :func:`run_cells`); those left are the summary's ``not_started``.
 
     Returns
     -------
@@ -636,7 +701,10 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
         bar.add_task(grid.name, total=len(pending))
         summary = run_cells(client, pending, store, cache_path=cache_path, bar=bar,
                             on_result=on_result, no_worker_timeout=no_worker_timeout,
-                            fan_out_seconds=fan_out_seconds)
+                            fan_out_seconds=fan_out_seconds, stop_at=stop_at,
+                            expected=None if stop_at is None else estimate_from_store(
+                                results_dir, cells, StoreStatus(
+                                    tuple(done), (), tuple(c.key for c in pending))))
     summary.total, summary.skipped = len(cells), len(cells) - len(pending)
     summary.report = report_path if report_path is not None and report_path.exists() \
         else None

@@ -473,3 +473,72 @@ def test_a_cache_of_exact_scores_is_sized_by_its_rows(tmp_path):
     (cell,) = expand_grid(filed)
     assert cache_work(cell.cache_job) is None
     assert cache_sizes([cell], lambda c: "x")[0] == {cell.cache_job.key: cell_cost(cell)}
+
+
+# ------------------------------------------------------------------ --stop-at
+def test_cells_that_would_overrun_the_stop_time_do_not_start(client, caches, tmp_path):
+    """A cell starts only if it would end by ``stop_at`` at its expected wall time; one
+    that would not leaves no record (pending), and the others run as without."""
+    from bnsl_dist.orchestrate.grid import run_cells
+
+    grid = small_grid(caches, name="stop", seeds=(0, 1, 2), splits=("test",),
+                      algorithms=[{"name": "kg", "k": [2]}])
+    cells = expand_grid(grid)
+    store = ResultStore(tmp_path)
+    summary = run_cells(client, cells, store, cache_path=lambda c: None,
+                        stop_at=time.time() + 3600,
+                        expected={cells[0].key: 7200.0, cells[1].key: 60.0})
+    assert summary.not_started == [cells[0].key] and not summary.failed
+    assert sorted(summary.computed) == sorted(c.key for c in cells[1:])
+    assert store.done_keys() == {c.key for c in cells[1:]} and store.read_failures() == []
+    assert {r.key: comparable(r) for r in store.read_results()} == \
+        {c.key: comparable(run_cell(c)) for c in cells[1:]}
+    assert "1 not started (too late for the stop time)" in str(summary)
+    assert summary.to_dict()["not_started"] == 1
+
+
+@pytest.mark.parametrize("fan_out", [0.0, 1e9], ids=["batches", "one-task"])
+def test_a_cache_not_started_in_time_leaves_its_cells_pending(client, tmp_path, fan_out):
+    """Past the stop time a cache does not start (as one task or as batches): no file,
+    no record, every cell of it not started."""
+    from bnsl_dist.orchestrate.grid import run_cells
+
+    cells = expand_grid(GridConfig.model_validate(FANNED))
+    store = ResultStore(tmp_path)
+    summary = run_cells(client, cells, store, fan_out_seconds=fan_out,
+                        cache_path=lambda c: str(store.cache_path(c.cache_job.key)),
+                        stop_at=time.time() - 1.0)
+    assert sorted(summary.not_started) == sorted(c.key for c in cells)
+    assert not summary.computed and not summary.failed and not summary.interrupted
+    assert store.read_results() == [] and store.read_failures() == []
+    assert not list(store.caches_dir.glob("*"))
+
+
+def test_grid_run_stop_at_expects_the_stored_cells_wall_times(client, caches, tmp_path):
+    """``grid run --stop-at``: a cell is expected to take the mean wall time of the stored
+    cells like it; exit status 3 while cells are left, 0 once the rest ran."""
+    import dataclasses
+
+    one = small_grid(caches, name="walls", seeds=(0,), splits=("test",),
+                     algorithms=[{"name": "kg", "k": [2]}])
+    three = small_grid(caches, name="walls", seeds=(0, 1, 2), splits=("test",),
+                       algorithms=[{"name": "kg", "k": [2]}])
+    gfile = tmp_path / "grid.yaml"
+    res = tmp_path / "res"
+    args = ["grid", "run", str(gfile), "--results", str(res), "--scheduler",
+            client.scheduler.address, "--no-progress", "--no-report"]
+    gfile.write_text(json.dumps(one.model_dump(mode="json")))
+    assert CliRunner().invoke(main, args).exit_code == 0
+    store = ResultStore(res)
+    (rec,) = store.read_results()
+    store.write_result(dataclasses.replace(rec, wall_seconds=2 * 3600.0))  # a 2-hour cell
+    gfile.write_text(json.dumps(three.model_dump(mode="json")))
+    r = CliRunner().invoke(main, [*args, "--stop-at", "1h"])
+    assert r.exit_code == 3, r.output
+    assert "2 not started" in r.output and "rerun the same command" in r.output
+    assert store.done_keys() == {rec.key}
+    r = CliRunner().invoke(main, [*args, "--stop-at", "3h"])
+    assert r.exit_code == 0, r.output
+    assert store.done_keys() == {c.key for c in expand_grid(three)}
+    r = CliRunner().invoke(main, [*args, "--stop-at", "soon"])
+    assert r.exit_code == 2 and "--stop-at" in r.output and "'soon'" in r.output
