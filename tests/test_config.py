@@ -320,6 +320,46 @@ def test_shell_scripts_parse():
         subprocess.run(["bash", "-n", str(s)], check=True)
 
 
+def _stub(folder: Path, name: str, body: str) -> None:
+    f = folder / name
+    f.write_text("#!/usr/bin/env bash\n" + body + "\n")
+    f.chmod(0o755)
+
+
+@pytest.mark.parametrize(("grid_rc", "resubmit"), [(3, True), (3, False), (0, False)])
+def test_sbatch_script_stops_before_the_time_limit_and_resumes(tmp_path, grid_rc,
+                                                              resubmit):
+    """grid.sbatch with SLURM, dask and bnsl-dist stubbed: `grid run` gets --stop-at ten
+    minutes before the job's end (squeue's %e); exit 3 (cells left) ends the job
+    cleanly, resubmitting it with BNSL_RESUBMIT, without tables; exit 0 makes them."""
+    if subprocess.run(["date", "-d", "2026-01-01T00:00:00 10 minutes ago"],
+                      capture_output=True).returncode != 0:
+        pytest.skip("GNU date needed (as on SLURM's Linux hosts)")
+    bin_, log = tmp_path / "bin", tmp_path / "calls.log"
+    bin_.mkdir()
+    _stub(bin_, "squeue", 'echo 2026-11-29T23:50:00')
+    _stub(bin_, "srun", "exit 0")
+    _stub(bin_, "dask", 'while [[ $# -gt 0 ]]; do [[ $1 == --scheduler-file ]] && '
+                        'echo "{}" > "$2"; shift; done')
+    _stub(bin_, "sbatch", f'echo "sbatch $*" >> {log}')
+    _stub(bin_, "bnsl-dist", f'echo "bnsl-dist $*" >> {log}; '
+                             f'[[ $2 == run ]] && exit {grid_rc}; exit 0')
+    env = {"PATH": f"{bin_}:/usr/bin:/bin", "SLURM_JOB_ID": "7", "SLURM_NTASKS": "2",
+           "BNSL_NO_TLS": "1", "HOME": str(tmp_path), "TMPDIR": str(tmp_path),
+           **({"BNSL_RESUBMIT": "1"} if resubmit else {})}
+    script = DEPLOY / "slurm" / "grid.sbatch"
+    r = subprocess.run(["bash", str(script), "g.yaml", str(tmp_path / "res")], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    calls = log.read_text().splitlines()
+    run = [c for c in calls if c.startswith("bnsl-dist grid run")]
+    assert len(run) == 1 and run[0].endswith("--stop-at 2026-11-29T23:40:00"), calls
+    assert any(c.startswith("bnsl-dist tables") for c in calls) == (grid_rc == 0)
+    assert [c for c in calls if c.startswith("sbatch")] == (
+        [f"sbatch {script} g.yaml {tmp_path / 'res'}"] if resubmit else [])
+    assert ("cells left at the time limit" in r.stderr) == (grid_rc == 3)
+
+
 def test_slurm_job_script_from_cluster_config():
     pytest.importorskip("dask_jobqueue")
     from bnsl_dist.orchestrate.grid import jobqueue_job_script
