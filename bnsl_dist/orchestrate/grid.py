@@ -387,11 +387,14 @@ def _compute_spans(client: Client, since: float,
 
 def cell_cost(cell: Cell) -> float:
     """A rough cost used only to order work (longest first): the time budget, else the
-    iteration budget scaled by the number of variables."""
+    iteration budget scaled by the number of variables; times a SEM cell's budget scale
+    (its M-steps' budgets: a tuning study's x2 cells before its x0.5 ones, which the
+    cells' common time cap left in any order)."""
     n = _n_vars_hint(cell.data) or 100
+    scale = 1.0 if cell.sem is None else float(cell.sem.budget_scale)
     if cell.budget_seconds is not None:
-        return float(cell.budget_seconds) * (1.0 + 1e-6 * n)
-    return float(cell.budget_iterations or 1) * n * 1e-4
+        return float(cell.budget_seconds) * (1.0 + 1e-6 * n) * scale
+    return float(cell.budget_iterations or 1) * n * 1e-4 * scale
 
 
 #: Worker seconds of one exact score on ``N`` rows, for :func:`cache_work`:

@@ -268,6 +268,21 @@ def test_long_cells_start_first(caches, tmp_path):
     assert costs == sorted(costs, reverse=True)
 
 
+def test_a_sem_tuning_study_orders_its_cells_by_budget_scale():
+    """The SEM grid's cells share one time cap; their M-step budgets, and so their
+    times, scale with the budget scale: the x2 cells of a data set cost the most."""
+    from bnsl_dist.config import load_grid
+    from bnsl_dist.orchestrate.grid import cell_cost
+
+    grid = load_grid(Path(__file__).resolve().parents[2] / "configs" / "grids"
+                     / "sem-imputation-2018-reduced.yaml")
+    cells = [c for c in expand_grid(grid) if c.dataset == "ad" and c.seed == 0
+             and c.sem.missing_rate == 0.2]
+    by_scale = sorted(cells, key=cell_cost)
+    assert [c.sem.budget_scale for c in by_scale] == [0.5, 1.0, 2.0]
+    assert cell_cost(by_scale[2]) == pytest.approx(4 * cell_cost(by_scale[0]))
+
+
 # ------------------------------------------------------------- caches fanned out per variable
 FANNED = {"name": "fan", "seed": 1, "datasets": [{"name": "nltcs", "splits": ["test"]}],
           "cache": {"method": "independence", "scores_per_variable": 40, "max_indegree": 3},
