@@ -4,6 +4,7 @@ export its records as one file."""
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,8 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
         from bnsl_dist.results.store import StoreStatus
 
         status = StoreStatus(plan.done, plan.failed, tuple(c.key for c in plan.pending))
-        click.echo(format_plan(plan, n, estimate_from_store(results, plan.cells, status)))
+        click.echo(format_plan(plan, n, estimate_from_store(results, plan.cells, status),
+                               stop_in=None if stop_at is None else stop_at - time.time()))
         return
     if not plan.pending:  # every cell stored: no cluster to start
         click.echo(f"{len(plan.cells)} cells: all already done")

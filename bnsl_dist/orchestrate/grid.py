@@ -66,6 +66,7 @@ from bnsl_dist.pipeline.grid import (
     expand_grid,
     format_duration,
     grid_status,
+    started_by,
     sum_known,
 )
 from bnsl_dist.pipeline.run import NoSolutionError, ensure_cache, failure_record, run_cell
@@ -172,10 +173,13 @@ def _fmt_seconds(s: float | None) -> str:
 
 
 def format_plan(plan: GridPlan, n_workers: int,
-                left: Mapping[str, float | None] | None = None) -> str:
+                left: Mapping[str, float | None] | None = None,
+                stop_in: float | None = None) -> str:
     """A human-readable plan (``grid run --dry-run``); with ``left``, the pending cells'
     expected wall seconds (:func:`~bnsl_dist.pipeline.grid.estimate_left`), the time
-    the stored cells' wall times predict too."""
+    the stored cells' wall times predict too, and with ``stop_in`` (``--stop-at``, in
+    seconds from now) how many cells would start, longest first
+    (:func:`~bnsl_dist.pipeline.grid.started_by`)."""
     g = plan.grid
     n_sets = len({c.dataset for c in plan.cells})
     n_ds = len({(c.dataset, c.split) for c in plan.cells})
@@ -199,6 +203,14 @@ def format_plan(plan: GridPlan, n_workers: int,
                      f"worker time, {format_duration(seconds / max(1, n_workers))} on "
                      f"{n_workers} workers"
                      + (f" ({unknown} cells with nothing to go by)" if unknown else ""))
+    if stop_in is not None:
+        order = sorted(plan.pending, key=cell_cost, reverse=True)  # as run_cells hands out
+        est = [(left or {}).get(c.key) for c in order]
+        n = started_by(est, n_workers, stop_in)
+        lines.append(f"  --stop-at in {format_duration(max(0.0, stop_in))}: about {n} of "
+                     f"{len(order)} cells would run on {n_workers} workers"
+                     + (f" ({unknown} with nothing to go by counted as taking no time)"
+                        if unknown else ""))
     by_alg: dict[str, int] = {}
     for c in plan.pending:
         name = c.label + (f" k={c.k}" if c.k is not None else "")
@@ -234,7 +246,7 @@ def unless_late(stop_at: float, expected: float, fn: Callable[..., Any], *args: 
     bnsl_dist.orchestrate.grid.NotStarted: expected to take 120 s, 60 s before the stop time
     """
     left = stop_at - time.time()
-    if expected > left:
+    if left <= 0 or expected > left:
         raise NotStarted(f"expected to take {expected:.0f} s, {max(0.0, left):.0f} s "
                          f"before the stop time")
     return fn(*args)

@@ -4,6 +4,7 @@ learner's cells marked)."""
 
 from __future__ import annotations
 
+import heapq
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -16,7 +17,7 @@ from bnsl_dist.results.store import ResultStore, StoreStatus
 
 __all__ = ["expand_grid", "grid_status", "count_by", "cell_field", "check_status_fields",
            "complete_pieces", "estimate_left", "estimate_from_store", "stored_walls",
-           "sum_known", "format_duration",
+           "sum_known", "format_duration", "started_by",
            "STATUS_FIELDS"]
 
 
@@ -190,6 +191,30 @@ def sum_known(left: Mapping[str, float | None]) -> tuple[float, int, int]:
     """Seconds of the estimated cells of ``left``, their count and that of the others."""
     known = [s for s in left.values() if s is not None]
     return sum(known), len(known), len(left) - len(known)
+
+
+def started_by(expected: Sequence[float | None], workers: int, seconds: float) -> int:
+    """How many of the cells of ``expected`` (their wall seconds, in the order they are
+    handed out; None: unknown, counted as no time) ``workers`` run when none may start
+    unless it ends within ``seconds`` (``grid run --stop-at``): each free worker takes
+    the next cell and skips it at once if it would not end in time.
+
+    Examples
+    --------
+    >>> started_by([50, 40, 30, 20], workers=2, seconds=60)   # 50 | 40, then 20 on it
+    3
+    >>> started_by([70, 10, None], workers=1, seconds=60)
+    2
+    """
+    free = [0.0] * max(1, workers)  # the times the workers become free
+    started = 0
+    for e in expected:
+        t = heapq.heappop(free)
+        if t + (e or 0.0) <= seconds and t < seconds:
+            started += 1
+            t += e or 0.0
+        heapq.heappush(free, t)
+    return started
 
 
 def format_duration(seconds: float) -> str:

@@ -548,6 +548,12 @@ def test_grid_run_stop_at_expects_the_stored_cells_wall_times(client, caches, tm
     (rec,) = store.read_results()
     store.write_result(dataclasses.replace(rec, wall_seconds=2 * 3600.0))  # a 2-hour cell
     gfile.write_text(json.dumps(three.model_dump(mode="json")))
+    for workers, stop, fits in ((2, "3h", 2), (1, "3h", 1), (2, "1h", 0)):
+        r = CliRunner().invoke(main, ["grid", "run", str(gfile), "--results", str(res),
+                                      "--dry-run", "--workers", str(workers),
+                                      "--stop-at", stop])
+        assert r.exit_code == 0, r.output
+        assert f"about {fits} of 2 cells would run on {workers} workers" in r.output
     r = CliRunner().invoke(main, [*args, "--stop-at", "1h"])
     assert r.exit_code == 3, r.output
     assert "2 not started" in r.output and "rerun the same command" in r.output
