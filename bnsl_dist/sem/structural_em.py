@@ -45,6 +45,7 @@ algorithm", UAI 1998.
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -67,7 +68,7 @@ from bnsl_dist.sem.imputation import EStep, complete_rows
 
 __all__ = ["SEMIteration", "SEMResult", "structural_em", "random_chain", "initial_network",
            "sem_budgets", "sem_cache_spec", "sem_search_budget", "equivalence_key",
-           "carry_families", "add_sets",
+           "carry_families", "add_sets", "next_iteration_fits",
            "prefer_serial"]
 
 #: Completes rows: (network, elimination order, codes, missing mask, method) -> codes.
@@ -100,8 +101,9 @@ class SEMResult:
     it (``imputation``), its elimination order (treewidth certificate), every iteration, and why the run
     stopped: ``"fixed point"`` (the DAG was Markov equivalent to the previous one),
     ``"oscillation"`` (to an earlier one; both without improvement), ``"no improvement"`` (patience exhausted),
-    ``"complete data"`` (nothing to impute: one M-step) or ``"max iterations"``;
-    ``converged`` is False only for the last."""
+    ``"complete data"`` (nothing to impute: one M-step), ``"max iterations"`` or
+    ``"time limit"`` (the next iteration would not have ended in time); ``converged`` is
+    False only for the last two."""
 
     network: BayesianNetwork
     completed: CategoricalData
@@ -330,6 +332,28 @@ def _serial_e_step(net: BayesianNetwork, order: Sequence[int] | None,
     return complete_rows(net, order, codes, missing, method)  # type: ignore[arg-type]
 
 
+def next_iteration_fits(history: Sequence[SEMIteration], time_left: float) -> bool:
+    """Whether another EM iteration and the final completion would end within
+    ``time_left`` seconds, at the mean time of the iterations so far and the last
+    E-step's (the final completion is one more E-step). The first always runs.
+
+    Examples
+    --------
+    >>> it = lambda e, m: SEMIteration(1, 0.0, 0, 0, 0, {"e_step": e, "cache": m},
+    ...                                DAG.empty(2), False)
+    >>> next_iteration_fits([], 0.0)
+    True
+    >>> next_iteration_fits([it(1.0, 3.0), it(1.0, 5.0)], 6.0)   # 5 s + 1 s
+    True
+    >>> next_iteration_fits([it(1.0, 3.0), it(1.0, 5.0)], 5.9)
+    False
+    """
+    if not history:
+        return True
+    mean = sum(sum(h.seconds.values()) for h in history) / len(history)
+    return mean + history[-1].seconds.get("e_step", 0.0) <= time_left
+
+
 def structural_em(data: CategoricalData, *, k: int = 4, rng: np.random.Generator | int | None = None,
                   max_iterations: int = 10, e_step: EStep = "mpe",
                   cache: CacheSpec | None = None,
@@ -340,7 +364,8 @@ def structural_em(data: CategoricalData, *, k: int = 4, rng: np.random.Generator
                   on_iteration: Callable[[SEMIteration], None] | None = None,
                   tolerance: float = 1e-3, patience: int = 2,
                   carry: bool = True, accumulate: bool = False,
-                  imputation: EStep | None = "marginal") -> SEMResult:
+                  imputation: EStep | None = "marginal", time_limit: float | None = None,
+                  started: float | None = None) -> SEMResult:
     """Learn a bounded-treewidth network from incomplete data and impute it (SEM-kMAX).
 
     Parameters
@@ -387,6 +412,11 @@ def structural_em(data: CategoricalData, *, k: int = 4, rng: np.random.Generator
         posterior-marginal argmax given its record's observed values (default: the
         completion that maximises the expected number of correct cells), the joint MPE
         (the paper's reported imputation, §6-7), or None: ``e_step``'s.
+    time_limit : float, optional
+        Seconds for the whole run, counted from ``started`` (a ``time.time()``; default
+        now): no iteration starts that would not end in time with the final completion
+        (:func:`next_iteration_fits`); the first always runs, and each keeps its M-step
+        budgets. The best network so far is the result (stop reason ``"time limit"``).
 
     Returns
     -------
@@ -408,6 +438,11 @@ def structural_em(data: CategoricalData, *, k: int = 4, rng: np.random.Generator
     for name, method in (("e_step", e_step), ("imputation", imputation)):
         if method not in ("mpe", "marginal") and not (name == "imputation" and method is None):
             raise InvalidConfigError(f"unknown {name} {method!r}; choose 'mpe' or 'marginal'")
+    if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
+        raise InvalidConfigError(f"time_limit must be a positive number of seconds, "
+                                 f"got {time_limit}")
+    deadline = None if time_limit is None \
+        else (time.time() if started is None else started) + time_limit
     if data.n_vars < 2:
         raise DataError("structural EM needs at least two variables", path=data.source)
     gen = as_rng(rng)
@@ -441,6 +476,9 @@ def structural_em(data: CategoricalData, *, k: int = 4, rng: np.random.Generator
     # the parent sets of the earlier M-steps' caches, per variable (insertion-ordered)
     pool: list[dict[tuple[int, ...], None]] = [{} for _ in range(data.n_vars)]
     for it in range(1, max_iterations + 1):
+        if deadline is not None and not next_iteration_fits(history, deadline - time.time()):
+            reason = "time limit"
+            break
         t0 = time.perf_counter()
         codes = runner(net, order, data.codes, missing, e_step)
         completed = data.with_codes(codes, None)
@@ -501,4 +539,4 @@ def structural_em(data: CategoricalData, *, k: int = 4, rng: np.random.Generator
     codes = runner(net, order, data.codes, missing, imputation or e_step)
     completed = data.with_codes(codes, None)
     return SEMResult(net, completed, tuple(order) if order is not None else (), history,
-                     reason != "max iterations", reason, best_it)
+                     reason not in ("max iterations", "time limit"), reason, best_it)

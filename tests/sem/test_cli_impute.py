@@ -61,11 +61,38 @@ def test_impute_cli_writes_zero_padded_states_as_they_were(tmp_path):
             assert b == a if a != "?" else b in {f"0{c + 1}" for c in range(truth.arities[j])}
 
 
+def test_impute_cli_time_limit_keeps_the_first_iteration(tmp_path):
+    """A limit that the first iteration already passes: that iteration's network
+    imputes (the first always runs), stop reason "time limit", not converged; a limit
+    no run reaches changes nothing."""
+    truth = sample(read_bif(bundled_path("bif/asia.bif.gz")), 500, np.random.default_rng(3))
+    masked = mask_mcar(truth, 0.1, np.random.default_rng(4))
+    src = tmp_path / "masked.csv"
+    write_csv(masked, src)
+    args = ["impute", str(src), "-k", "2", "--serial", "--scores-per-variable", "40",
+            "--search-iterations", "20", "--max-iterations", "4"]
+    runs = {}
+    for limit in ("0.001", "100000", None):
+        out = tmp_path / f"done-{limit}.csv"
+        extra = [] if limit is None else ["--time-limit", limit]
+        res = CliRunner().invoke(main, [*args, "-o", str(out), *extra])
+        assert res.exit_code == 0, res.output
+        runs[limit] = json.loads(res.stdout[res.stdout.index("{"):]), out.read_text()
+    short, _ = runs["0.001"]
+    assert short["stop_reason"] == "time limit" and short["iterations"] == 1
+    assert short["converged"] is False
+    assert read_data(tmp_path / "done-0.001.csv").missing is None
+    assert runs["100000"] == (runs[None][0] | {"output": str(tmp_path / "done-100000.csv")},
+                              runs[None][1])
+
+
 @pytest.mark.parametrize("args, needle", [
     (["--seconds-per-variable", "-1"], "--seconds-per-variable:"),
     (["--scores-per-variable", "0"], "--scores-per-variable:"),
     (["-k", "0"], "-k"),
     (["--seed", "-1"], "--seed"),  # a traceback from numpy's SeedSequence, exit 1
+    (["--time-limit", "0"], "--time-limit"),
+    (["--time-limit", "nan"], "--time-limit"),
 ])
 def test_impute_cli_rejects_bad_settings_before_reading(tmp_path, args, needle):
     res = CliRunner().invoke(main, ["impute", "wine", "--serial", *args,

@@ -213,8 +213,66 @@ def test_tolerance_counts_small_gains_as_stalls(asia):
     assert len(scores) == (len(dags) if first_stall is None else first_stall + 1)
 
 
+class _Clock:
+    """``time.time`` and ``time.perf_counter`` of the SEM module: still, but for the
+    seconds a step adds (``advance``)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def time(self) -> float:
+        return self.now
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.mark.parametrize(("limit", "runs"), [(35.0, 3), (30.0, 3), (29.9, 2), (5.0, 1),
+                                             (1e6, 6)])
+def test_time_limit_starts_no_iteration_that_would_not_end_in_time(asia, monkeypatch,
+                                                                  limit, runs):
+    """Each M-step takes 10 s on a fake clock: an iteration starts only while the mean
+    iteration time (10 s) fits in the time left (the final completion, an E-step of
+    0 s here); the first always runs; no limit reached: the other rules end the run."""
+    import importlib
+
+    S = importlib.import_module("bnsl_dist.sem.structural_em")  # the module, not the function
+    net, _, masked = asia
+    clock = _Clock()
+    monkeypatch.setattr(S, "time", clock)
+    dags = _one_arc_dags(net)[:6]
+    scripted = _scripted_searcher(dags)
+
+    def ten_seconds(cache, budget, gen):
+        clock.advance(10.0)
+        return scripted(cache, budget, gen)
+
+    res = structural_em(masked, k=3, rng=0, cache_builder=lambda d: None,
+                        searcher=ten_seconds, carry=False, max_iterations=6, patience=10,
+                        tolerance=0.0, time_limit=limit)
+    assert len(res.history) == runs
+    if runs < 6:
+        assert res.stop_reason == "time limit" and not res.converged
+    else:
+        assert res.stop_reason == "max iterations"
+    best, it = _best_of_history(res, dags)
+    assert res.network.dag == best and res.best_iteration == it
+    # the limit counts from ``started``: 20 s of the 35 spent before the call, so after
+    # the first iteration (10 s) 5 s are left, too few for another (3 from now: above)
+    clock.now = 5000.0
+    scripted = _scripted_searcher(dags)
+    again = structural_em(masked, k=3, rng=0, cache_builder=lambda d: None,
+                          searcher=ten_seconds, carry=False, max_iterations=6, patience=10,
+                          tolerance=0.0, time_limit=35.0, started=4980.0)
+    assert len(again.history) == 1 and again.stop_reason == "time limit"
+
+
 @pytest.mark.parametrize("bad", [{"tolerance": -1.0}, {"patience": 0},
-                                 {"max_iterations": 0}, {"k": 0}])
+                                 {"max_iterations": 0}, {"k": 0}, {"time_limit": 0.0},
+                                 {"time_limit": float("nan")}, {"time_limit": -5.0}])
 def test_bad_stopping_settings(asia, bad):
     from bnsl_dist.exceptions import InvalidConfigError
 
