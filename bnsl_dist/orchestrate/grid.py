@@ -292,7 +292,8 @@ class GridSummary:
     def to_dict(self) -> dict[str, Any]:
         return {"total": self.total, "skipped": self.skipped, "computed": len(self.computed),
                 "failed": len(self.failed), "interrupted": len(self.interrupted),
-                "not_started": len(self.not_started), "wall_seconds": round(self.seconds, 3), "workers": self.workers,
+                "not_started": len(self.not_started),
+                "wall_seconds": round(self.seconds, 3), "workers": self.workers,
                 "threads": self.threads or self.workers,
                 "busy_seconds": None if self.busy_seconds is None
                 else round(self.busy_seconds, 3),
