@@ -65,6 +65,7 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
         open_client,
         plan_grid,
         run_grid,
+        stop_note,
     )
 
     conn = cluster_kwargs(**cluster)
@@ -74,14 +75,17 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
     piece = None if only is None else _piece(grid, only)
     cfg = load_cluster(cluster_file) if cluster_file else grid.cluster
     plan = plan_grid(grid, results, piece)
-    if dry_run:
-        n = conn["workers"] or (cfg.workers if cfg and cfg.workers else None) \
-            or default_n_workers()
+    left = None  # the pending cells' expected wall seconds, from the stored cells'
+    if dry_run or stop_at is not None:
         from bnsl_dist.pipeline.grid import estimate_from_store
         from bnsl_dist.results.store import StoreStatus
 
-        status = StoreStatus(plan.done, plan.failed, tuple(c.key for c in plan.pending))
-        click.echo(format_plan(plan, n, estimate_from_store(results, plan.cells, status),
+        left = estimate_from_store(results, plan.cells, StoreStatus(
+            plan.done, plan.failed, tuple(c.key for c in plan.pending)))
+    if dry_run:
+        n = conn["workers"] or (cfg.workers if cfg and cfg.workers else None) \
+            or default_n_workers()
+        click.echo(format_plan(plan, n, left,
                                stop_in=None if stop_at is None else stop_at - time.time()))
         return
     if not plan.pending:  # every cell stored: no cluster to start
@@ -89,6 +93,9 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
         return
     live = not no_progress and sys.stderr.isatty()
     with open_client(cfg, **conn) as client:
+        if stop_at is not None and left is not None:
+            click.echo(stop_note(plan.pending, left, connected_workers(client) or 1,
+                                 stop_at - time.time()), err=True)
         log = None if live else _cell_log(plan.cells, plan.done, plan.pending, results,
                                           lambda: connected_workers(client))
         summary = run_grid(client, grid, results, progress=live, report=not no_report,

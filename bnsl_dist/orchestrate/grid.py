@@ -78,7 +78,7 @@ from bnsl_dist.search.warmup import algorithm_spec
 __all__ = ["GridInterrupted", "GridPlan", "GridSummary", "NotStarted", "cache_sizes",
            "cache_work", "cell_cost", "connected_workers", "plan_grid", "format_plan",
            "grid_status", "run_cells", "run_grid", "open_client", "jobqueue_job_script",
-           "unless_late"]
+           "stop_note", "unless_late"]
 
 
 # ---------------------------------------------------------------------------- planning
@@ -204,13 +204,7 @@ def format_plan(plan: GridPlan, n_workers: int,
                      f"{n_workers} workers"
                      + (f" ({unknown} cells with nothing to go by)" if unknown else ""))
     if stop_in is not None:
-        order = sorted(plan.pending, key=cell_cost, reverse=True)  # as run_cells hands out
-        est = [(left or {}).get(c.key) for c in order]
-        n = started_by(est, n_workers, stop_in)
-        lines.append(f"  --stop-at in {format_duration(max(0.0, stop_in))}: about {n} of "
-                     f"{len(order)} cells would run on {n_workers} workers"
-                     + (f" ({unknown} with nothing to go by counted as taking no time)"
-                        if unknown else ""))
+        lines.append("  " + stop_note(plan.pending, left or {}, n_workers, stop_in))
     by_alg: dict[str, int] = {}
     for c in plan.pending:
         name = c.label + (f" k={c.k}" if c.k is not None else "")
@@ -218,6 +212,21 @@ def format_plan(plan: GridPlan, n_workers: int,
     for name, n in by_alg.items():
         lines.append(f"    {name}: {n} cells")
     return "\n".join(lines)
+
+
+def stop_note(pending: Sequence[Cell], left: Mapping[str, float | None], n_workers: int,
+              stop_in: float) -> str:
+    """One line: how many of the ``pending`` cells would run within ``stop_in`` seconds
+    (``--stop-at``) on ``n_workers``, handed out longest first as :func:`run_cells` does,
+    at their expected wall seconds ``left`` (:func:`~bnsl_dist.pipeline.grid.started_by`)."""
+    order = sorted(pending, key=cell_cost, reverse=True)
+    est = [left.get(c.key) for c in order]
+    unknown = sum(e is None for e in est)
+    n = started_by(est, n_workers, stop_in)
+    return (f"--stop-at in {format_duration(max(0.0, stop_in))}: about {n} of {len(order)} "
+            f"cells would run on {n_workers} workers"
+            + (f" ({unknown} with nothing to go by counted as taking no time)"
+               if unknown else ""))
 
 
 # ---------------------------------------------------------------------------- running

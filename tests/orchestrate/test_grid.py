@@ -557,6 +557,7 @@ def test_grid_run_stop_at_expects_the_stored_cells_wall_times(client, caches, tm
     r = CliRunner().invoke(main, [*args, "--stop-at", "1h"])
     assert r.exit_code == 3, r.output
     assert "2 not started" in r.output and "rerun the same command" in r.output
+    assert "about 0 of 2 cells would run on 2 workers" in r.output  # said at the start
     assert store.done_keys() == {rec.key}
     r = CliRunner().invoke(main, [*args, "--stop-at", "3h"])
     assert r.exit_code == 0, r.output
