@@ -1,6 +1,6 @@
 """The README's library examples ("Use it as a library") run as written, on a small CSV
-with their budgets shrunk, and their networks score what the data say (a naive BIC) and
-no more than the exact optimum (A* on an exhaustive cache).
+with their budgets shrunk (the cluster's too), and their networks score what the data say
+(a naive BIC) and no more than the exact optimum (A* on an exhaustive cache).
 
 The budgets are cut by replacing their exact text: an edit of the README that the
 replacements no longer match fails here, so the examples and this test move together."""
@@ -28,6 +28,8 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 #: (the README's text, what the test runs instead): budgets only
 SHRINK = [("seconds_per_variable=1.0", "seconds_per_variable=0.02"),
           ("Budget(seconds=30)", "Budget(seconds=0.3)"),
+          ("connect(workers=4)", "connect(workers=2, announce=False, dashboard=False)"),
+          ("time_limit=60, n_seeds=4", "time_limit=8, n_seeds=2"),
           ("time_limit=60", "time_limit=1.5"),
           ('{"iterations": 500}', '{"iterations": 20}'),
           ("scores_per_variable=2000", "scores_per_variable=200")]
@@ -52,9 +54,10 @@ def csv_path(tmp_path_factory):
     return path
 
 
+@pytest.mark.dask
 def test_library_examples_run_and_score_what_the_data_say(csv_path, monkeypatch):
     blocks = _library_blocks()
-    assert len(blocks) == 3, "the README's library section has three examples"
+    assert len(blocks) == 4, "the README's library section has four examples"
     code = "\n".join(blocks)
     for old, _ in SHRINK:
         assert old in code, f"README example no longer has {old!r}: update SHRINK"
@@ -86,8 +89,13 @@ def test_library_examples_run_and_score_what_the_data_say(csv_path, monkeypatch)
     assert within.score == pytest.approx(_naive_total(data, within.dag), abs=1e-6)
     assert within.score <= optimum + 1e-6
     assert set(within.seconds) >= {"cache", "search", "total"}
-    # 3. the pipeline's learn: the best DAG over the seeds, as JSON
-    result = results[2]
+    # 3. the same on a cluster: the result JSON of learn --time-limit
+    out = ns["out"]
+    dag = DAG.from_json_dict(out["dag"])
+    assert out["score"] == pytest.approx(_naive_total(data, dag), abs=1e-6)
+    assert out["score"] <= optimum + 1e-6 and len(out["runs"]) == 2
+    # 4. the pipeline's learn: the best DAG over the seeds, as JSON
+    result = results[3]
     dag = DAG.from_json_dict(result.dag)
     assert result.score == pytest.approx(_naive_total(data, dag), abs=1e-6)
     assert result.score <= optimum + 1e-6
