@@ -76,9 +76,9 @@ from bnsl_dist.results.store import ResultStore, StoreStatus
 from bnsl_dist.search.warmup import algorithm_spec
 
 __all__ = ["GridInterrupted", "GridPlan", "GridSummary", "NotStarted", "cache_sizes",
-           "cache_work", "cell_cost", "connected_workers", "plan_grid", "format_plan",
-           "grid_status", "run_cells", "run_grid", "open_client", "jobqueue_job_script",
-           "stop_note", "unless_late"]
+           "cache_work", "cell_budget_seconds", "cell_cost", "connected_workers", "plan_grid",
+           "format_plan", "grid_status", "run_cells", "run_grid", "open_client",
+           "jobqueue_job_script", "stop_note", "unless_late"]
 
 
 # ---------------------------------------------------------------------------- planning
@@ -156,14 +156,30 @@ def plan_grid(grid: GridConfig, results_dir: str | os.PathLike[str],
             caches.setdefault(job.key, job)
     search: float | None = 0.0
     for c in pending:
-        if c.budget_seconds is None or search is None:
-            search = None
-        else:
-            search += c.budget_seconds
+        b = cell_budget_seconds(c)
+        search = None if b is None or search is None else search + b
     works = [cache_work(job) for job in caches.values()]
     cache_s = None if None in works else sum(w or 0.0 for w in works)
     return GridPlan(grid, tuple(cells), pending, st.done, st.failed, tuple(caches.values()),
                     search, cache_s)
+
+
+def cell_budget_seconds(cell: Cell) -> float | None:
+    """The worker seconds a cell's time budgets allow at most (None: not bounded in
+    seconds): its search budget; for a SEM cell, its M-steps' budgets (the grid's cache
+    seconds per variable and k-MAX's seconds per variable, capped by the cell's budget,
+    each times the budget scale and the variables) times the EM iteration cap, its
+    E-steps not counted; None when either M-step budget is a count (data-scaled)."""
+    if cell.sem is None:
+        return cell.budget_seconds
+    sem, n = cell.sem, _n_vars_hint(cell.data)
+    per_var = cell.cache.seconds_per_variable if sem.cache_budget == "grid" else None
+    if n is None or per_var is None or sem.search_seconds_per_variable is None:
+        return None
+    search = sem.search_seconds_per_variable * n * sem.budget_scale
+    if cell.budget_seconds is not None:
+        search = min(search, cell.budget_seconds)
+    return sem.max_em_iterations * (per_var * n * sem.budget_scale + search)
 
 
 def _fmt_seconds(s: float | None) -> str:
@@ -191,12 +207,15 @@ def format_plan(plan: GridPlan, n_workers: int,
              f"  caches to build: {len(plan.caches_to_build)}"
              + (f" (est. {_fmt_seconds(plan.cache_seconds)} of worker time)"
                 if plan.caches_to_build else ""),
-             f"  search time budgets: {_fmt_seconds(plan.search_seconds)} of worker time"
+             ("  M-step time budgets x the EM iteration cap (E-steps not counted): "
+              if g.kind == "sem" else "  search time budgets: ")
+             + f"{_fmt_seconds(plan.search_seconds)} of worker time"
              + (" at most (iteration budgets may end runs earlier)"
                 if any(c.budget_iterations for c in plan.pending) else ""),
              f"  estimated wall time on {n_workers} workers: "
              f"{_fmt_seconds(plan.estimated_seconds(n_workers))}"
-             + (" at most" if any(c.budget_iterations for c in plan.pending) else "")]
+             + (" at most" if g.kind == "sem" or any(c.budget_iterations
+                                                      for c in plan.pending) else "")]
     seconds, known, unknown = sum_known({c.key: (left or {}).get(c.key) for c in plan.pending})
     if known:
         lines.append(f"  from the stored cells' wall times: {format_duration(seconds)} of "

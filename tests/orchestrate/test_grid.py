@@ -283,6 +283,35 @@ def test_a_sem_tuning_study_orders_its_cells_by_budget_scale():
     assert cell_cost(by_scale[2]) == pytest.approx(4 * cell_cost(by_scale[0]))
 
 
+def test_a_sem_grid_plan_bounds_its_cells_by_their_m_step_budgets(tmp_path):
+    """--dry-run's time budgets for a SEM grid: per cell the EM iteration cap times one
+    M-step's cache (seconds per variable x scale x variables) and k-MAX (the same, capped
+    by the cell's budget), here recomputed from the grid file's numbers; a SEM grid of
+    data-scaled budgets (counts, not seconds) is not bounded."""
+    import yaml
+
+    from bnsl_dist.config import load_grid
+    from bnsl_dist.orchestrate.grid import format_plan, plan_grid
+
+    path = Path(__file__).resolve().parents[2] / "configs/grids/sem-imputation-2018-reduced.yaml"
+    raw = yaml.safe_load(path.read_text())
+    grid = load_grid(path)
+    plan = plan_grid(grid, tmp_path, {"ad"})
+    n, sem = 1556, raw["sem"]  # ad's variables (the registry's)
+    want = 0.0
+    for c in plan.pending:
+        m_step = raw["cache"]["seconds_per_variable"] * n * c.sem.budget_scale
+        search = min(sem["search_seconds_per_variable"] * n * c.sem.budget_scale,
+                     raw["budget"]["seconds"])
+        want += sem["max_em_iterations"] * (m_step + search)
+    assert len(plan.pending) == 60 and plan.search_seconds == pytest.approx(want)
+    text = format_plan(plan, 2)
+    assert "M-step time budgets x the EM iteration cap" in text and "at most" in text
+    counts = grid.model_copy(update={"sem": grid.sem.model_copy(
+        update={"search_seconds_per_variable": None})})
+    assert plan_grid(counts, tmp_path, {"ad"}).search_seconds is None
+
+
 # ------------------------------------------------------------- caches fanned out per variable
 FANNED = {"name": "fan", "seed": 1, "datasets": [{"name": "nltcs", "splits": ["test"]}],
           "cache": {"method": "independence", "scores_per_variable": 40, "max_indegree": 3},
