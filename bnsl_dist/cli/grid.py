@@ -75,13 +75,16 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
     piece = None if only is None else _piece(grid, only)
     cfg = load_cluster(cluster_file) if cluster_file else grid.cluster
     plan = plan_grid(grid, results, piece)
-    left = None  # the pending cells' expected wall seconds, from the stored cells'
-    if dry_run or stop_at is not None:
-        from bnsl_dist.pipeline.grid import estimate_from_store
+    live = not no_progress and sys.stderr.isatty()
+    walls: dict[str, float] = {}  # the stored cells' wall seconds, read once
+    left = None  # the pending cells' expected wall seconds, from them
+    if dry_run or stop_at is not None or not live:
+        from bnsl_dist.pipeline.grid import estimate_left, stored_walls
         from bnsl_dist.results.store import StoreStatus
 
-        left = estimate_from_store(results, plan.cells, StoreStatus(
-            plan.done, plan.failed, tuple(c.key for c in plan.pending)))
+        walls = stored_walls(results, plan.done)
+        left = estimate_left(plan.cells, StoreStatus(
+            plan.done, plan.failed, tuple(c.key for c in plan.pending)), walls)
     if dry_run:
         n = conn["workers"] or (cfg.workers if cfg and cfg.workers else None) \
             or default_n_workers()
@@ -91,15 +94,14 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
     if not plan.pending:  # every cell stored: no cluster to start
         click.echo(f"{len(plan.cells)} cells: all already done")
         return
-    live = not no_progress and sys.stderr.isatty()
     with open_client(cfg, **conn) as client:
         if stop_at is not None and left is not None:
             click.echo(stop_note(plan.pending, left, connected_workers(client) or 1,
                                  stop_at - time.time()), err=True)
-        log = None if live else _cell_log(plan.cells, plan.done, plan.pending, results,
+        log = None if live else _cell_log(plan.cells, plan.done, plan.pending, walls,
                                           lambda: connected_workers(client))
         summary = run_grid(client, grid, results, progress=live, report=not no_report,
-                           datasets=piece, on_result=log, stop_at=stop_at)
+                           datasets=piece, on_result=log, stop_at=stop_at, expected=left)
     click.echo(str(summary))
     if summary.report is not None:
         click.echo(f"performance report: {summary.report}")
@@ -114,18 +116,20 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
 
 
 def _cell_log(cells: Sequence[Any], done: Sequence[str], pending: Sequence[Any],
-              results: str, workers: Callable[[], int | None]) -> Callable[[Any], None]:
+              walls: dict[str, float], workers: Callable[[], int | None]
+              ) -> Callable[[Any], None]:
     """Without a live progress bar (--no-progress, or stderr not a terminal: a log file),
     one line on stderr per stored cell: time, count, the cell, its best score, its wall
     seconds and the time left (:func:`~bnsl_dist.pipeline.grid.estimate_left` over the
-    cells stored before and during the run, shared among the connected ``workers``)."""
+    cells stored before, whose wall seconds are ``walls``, and during the run, shared
+    among the connected ``workers``)."""
     import json
     import time
 
-    from bnsl_dist.pipeline.grid import estimate_left, format_duration, stored_walls, sum_known
+    from bnsl_dist.pipeline.grid import estimate_left, format_duration, sum_known
     from bnsl_dist.results.store import StoreStatus
 
-    walls = stored_walls(results, done)
+    walls = dict(walls)  # the run's cells are added
     stored = list(done)
     to_run = {c.key for c in pending}
 

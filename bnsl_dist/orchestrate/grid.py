@@ -52,7 +52,7 @@ import traceback as tb_mod
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from distributed import Client, Future, as_completed, performance_report
 
@@ -164,22 +164,35 @@ def plan_grid(grid: GridConfig, results_dir: str | os.PathLike[str],
                     search, cache_s)
 
 
+class _Shape(NamedTuple):
+    n_vars: int
+    n_samples: int
+
+
 def cell_budget_seconds(cell: Cell) -> float | None:
     """The worker seconds a cell's time budgets allow at most (None: not bounded in
-    seconds): its search budget; for a SEM cell, its M-steps' budgets (the grid's cache
-    seconds per variable and k-MAX's seconds per variable, capped by the cell's budget,
-    each times the budget scale and the variables) times the EM iteration cap, its
-    E-steps not counted; None when either M-step budget is a count (data-scaled)."""
+    seconds): its search budget; for a SEM cell, its M-steps' budgets as the cell sets
+    them (:func:`~bnsl_dist.sem.structural_em.sem_cache_spec` and
+    :func:`~bnsl_dist.sem.structural_em.sem_search_budget`: the cache's seconds per
+    variable and k-MAX's seconds, capped by the cell's budget) times the EM iteration
+    cap, its E-steps not counted; None when either M-step budget is a count
+    (data-scaled) or the data's size is unknown."""
     if cell.sem is None:
         return cell.budget_seconds
-    sem, n = cell.sem, _n_vars_hint(cell.data)
-    per_var = cell.cache.seconds_per_variable if sem.cache_budget == "grid" else None
-    if n is None or per_var is None or sem.search_seconds_per_variable is None:
+    from bnsl_dist.sem.structural_em import sem_cache_spec, sem_search_budget
+
+    sem = cell.sem
+    n, rows = _shape_hint(cell.data) if cell.data is not None else (None, None)
+    if n is None:
         return None
-    search = sem.search_seconds_per_variable * n * sem.budget_scale
-    if cell.budget_seconds is not None:
-        search = min(search, cell.budget_seconds)
-    return sem.max_em_iterations * (per_var * n * sem.budget_scale + search)
+    shape = _Shape(n, rows or 1)  # the rows matter to the count budgets alone
+    cache = sem_cache_spec(cell.cache, cell.cache.score, shape,
+                           scaled=sem.cache_budget == "data", scale=sem.budget_scale)
+    search = sem_search_budget(shape, sem.search_seconds_per_variable, cell.budget,
+                               scale=sem.budget_scale)
+    if cache.seconds_per_variable is None or search.seconds is None:
+        return None
+    return sem.max_em_iterations * (cache.seconds_per_variable * n + search.seconds)
 
 
 def _fmt_seconds(s: float | None) -> str:
@@ -677,7 +690,8 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
              no_worker_timeout: float = NO_WORKER_TIMEOUT,
              fan_out_seconds: float = FAN_OUT_SECONDS,
              datasets: Collection[str] | None = None,
-             stop_at: float | None = None) -> GridSummary:
+             stop_at: float | None = None,
+             expected: Mapping[str, float | None] | None = None) -> GridSummary:
     """Run every pending cell of ``grid`` (of its ``datasets`` only, when given: a piece
     of it; the whole grid is stored either way) on ``client``'s cluster into
     ``results_dir``.
@@ -706,6 +720,10 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
         A ``time.time()`` by which the run should end: no cell starts that would not
         end by then at the mean wall time of the stored cells like it (see
         :func:`run_cells`); those left are the summary's ``not_started``.
+    expected : mapping, optional
+        With ``stop_at``: the pending cells' expected wall seconds (key -> seconds), when
+        the caller has them (:func:`~bnsl_dist.pipeline.grid.estimate_left`); read from
+        the stored cells otherwise.
 
     Returns
     -------
@@ -746,9 +764,9 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
         summary = run_cells(client, pending, store, cache_path=cache_path, bar=bar,
                             on_result=on_result, no_worker_timeout=no_worker_timeout,
                             fan_out_seconds=fan_out_seconds, stop_at=stop_at,
-                            expected=None if stop_at is None else estimate_from_store(
-                                results_dir, cells, StoreStatus(
-                                    tuple(done), (), tuple(c.key for c in pending))))
+                            expected=expected if stop_at is None or expected is not None
+                            else estimate_from_store(results_dir, cells, StoreStatus(
+                                tuple(done), (), tuple(c.key for c in pending))))
     summary.total, summary.skipped = len(cells), len(cells) - len(pending)
     summary.report = report_path if report_path is not None and report_path.exists() \
         else None

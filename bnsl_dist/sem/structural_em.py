@@ -49,7 +49,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -211,7 +211,18 @@ def prefer_serial(n_vars: int, n_samples: int) -> bool:
 EXPAND_DOMINATED = False
 
 
-def sem_cache_spec(cache: CacheSpec | None, score: str, data: CategoricalData, *,
+class DataShape(Protocol):
+    """What the M-step budgets read of the data: its variables and rows (a
+    :class:`CategoricalData`, or a shape known before the data are read)."""
+
+    @property
+    def n_vars(self) -> int: ...
+
+    @property
+    def n_samples(self) -> int: ...
+
+
+def sem_cache_spec(cache: CacheSpec | None, score: str, data: DataShape, *,
                    scaled: bool = False, scale: float = 1.0) -> CacheSpec:
     """The M-step's cache build: ``cache`` when given, else independence selection with
     ``score``; its budget is the exact-score count of :func:`sem_budgets` (reproducible)
@@ -256,7 +267,7 @@ def sem_cache_spec(cache: CacheSpec | None, score: str, data: CategoricalData, *
     return spec.model_copy(update=update)
 
 
-def sem_search_budget(data: CategoricalData, seconds_per_variable: float | None = None,
+def sem_search_budget(data: DataShape, seconds_per_variable: float | None = None,
                       cap: Budget | None = None, *, scale: float = 1.0) -> Budget:
     """k-MAX's budget per M-step: ``seconds_per_variable`` x variables wall seconds when
     given (the paper's protocol: 1; not reproducible), else the iterations of

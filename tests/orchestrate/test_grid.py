@@ -286,8 +286,9 @@ def test_a_sem_tuning_study_orders_its_cells_by_budget_scale():
 def test_a_sem_grid_plan_bounds_its_cells_by_their_m_step_budgets(tmp_path):
     """--dry-run's time budgets for a SEM grid: per cell the EM iteration cap times one
     M-step's cache (seconds per variable x scale x variables) and k-MAX (the same, capped
-    by the cell's budget), here recomputed from the grid file's numbers; a SEM grid of
-    data-scaled budgets (counts, not seconds) is not bounded."""
+    by the cell's budget, which also bounds k-MAX's data-scaled iterations), here
+    recomputed from the grid file's numbers; a data-scaled cache (a count of scores, not
+    seconds) gives no bound."""
     import yaml
 
     from bnsl_dist.config import load_grid
@@ -307,8 +308,16 @@ def test_a_sem_grid_plan_bounds_its_cells_by_their_m_step_budgets(tmp_path):
     assert len(plan.pending) == 60 and plan.search_seconds == pytest.approx(want)
     text = format_plan(plan, 2)
     assert "M-step time budgets x the EM iteration cap" in text and "at most" in text
-    counts = grid.model_copy(update={"sem": grid.sem.model_copy(
+    # k-MAX by its data-scaled iterations: the cell's seconds cap still bounds it
+    capped = grid.model_copy(update={"sem": grid.sem.model_copy(
         update={"search_seconds_per_variable": None})})
+    want = sum(sem["max_em_iterations"] * (raw["cache"]["seconds_per_variable"] * n
+                                           * c.sem.budget_scale + raw["budget"]["seconds"])
+               for c in plan.pending)
+    assert plan_grid(capped, tmp_path, {"ad"}).search_seconds == pytest.approx(want)
+    # the cache by its data-scaled count of scores: no bound in seconds
+    counts = grid.model_copy(update={"sem": grid.sem.model_copy(
+        update={"cache_budget": "data"})})
     assert plan_grid(counts, tmp_path, {"ad"}).search_seconds is None
 
 
