@@ -44,3 +44,19 @@ def test_records_file_gives_the_folders_tables(tmp_path):
     for name in ("tables.md", f"{S.GRID}__exact.md", f"{S.GRID}__top-p.csv",
                  f"{S.GRID}__screening.md", f"{S.GRID}__failures.csv"):
         assert name in from_file
+
+
+def test_index_lists_every_results_folder():
+    """``workflows/results/README.md`` names every folder of committed records, and each
+    COMPARISON.md it links to exists."""
+    import re
+
+    index = (RESULTS / "README.md").read_text(encoding="utf-8")
+    for records in sorted(RESULTS.glob("*/records.parquet")):
+        name = records.parent.name
+        assert f"`{name}`" in index or f"`{name}/`" in index, \
+            f"{RESULTS / 'README.md'}: no entry for {name}/"
+    links = re.findall(r"\]\(([^)]+)\)", index)
+    assert links, "the index links no COMPARISON.md"
+    for link in links:
+        assert (RESULTS / link).is_file(), f"{RESULTS / 'README.md'}: broken link {link}"
