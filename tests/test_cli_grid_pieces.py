@@ -239,6 +239,29 @@ def test_estimates_scale_with_the_sem_budget():
     assert set(est) == {cells[1, 1].key, cells[2, 0].key, cells[2, 1].key}
 
 
+
+def test_estimates_of_a_sem_cell_follow_its_missing_rate():
+    """A SEM cell takes the mean of the stored cells at its own missing rate (and scale);
+    at a rate with none stored, the mean over every rate."""
+    from bnsl_dist.config import GridConfig
+    from bnsl_dist.pipeline.grid import estimate_left
+    from bnsl_dist.results.store import StoreStatus
+
+    grid = GridConfig.model_validate({
+        "name": "semrates", "kind": "sem", "datasets": [{"name": "nltcs"}],
+        "cache": {"method": "independence", "seconds_per_variable": 0.01},
+        "algorithms": [{"name": "kmax", "k": [2]}], "seeds": [0, 1],
+        "budget": {"seconds": 5},
+        "sem": {"missing_rates": [0.05, 0.1, 0.2], "search_seconds_per_variable": 0.01}})
+    cells = {(c.sem.missing_rate, c.seed): c for c in expand_grid(grid)}
+    done = {(0.1, 0): 10.0, (0.1, 1): 14.0, (0.2, 0): 30.0}
+    st = StoreStatus(done=tuple(cells[k].key for k in done), failed=(),
+                     pending=tuple(c.key for k, c in cells.items() if k not in done))
+    est = estimate_left(list(cells.values()), st, {cells[k].key: w for k, w in done.items()})
+    assert est[cells[0.2, 1].key] == pytest.approx(30.0)        # its rate's one cell
+    assert est[cells[0.05, 0].key] == pytest.approx((10 + 14 + 30) / 3)   # every rate
+    assert est[cells[0.05, 1].key] == est[cells[0.05, 0].key]
+
 @pytest.mark.dask
 def test_cell_log_says_the_time_left(two_set_grid, tmp_path):
     """Each logged line estimates the cells still to run of the piece from the cells
