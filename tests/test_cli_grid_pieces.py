@@ -239,7 +239,6 @@ def test_estimates_scale_with_the_sem_budget():
     assert set(est) == {cells[1, 1].key, cells[2, 0].key, cells[2, 1].key}
 
 
-
 def test_estimates_of_a_sem_cell_follow_its_missing_rate():
     """A SEM cell takes the mean of the stored cells at its own missing rate (and scale);
     at a rate with none stored, the mean over every rate."""
@@ -261,6 +260,7 @@ def test_estimates_of_a_sem_cell_follow_its_missing_rate():
     assert est[cells[0.2, 1].key] == pytest.approx(30.0)        # its rate's one cell
     assert est[cells[0.05, 0].key] == pytest.approx((10 + 14 + 30) / 3)   # every rate
     assert est[cells[0.05, 1].key] == est[cells[0.05, 0].key]
+
 
 @pytest.mark.dask
 def test_cell_log_says_the_time_left(two_set_grid, tmp_path):

@@ -759,14 +759,15 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
     stamp = time.strftime("%Y%m%d-%H%M%S")
     report_path = store.reports_dir / f"dask-performance-{grid.name}-{stamp}.html" \
         if report else None
+    if stop_at is not None and expected is None:  # run_cells reads them for stop_at
+        expected = estimate_from_store(results_dir, cells, StoreStatus(
+            tuple(done), (), tuple(c.key for c in pending)))
     with _report(report_path), _progress(progress, len(pending)) as bar:
         bar.add_task(grid.name, total=len(pending))
         summary = run_cells(client, pending, store, cache_path=cache_path, bar=bar,
                             on_result=on_result, no_worker_timeout=no_worker_timeout,
                             fan_out_seconds=fan_out_seconds, stop_at=stop_at,
-                            expected=expected if stop_at is None or expected is not None
-                            else estimate_from_store(results_dir, cells, StoreStatus(
-                                tuple(done), (), tuple(c.key for c in pending))))
+                            expected=expected)
     summary.total, summary.skipped = len(cells), len(cells) - len(pending)
     summary.report = report_path if report_path is not None and report_path.exists() \
         else None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import heapq
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from bnsl_dist.config import GridConfig
@@ -158,27 +158,24 @@ def estimate_left(cells: Sequence[Cell], status: StoreStatus,
     def peers(c: Cell) -> tuple[Any, ...]:
         return (c.dataset, c.split, c.label, c.search.k)
 
+    # the tiers, most alike first: (key, whether walls are pooled per unit of scale)
+    tiers: tuple[tuple[Callable[[Cell], tuple[Any, ...]], bool], ...] = (
+        (lambda c: (*peers(c), scale(c), rate(c)), False),
+        (lambda c: (*peers(c), scale(c)), False),
+        (peers, True))
     done = set(status.done)
-    alike: dict[tuple[Any, ...], list[float]] = {}
-    same: dict[tuple[Any, ...], list[float]] = {}
-    scaled: dict[tuple[Any, ...], list[float]] = {}
+    pooled: list[dict[tuple[Any, ...], list[float]]] = [{} for _ in tiers]
     for c in cells:
         if c.key in done and c.key in walls:
-            alike.setdefault((*peers(c), scale(c), rate(c)), []).append(walls[c.key])
-            same.setdefault((*peers(c), scale(c)), []).append(walls[c.key])
-            scaled.setdefault(peers(c), []).append(walls[c.key] / scale(c))
+            for (key, per_scale), by_key in zip(tiers, pooled, strict=True):
+                by_key.setdefault(key(c), []).append(
+                    walls[c.key] / scale(c) if per_scale else walls[c.key])
     out: dict[str, float | None] = {}
     for c in cells:
-        if c.key in done:
-            continue
-        if (w := alike.get((*peers(c), scale(c), rate(c)))) is not None:
-            out[c.key] = sum(w) / len(w)
-        elif (w := same.get((*peers(c), scale(c)))) is not None:
-            out[c.key] = sum(w) / len(w)
-        elif (w := scaled.get(peers(c))) is not None:
-            out[c.key] = sum(w) / len(w) * scale(c)
-        else:
-            out[c.key] = None
+        if c.key not in done:
+            out[c.key] = next((sum(w) / len(w) * (scale(c) if per_scale else 1.0)
+                               for (key, per_scale), by_key in zip(tiers, pooled, strict=True)
+                               if (w := by_key.get(key(c))) is not None), None)
     return out
 
 

@@ -25,10 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def main() -> None:
-    import pandas as pd
-
     from bnsl_dist.config import load_grid
     from bnsl_dist.pipeline.grid import estimate_left, expand_grid
+    from bnsl_dist.results.export import read_records
     from bnsl_dist.results.store import StoreStatus
 
     ap = argparse.ArgumentParser(description=__doc__,
@@ -40,8 +39,11 @@ def main() -> None:
     folder = ROOT / "workflows" / "results" / grid.name
     parts = [p for p in (folder / "records.parquet", folder / "in-progress.parquet")
              if p.is_file()]
-    recs = pd.concat([pd.read_parquet(p, columns=["key", "wall_seconds"]) for p in parts])
-    walls = dict(zip(recs["key"], recs["wall_seconds"], strict=True))
+    walls: dict[str, float] = {}
+    for p in parts:  # each read whole, its numbered part files included
+        t = read_records(p).table
+        walls.update(zip(t.column("key").to_pylist(), t.column("wall_seconds").to_pylist(),
+                         strict=True))
     by_set: dict[str, list[Any]] = {}
     for c in expand_grid(grid):
         by_set.setdefault(c.dataset, []).append(c)
