@@ -196,7 +196,7 @@ class ComparisonConfig(_Model):
 
 
 class SemConfig(_Model):
-    """Structural EM imputation study (ALGORITHMS.md §9): MCAR missing rates. Each rate
+    """Structural EM imputation study (docs/ALGORITHMS.md §9): MCAR missing rates. Each rate
     × seed is one repetition; the grid's ``cache`` rebuilds the cache at every M-step.
 
     The M-step budgets are those of ``bnsl-dist impute``

@@ -2,12 +2,12 @@
 
 :func:`learn_within` takes data and a wall-clock limit and decides how to spend it:
 
-1. **cache** — independence selection (ALGORITHMS.md §3) variable by variable; each
+1. **cache** — independence selection (docs/ALGORITHMS.md §3) variable by variable; each
    variable gets an equal share of the cache time still left, so time a variable does
    not use (its open list ran empty) goes to the next ones. By default sets dominated
    by a subset one member smaller are not expanded (``expand_dominated=False``, see
    :func:`~bnsl_dist.cache.independence.explore_independence`);
-2. **search** — a cache optimizer (default Win-ASOBS-ENT, ALGORITHMS.md §4);
+2. **search** — a cache optimizer (default Win-ASOBS-ENT, docs/ALGORITHMS.md §4);
 3. **polish** — tabu local search over DAGs scored from the data
    (:func:`~bnsl_dist.search.local.tabu_search`): one climb from the search's best DAG,
    one from the empty DAG, then restarts from the better end. It reaches families the

@@ -1,6 +1,6 @@
 """Naive reference implementations of the local scores (numpy + scipy), for tests only.
 
-Written directly from ALGORITHMS.md §2 with no shared code: counts by a dictionary over
+Written directly from docs/ALGORITHMS.md §2 with no shared code: counts by a dictionary over
 row tuples, BDeu with scipy's gammaln.
 """
 

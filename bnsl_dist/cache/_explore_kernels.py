@@ -13,7 +13,7 @@ Independence selection keeps its state in caller-allocated arrays:
   BIC(Y), each closed P keeps one pointer per class, and a binary heap holds one
   entry per P: its best unexpanded child. Pops cost O(log #closed), not O(C log #open).
 
-This is the eager algorithm of ALGORITHMS.md §3 exactly: a child reaches the heap in
+This is the eager algorithm of docs/ALGORITHMS.md §3 exactly: a child reaches the heap in
 the order (priority desc, then push order) that eager pushing would give it, and a
 popped child is scored only if its *owner* is the current generator — the generator
 that would have pushed it first (lowest (generator rank, candidate position); a
@@ -363,7 +363,8 @@ def _open_generator(g, c_size, c_add, c_gen, c_q, c_score, c_bic, ptr, cls_off, 
 def is_init(cand, cand_cid, pos_of, cls_off, cls_list, cls_r, arities, child, log_n,
             use_bound, max_size, c_gen, c_add, c_size, c_q, c_score, c_bic, ptr,
             h_prio, h_rank, h_pos, h_gen, buf, mark, state):
-    """Open every candidate singleton (its children are the pairs, ALGORITHMS.md §3 step 2)."""
+    """Open every candidate singleton (its children are the pairs, docs/ALGORITHMS.md §3,
+    step 2)."""
     if max_size < 2:
         return
     pen = 0.5 * log_n * (arities[child] - 1)
@@ -381,7 +382,7 @@ def is_search(codes, arities, child, kind, ess, log_n, nlogn, cand, cand_cid, po
               c_gen, c_add, c_size, c_hash, c_q, c_score, c_bic, c_slot, c_dead, ptr, table,
               h_prio, h_rank, h_pos, h_gen, ring, ring_radix, ring_owner,
               ids, tmp, counts, buf, mark, expand_dominated, max_pops, state):
-    """Pop, score and expand up to ``max_pops`` open sets (ALGORITHMS.md §3, step 3).
+    """Pop, score and expand up to ``max_pops`` open sets (docs/ALGORITHMS.md §3, step 3).
 
     With ``expand_dominated`` False, a scored set that a scored subset one member
     smaller scores at least as well is closed without pushing its children (and counts
@@ -510,7 +511,7 @@ def prune_dominated(c_gen, c_add, c_size, c_hash, c_score, n_closed, z, n_vars, 
     """Mark in ``keep_out`` (OUT bool) the closed sets no scored proper subset dominates.
 
     A set is dominated when a scored proper subset scores at least as well
-    (ALGORITHMS.md §3). Returns the number kept. Exact (members are verified).
+    (docs/ALGORITHMS.md §3). Returns the number kept. Exact (members are verified).
 
     Closed id 0 is the empty set, a proper subset of every other: a set scoring no
     better than it is dominated without a look at its subsets, and only the rest are

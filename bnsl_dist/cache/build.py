@@ -9,7 +9,7 @@ the results into a :class:`ParentSetCache` either way, so both give identical ca
 References
 ----------
 Scanagatta, de Campos, Corani, Zaffalon. Learning Bayesian networks with thousands of
-variables. NIPS 2015, §3. ALGORITHMS.md §3.
+variables. NIPS 2015, §3. docs/ALGORITHMS.md §3.
 """
 
 from __future__ import annotations

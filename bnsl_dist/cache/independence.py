@@ -1,6 +1,6 @@
 """Independence selection: approximate parent-set exploration guided by BIC*.
 
-ALGORITHMS.md §3. For a variable X: score ∅ and every singleton exactly; keep the best
+docs/ALGORITHMS.md §3. For a variable X: score ∅ and every singleton exactly; keep the best
 ``candidate_limit`` singletons as candidate parents; push every pair of candidates on
 an open list with priority BIC*({Y},{Z}); then repeatedly pop the most promising set P,
 score it exactly and push P ∪ {Y} for every candidate Y ∉ P with priority BIC*(P,{Y}).
@@ -72,7 +72,7 @@ def default_max_open(n_vars: int) -> int:
 
 def bic_star(bic_p1: float, bic_p2: float, bic_empty: float, q1: float, q2: float,
              n_samples: int, r_child: int) -> float:
-    """BIC*(X, P1, P2) from the exact BIC of P1, P2 and ∅ (ALGORITHMS.md §3).
+    """BIC*(X, P1, P2) from the exact BIC of P1, P2 and ∅ (docs/ALGORITHMS.md §3).
 
     Examples
     --------

@@ -1,6 +1,6 @@
 """Read and write ``.jkl`` score caches (the GOBNILP / BLIP "Jaakkola" format).
 
-Format (ALGORITHMS.md §3)::
+Format (docs/ALGORITHMS.md §3)::
 
     # comment lines start with '#'  (BLIP writes them; GOBNILP needs none)
     <n>

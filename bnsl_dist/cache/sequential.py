@@ -1,6 +1,6 @@
 """Sequential exploration: every parent set by size, with lossless pruning.
 
-ALGORITHMS.md §3. Score ∅, then all sets of size 1, 2, …, d in lexicographic order,
+docs/ALGORITHMS.md §3. Score ∅, then all sets of size 1, 2, …, d in lexicographic order,
 until the budget ends. Two lossless prunings:
 
 * **dominance**: P is dropped from the output when a proper subset scores at least as

@@ -32,7 +32,7 @@ ITERATION_CACHE_SCORES = 2_000
 
 
 class CacheSpec(Spec):
-    """Settings of a cache build (ALGORITHMS.md §3), or a ready ``.jkl`` file.
+    """Settings of a cache build (docs/ALGORITHMS.md §3), or a ready ``.jkl`` file.
 
     Attributes
     ----------

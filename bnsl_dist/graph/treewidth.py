@@ -258,7 +258,7 @@ def certify(dag: DAG, k: int | None = None) -> TreewidthCertificate:
 
     References
     ----------
-    ALGORITHMS.md §5 (verification by a min-fill upper bound).
+    docs/ALGORITHMS.md §5 (verification by a min-fill upper bound).
     """
     adj = moral_graph(dag)
     order, width = min_fill_order(adj)

@@ -2,7 +2,7 @@
 
 :func:`make_engine` builds a junction tree, or, when the tree would exceed the memory
 limit and the caller allows it, falls back to likelihood weighting.
-:func:`log_likelihood` scores a data set: ``sum_rows ln P(row)`` (ALGORITHMS.md §8),
+:func:`log_likelihood` scores a data set: ``sum_rows ln P(row)`` (docs/ALGORITHMS.md §8),
 with ``ln P(observed part)`` for rows that have missing cells.
 """
 

@@ -3,10 +3,10 @@
 The posterior-mean estimate of ``P(X = k | parents in configuration j)`` under a
 Dirichlet prior with pseudo-count ``a_jk`` per cell is
 ``(N_jk + a_jk) / (N_j + sum_k a_jk)``. The default prior spreads an equivalent sample
-size ``alpha`` as BDeu does, ``a_jk = alpha / (q r)`` (ALGORITHMS.md §2 and §8); the
+size ``alpha`` as BDeu does, ``a_jk = alpha / (q r)`` (docs/ALGORITHMS.md §2 and §8); the
 alternative ``prior="cell"`` adds ``alpha`` to every cell (``alpha = 1``: Laplace).
 Counting is one vectorised ``numpy.bincount`` per family over the mixed-radix
-configuration index of ALGORITHMS.md §1.
+configuration index of docs/ALGORITHMS.md §1.
 """
 
 from __future__ import annotations

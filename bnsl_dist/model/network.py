@@ -4,7 +4,7 @@ CPT layout (the project's one convention): ``cpts[v]`` has shape ``(q_v, r_v)``;
 ``j`` is the distribution of ``v`` given parent configuration ``j``, where ``j`` is the
 mixed-radix index over ``dag.parents[v]`` (sorted ascending, as DAG stores them) with
 the *first* parent varying fastest: ``j = sum_m code(P_m) * prod_{l<m} r_{P_l}``
-(ALGORITHMS.md §1).
+(docs/ALGORITHMS.md §1).
 """
 
 from __future__ import annotations

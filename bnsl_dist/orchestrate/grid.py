@@ -35,7 +35,7 @@ compilation never lands inside a timed run.
 References
 ----------
 M. Rocklin, "Dask: parallel computation with blocked algorithms and task scheduling",
-SciPy 2015 (futures, ``as_completed``). ARCHITECTURE.md "Distribution".
+SciPy 2015 (futures, ``as_completed``). docs/ARCHITECTURE.md "Distribution (Dask)".
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ class CacheJob(Spec):
 
 
 class SemSpec(Spec):
-    """SEM-kMAX imputation of one cell (ALGORITHMS.md §9): the MCAR missing rate, the EM
+    """SEM-kMAX imputation of one cell (docs/ALGORITHMS.md §9): the MCAR missing rate, the EM
     iteration cap and the M-step budgets (:class:`bnsl_dist.config.SemConfig`): k-MAX's
     seconds per variable per M-step (None: the data-scaled iterations), whether the
     cache's budget is the data-scaled one or the cell's ``cache`` budget, and a factor on

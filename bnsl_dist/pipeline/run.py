@@ -485,7 +485,7 @@ def _sem_streams(cell: Cell) -> tuple[np.random.SeedSequence, np.random.SeedSequ
 
 
 def _run_sem_cell(cell: Cell, t_start: float) -> CellResult:
-    """SEM-kMAX imputation (ALGORITHMS.md §9): mask the data MCAR, run structural EM,
+    """SEM-kMAX imputation (docs/ALGORITHMS.md §9): mask the data MCAR, run structural EM,
     report in ``extra`` the imputation accuracy of the best network's completion by each
     missing cell's posterior-marginal argmax (``imputation_accuracy``) and by each
     record's joint MPE (``imputation_accuracy_mpe``: the paper's) and of the baseline

@@ -1,6 +1,6 @@
 """The papers' tables from stored results: ΔBIC in Raftery categories and sign tests.
 
-ΔBIC = BIC(A) − BIC(B) on the same data and cache (ALGORITHMS.md §10). Categories
+ΔBIC = BIC(A) − BIC(B) on the same data and cache (docs/ALGORITHMS.md §10). Categories
 (Raftery 1995, as used by Scanagatta et al. 2018): ΔBIC > 10 extremely positive,
 6 < ΔBIC ≤ 10 strongly positive, 2 ≤ ΔBIC ≤ 6 positive, |ΔBIC| < 2 neutral, and the
 mirrored negatives. A boundary value goes to the weaker category, except ±2, which

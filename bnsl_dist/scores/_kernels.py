@@ -2,7 +2,7 @@
 
 Codes arrive as a 2-D Fortran-ordered uint8/uint16 array, so ``codes[:, j]`` is a
 contiguous column. A family (child, parents) is counted by building a mixed-radix
-configuration id per row (ALGORITHMS.md §1), then either a dense count table (when
+configuration id per row (docs/ALGORITHMS.md §1), then either a dense count table (when
 ``q * r`` is small against N) or a sort of the row keys (otherwise). Ids are re-ranked
 when their radix would overflow, so any number of parents is handled.
 """
@@ -43,7 +43,7 @@ def config_ids(codes, parents, arities, ids, tmp):
     """Fill ``ids`` (OUT, int64 (N,)) with each row's parent configuration id.
 
     Returns the radix (an upper bound on id + 1). Ids are the mixed-radix index of
-    ALGORITHMS.md §1 unless the radix exceeded 2^40, in which case they were re-ranked
+    docs/ALGORITHMS.md §1 unless the radix exceeded 2^40, in which case they were re-ranked
     (dense ranks, order preserved).
     """
     n = codes.shape[0]

@@ -1,7 +1,7 @@
 """Local scores of families (child, parent set): BIC, BDeu, log-likelihood, entropy.
 
 All scores are log-scores (higher is better), natural logs, exactly as
-ALGORITHMS.md §2 defines them. BIC uses the maximum-likelihood log-likelihood and the
+docs/ALGORITHMS.md §2 defines them. BIC uses the maximum-likelihood log-likelihood and the
 real penalty ``(ln N / 2)(r - 1) q`` (no smoothing, no truncation of ``q/2``).
 """
 

@@ -1,7 +1,7 @@
 """Naive oracles for parent-set exploration tests (numpy only, no project code).
 
 ``naive_score`` counts families with ``np.unique`` and applies the formulas of
-ALGORITHMS.md §2 directly; ``non_dominated`` enumerates every subset of the other
+docs/ALGORITHMS.md §2 directly; ``non_dominated`` enumerates every subset of the other
 variables and keeps those that no proper subset scores at least as well.
 """
 

@@ -64,7 +64,7 @@ def test_bic_star_differs_from_bic_under_interaction():
 # ---------------------------------------------------------------------- the order
 def reference_search(codes, ar, child, budget, max_size, cand_limit, score="bic",
                      expand_dominated=True):
-    """A direct Python transcription of ALGORITHMS.md §3 (heapq; ties by push order).
+    """A direct Python transcription of docs/ALGORITHMS.md §3 (heapq; ties by push order).
 
     ``expand_dominated=False``: a scored set that a scored subset one member smaller
     scores at least as well pushes no children."""

@@ -11,7 +11,7 @@ import pytest
 from bnsl_dist.cache import ParentSetCache, read_jkl, write_jkl
 from bnsl_dist.exceptions import CacheFormatError
 
-# (file, variables, parent sets): the table of shared/data/README.md §5 and §5b.
+# (file, variables, parent sets): the table of $BNSL_SHARED_DATA/README.md §5 and §5b.
 STAGED = [
     ("wine.BIC.3.jkl.gz", 14, 592),
     ("asia_10000.dat.3.jkl.gz", 8, 512),

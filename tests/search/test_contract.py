@@ -8,7 +8,8 @@ Optimizers are built from the registry's declaration: the bounded-treewidth ones
 that cannot bind on n <= 7, so an exact bounded-treewidth solver must reach the
 unbounded optimum); every other parameter keeps its declared default.
 
-What is checked (ARCHITECTURE.md "Contracts", STYLE.md §4):
+What is checked (docs/ARCHITECTURE.md "Contracts that tie the stages together",
+docs/CONVENTIONS.md "Tests"):
 - the class has ``name`` and ``exact``, keyword-only hyper-parameters, and satisfies the
   ``Optimizer`` protocol;
 - every incumbent is an acyclic DAG whose parent sets are all in the cache, whose

@@ -1,7 +1,7 @@
 """Benchmark: batched junction-tree inference on bounded-treewidth networks of 1,000+
 variables.
 
-Networks are grown inside a random k-tree (ALGORITHMS.md §5): the first k+1 variables
+Networks are grown inside a random k-tree (docs/ALGORITHMS.md §5): the first k+1 variables
 form a clique, each later variable joins a random k-clique and draws its parents inside
 it, so every family lies in a (k+1)-clique and the reverse insertion order is a perfect
 elimination order of width k. CPT rows ~ Dirichlet(1).

@@ -16,14 +16,14 @@ Four parts, each written to ``out/search.json`` (and a markdown table,
   WINASOBS-ENT (one 60 s run each; the 10 s figure is the same run's incumbent at 10 s),
   and after 10 s for OBS and hill climbing with tabu (hc-tabu), on the caches BLIP
   built (``shared/data/jkl/blip-is/``), seed 1, beside BLIP's own figures (seed 1,
-  from shared/data/README.md §5b). ASOBS-ENT gets the entropies of the train split
+  from $BNSL_SHARED_DATA/README.md §5b). ASOBS-ENT gets the entropies of the train split
   when ``shared/data/twenty`` is there (as BLIP does), else the empty-set proxy.
   ``asobs-ent/first`` is ASOBS-ENT processing high-entropy variables first (BLIP).
 * ``direction`` — why BLIP's ASOBS-ENT trails its uniform ASOBS: uniform orders vs
   entropy orders whose high-entropy variables are processed first (BLIP) or last
   (ours), at equal numbers of orders (3 seeds; load-independent).
 * ``mirror`` — the local search (OBS + swaps) started from a topological order of the
-  ASOBS DAG (ours) or from that order mirrored (ALGORITHMS.md says BLIP does this),
+  ASOBS DAG (ours) or from that order mirrored (docs/ALGORITHMS.md §4 says BLIP does this),
   for uniform and entropy orders.
 * ``masks`` — the kernels' set masks folded into 1 or 2 words (``pmask``, see
   ``bnsl_dist/search/ordering/_kernels.py``): orders per second (pass + swaps) with
@@ -58,7 +58,7 @@ from bnsl_dist.search import AnytimeTrace, Budget, make_optimizer
 from workflows.benchmarks._common import OUT_DIR, SHARED_DATA, write_result
 
 BLIP_CACHES = ["nltcs", "plants", "dna", "book", "cwebkb"]
-#: BLIP's own results (shared/data/README.md §5b): (10 s, 60 s) per algorithm.
+#: BLIP's own results ($BNSL_SHARED_DATA/README.md §5b): (10 s, 60 s) per algorithm.
 BLIP = {
     "nltcs": {"asobs": (-98501.775, -98485.439), "asobs-ent": (-98500.885, -98486.516),
               "winasobs-ent": (-98485.439, -98485.439)},

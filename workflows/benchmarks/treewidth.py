@@ -8,7 +8,7 @@ A sign test counts k-MAX's wins over k-G (ΔBIC >= 2).
 
 Part 2: BLIP comparison on ``shared/data/jkl/blip-is/*.jkl.gz`` at treewidth 4, our
 k <= 4 parents and, like for like with BLIP's ``-w 4``, parents capped at 3, beside
-BLIP's 60 s figures (shared/data/README.md §5b).
+BLIP's 60 s figures ($BNSL_SHARED_DATA/README.md §5b).
 
 Run: ``python -m workflows.benchmarks.treewidth`` (writes out/treewidth.json and
 out/treewidth.md). Built caches are kept in out/caches/ and reused.
@@ -39,7 +39,7 @@ ALGORITHMS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("k-G_ENT early", "kg-ent", {"direction": "early"}),
     ("k-MAX", "kmax", {}),
 )
-#: BLIP's best scores after 60 s at -w 4 (at most 3 parents), shared/data/README.md §5b.
+#: BLIP's best scores after 60 s at -w 4 (at most 3 parents), $BNSL_SHARED_DATA/README.md §5b.
 BLIP_W4_60S = {
     "nltcs": {"k-G": -99264.060, "k-G_ENT": -99282.159, "k-MAX": -99466.102},
     "plants": {"k-G": -256701.095, "k-G_ENT": -255593.061, "k-MAX": -250494.801},

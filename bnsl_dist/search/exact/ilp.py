@@ -320,7 +320,7 @@ def solve_clique_ilp(cache: ParentSetCache, variables: Sequence[int],
 
     References
     ----------
-    J. Cussens, UAI 2011; ALGORITHMS.md §6 (ILP for small subproblems).
+    J. Cussens, UAI 2011; docs/ALGORITHMS.md §6 (ILP for small subproblems).
     """
     vs = [int(v) for v in variables]
     if len(set(vs)) != len(vs):

@@ -5,7 +5,7 @@ one arc at a time — add, remove or reverse, keeping the graph acyclic — and 
 families it produces directly from the data (:mod:`bnsl_dist.scores._kernels`), with a
 memo so each family is counted once. Move scores are incremental: the score change of
 every move is kept in an n x n table whose column v depends only on v's parents, so a
-move rescores the columns of the one or two families it changed (ALGORITHMS.md §4,
+move rescores the columns of the one or two families it changed (docs/ALGORITHMS.md §4,
 greedy hill climbing with tabu and restarts "on raw scores").
 
 Each climb takes the best admissible move at every step — not tabu (the tabu list holds

@@ -247,7 +247,7 @@ register("asobs")(ASOBS)
 class ASOBSEnt(ASOBS):
     """ASOBS with entropy-weighted orders: high-entropy variables tend to the front of an
     order and, ASOBS walking it back to front, are processed last (``high_entropy="last"``,
-    ALGORITHMS.md §4; ``"first"`` is BLIP's direction, kept for comparison)."""
+    docs/ALGORITHMS.md §4; ``"first"`` is BLIP's direction, kept for comparison)."""
 
     _default_sampler = "entropy"
 

@@ -5,7 +5,7 @@ the entropy sampler draws one row of keys), so a batch of B orders takes what B 
 draws would (results do not depend on batch sizes).
 
 The entropy sampler fills the positions of the order front to back, choosing each next
-variable among the unplaced ones with probability H(X_j) / Σ_unplaced H (ALGORITHMS.md
+variable among the unplaced ones with probability H(X_j) / Σ_unplaced H (docs/ALGORITHMS.md
 §4; Scanagatta et al. 2018, §3.2, eq. for w_j). Successive sampling without
 replacement equals sorting the keys ln(u_j) / H_j in decreasing order (Efraimidis &
 Spirakis): O(n log n) per order instead of BLIP's O(n²).

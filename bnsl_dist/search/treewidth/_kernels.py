@@ -248,7 +248,7 @@ def choose_fitting(g, par_offsets, par_flat, k, n_cl, cl, head, nxt, cnt, buf, s
     """A uniformly random k-clique containing every member of set g (-1 if none).
 
     The cliques of the member with the fewest are scanned and intersected with the
-    other members (per-node clique lists, as ALGORITHMS.md §5 asks).
+    other members (per-node clique lists, as docs/ALGORITHMS.md §5 asks).
     """
     a = par_offsets[g]
     b = par_offsets[g + 1]

@@ -58,7 +58,7 @@ class KGreedy(TreewidthLearner):
     M. Scanagatta, G. Corani, C. P. de Campos, M. Zaffalon, "Learning treewidth-bounded
     Bayesian networks with thousands of variables", NIPS 2016, §3 (k-G). M. Scanagatta
     et al., "Approximate structure learning for large Bayesian networks", Machine
-    Learning 107, 2018, §5.2 (k-G, k-G_ENT). ALGORITHMS.md §5.
+    Learning 107, 2018, §5.2 (k-G, k-G_ENT). docs/ALGORITHMS.md §5.
     """
 
     exact: ClassVar[bool] = False
@@ -112,7 +112,7 @@ class KGreedyEnt(KGreedy):
     ----------
     M. Scanagatta et al., "Approximate structure learning for large Bayesian networks",
     Machine Learning 107, 2018, §4.2 (entropy-based orders), §5.3 (k-G_ENT).
-    ALGORITHMS.md §5.
+    docs/ALGORITHMS.md §5.
     """
 
     def __init__(self, *, k: int, direction: str = "early",

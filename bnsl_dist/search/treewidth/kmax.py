@@ -57,7 +57,7 @@ class KMax(TreewidthLearner):
     M. Scanagatta, G. Corani, M. Zaffalon, J. Yoo, U. Kang, "Efficient learning of
     bounded-treewidth Bayesian networks from complete and incomplete data sets",
     International Journal of Approximate Reasoning 95, 2018, §3.3 (k-MAX, Alg. 1).
-    ALGORITHMS.md §5.
+    docs/ALGORITHMS.md §5.
     """
 
     exact: ClassVar[bool] = False
