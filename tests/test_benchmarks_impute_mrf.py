@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from bnsl_dist.config import GridConfig
 from bnsl_dist.data.dataset import CategoricalData
+from bnsl_dist.pipeline.config import GridConfig
 from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.pipeline.run import run_cell, sem_cell_inputs
 from bnsl_dist.sem import imputation_accuracy, mode_impute
@@ -105,7 +105,7 @@ def test_sem_cell_inputs_give_the_cells_the_sem_cell_hid(tmp_path):
 def test_mrf_imputes_the_cells_of_the_paper_budgets_once():
     """The grid runs each repetition at three budget scales on the same hidden cells;
     mRF imputes each repetition once, the ×1 cell's (its SEM record is the paired one)."""
-    from bnsl_dist.config import load_grid
+    from bnsl_dist.pipeline.config import load_grid
     from workflows.benchmarks.impute_mrf import GRID
 
     grid = load_grid(GRID)

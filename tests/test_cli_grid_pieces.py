@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from bnsl_dist.cli import main
-from bnsl_dist.config import load_grid
+from bnsl_dist.pipeline.config import load_grid
 from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.results.store import ResultStore
 
@@ -217,7 +217,7 @@ def test_status_estimates_the_time_left(two_set_grid, tmp_path):
 def test_estimates_scale_with_the_sem_budget():
     """A SEM cell at a budget scale with no stored peer: the peers at other scales, each
     wall time divided by its scale, times the cell's scale."""
-    from bnsl_dist.config import GridConfig
+    from bnsl_dist.pipeline.config import GridConfig
     from bnsl_dist.pipeline.grid import estimate_left
     from bnsl_dist.results.store import StoreStatus
 
@@ -242,7 +242,7 @@ def test_estimates_scale_with_the_sem_budget():
 def test_estimates_of_a_sem_cell_follow_its_missing_rate():
     """A SEM cell takes the mean of the stored cells at its own missing rate (and scale);
     at a rate with none stored, the mean over every rate."""
-    from bnsl_dist.config import GridConfig
+    from bnsl_dist.pipeline.config import GridConfig
     from bnsl_dist.pipeline.grid import estimate_left
     from bnsl_dist.results.store import StoreStatus
 

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bnsl_dist.config import (
+from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.pipeline.config import (
     ClusterConfig,
     GridConfig,
     load_cluster,
     load_grid,
 )
-from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.search import get_optimizer, optimizer_names
 
 REPO = Path(__file__).resolve().parents[1]

@@ -16,7 +16,6 @@ import pytest
 from click.testing import CliRunner
 
 from bnsl_dist.cli import main
-from bnsl_dist.config import GridConfig, load_grid
 from bnsl_dist.data import load_bundled_dataset
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.graph.dag import DAG
@@ -25,6 +24,7 @@ from bnsl_dist.model.generate import random_network
 from bnsl_dist.model.network import BayesianNetwork
 from bnsl_dist.model.sampling import sample
 from bnsl_dist.pipeline import run as run_mod
+from bnsl_dist.pipeline.config import GridConfig, load_grid
 from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.pipeline.run import run_cell
 from bnsl_dist.reporting.inference import inference_frame, inference_tables

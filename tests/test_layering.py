@@ -1,26 +1,53 @@
-"""Imports flow downstream only, along one order that runs from the data layer to the
-command line (within, pipeline with config, orchestrate and cli included); relative imports are
-resolved and held to the same rules; only orchestrate/ and cli/ import dask or
-distributed; numba kernels live only in *_kernels.py files. Read from the AST."""
+"""Imports flow downstream only, along the layers of docs/ARCHITECTURE.md ("Layers"): each
+layer imports only the layers its row lists (every one an earlier row) and the leaves;
+a leaf imports only the leaves its row lists; relative imports are resolved and held to
+the same rules; only the layers marked for Dask import dask or distributed; numba
+kernels live only in *_kernels.py files. Read from the AST and from the table."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
-PKG = Path(__file__).resolve().parents[1] / "bnsl_dist"
-#: Each layer may import the layers before it, never one after it.
-ORDER = ["data", "scores", "cache", "search", "model", "datasets", "inference", "sem",
-         "results", "reporting", "within", "pipeline", "orchestrate", "cli"]
-#: Modules that belong to a layer of another name: the grid YAML models (config.py) and
-#: the pipeline's spec models import each other, one layer.
-ALIASES = {"config": "pipeline"}
-#: Imported by anyone; import nothing of the project but other leaves (``__init__`` is
-#: the package root: its version and base exception).
-LEAVES = {"__init__", "graph", "exceptions", "_io", "_json", "_rng", "_bundled", "_spec"}
-DASK_OK = {"orchestrate", "cli"}
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "bnsl_dist"
+ARCHITECTURE = ROOT / "docs/ARCHITECTURE.md"
+
+
+def _tables(text: str) -> list[list[list[str]]]:
+    """The Markdown tables of ``text`` (rows of cells; header and rule rows dropped)."""
+    tables: list[list[list[str]]] = []
+    rows: list[list[str]] = []
+    for line in text.splitlines() + [""]:
+        if line.startswith("|"):
+            rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+        elif rows:
+            tables.append([r for r in rows[2:]])
+            rows = []
+    return tables
+
+
+def _names(cell: str) -> list[str]:
+    return re.findall(r"`([\w.]+)`", cell)
+
+
+def read_layers(text: str) -> tuple[list[str], dict[str, set[str]], set[str],
+                                     dict[str, set[str]]]:
+    """The section "## Layers" of docs/ARCHITECTURE.md: the layers in order, what each
+    may import, those that may import Dask, and the leaves with what each may import."""
+    section = text.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    layers_table, leaves_table = _tables(section)[:2]
+    order = [_names(r[0])[0] for r in layers_table]
+    may = {_names(r[0])[0]: set(_names(r[2])) for r in layers_table}
+    dask = {_names(r[0])[0] for r in layers_table if r[3].lower() == "yes"}
+    leaves = {_names(r[0])[0]: set(_names(r[2])) for r in leaves_table}
+    return order, may, dask, leaves
+
+
+ORDER, MAY_IMPORT, DASK_OK, LEAVES = read_layers(ARCHITECTURE.read_text(encoding="utf-8"))
 #: What the package root may import lazily (inside a function: ``bnsl_dist.learn_within``
 #: loads its layer on first use, never on ``import bnsl_dist``).
 ROOT_LAZY = {("within", True)}
@@ -29,8 +56,7 @@ ROOT_LAZY = {("within", True)}
 def _layer(module: str) -> str:
     """``bnsl_dist.search.exact.ilp`` -> ``search``; ``bnsl_dist`` -> ``__init__``."""
     parts = module.split(".")
-    layer = parts[1] if len(parts) > 1 else "__init__"
-    return ALIASES.get(layer, layer)
+    return parts[1] if len(parts) > 1 else "__init__"
 
 
 def _modules():
@@ -79,21 +105,38 @@ def _problems(path: Path, module: str, is_package: bool) -> list[str]:
         if root != "bnsl_dist":
             continue
         target = _layer(mod)
-        if target == top or target in LEAVES:
+        if target == top:
             continue
         if top == "__init__" and (target, node.col_offset > 0) in ROOT_LAZY:
             continue
         if top in LEAVES:
-            out.append(f"{where}: the leaf {top} imports {mod}")
+            if target not in LEAVES[top]:
+                out.append(f"{where}: the leaf {top} imports {mod}, not in its row of "
+                           "docs/ARCHITECTURE.md")
+        elif target in LEAVES:
+            continue
         elif target not in ORDER:
             out.append(f"{where}: {mod} belongs to no layer")
-        elif ORDER.index(target) > ORDER.index(top):
-            out.append(f"{where}: {top} imports the later layer {mod}")
+        elif top not in ORDER:
+            out.append(f"{where}: {top} belongs to no layer")
+        elif target not in MAY_IMPORT[top]:
+            out.append(f"{where}: {top} imports {mod}; docs/ARCHITECTURE.md lets it import "
+                       f"{', '.join(sorted(MAY_IMPORT[top])) or 'no layer'}")
     return out
 
 
+def test_the_table_is_an_order():
+    """Every layer imports only earlier layers (no cycle), and leaves only leaves."""
+    for i, layer in enumerate(ORDER):
+        assert MAY_IMPORT[layer] <= set(ORDER[:i]), (layer, MAY_IMPORT[layer] - set(ORDER[:i]))
+    for leaf, allowed in LEAVES.items():
+        assert allowed <= set(LEAVES) - {leaf}, (leaf, allowed)
+    assert DASK_OK == {"orchestrate", "cli"}
+    assert len(ORDER) >= 10 and "pipeline" in ORDER and "graph" in LEAVES
+
+
 def test_every_package_is_placed():
-    placed = set(ORDER) | LEAVES | set(ALIASES)
+    placed = set(ORDER) | set(LEAVES)
     found = {p.relative_to(PKG).parts[0].removesuffix(".py") for p in PKG.rglob("*.py")}
     assert found <= placed, found - placed
 
@@ -116,11 +159,11 @@ def test_relative_imports_resolve(source, module, is_package, expected):
 
 
 @pytest.mark.parametrize("source,module,bad", [
-    ("from bnsl_dist.orchestrate import grid", "bnsl_dist.config", True),
-    ("from bnsl_dist.pipeline.specs import DataRef", "bnsl_dist.config", False),
+    ("from bnsl_dist.orchestrate import grid", "bnsl_dist.pipeline.config", True),
+    ("from bnsl_dist.pipeline.specs import DataRef", "bnsl_dist.pipeline.config", False),
     ("from bnsl_dist.pipeline import run_cell", "bnsl_dist.within", True),
     ("from bnsl_dist.cli import main", "bnsl_dist.orchestrate.grid", True),
-    ("from bnsl_dist.config import load_grid", "bnsl_dist.pipeline.grid", False),
+    ("from bnsl_dist.pipeline.config import load_grid", "bnsl_dist.pipeline.grid", False),
     ("from ..orchestrate import grid", "bnsl_dist.search.base", True),
     ("from .. import cli", "bnsl_dist.search.base", True),
     ("from bnsl_dist import __version__, _io", "bnsl_dist.cache.build", False),

@@ -17,8 +17,8 @@ import bnsl_dist.search.base as B
 from bnsl_dist._json import canonical_json
 from bnsl_dist.cache.jkl import write_jkl
 from bnsl_dist.cache.parent_sets import ParentSetCache
-from bnsl_dist.config import GridConfig
 from bnsl_dist.exceptions import DataError, InvalidConfigError
+from bnsl_dist.pipeline.config import GridConfig
 from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.pipeline.specs import DataRef
 from bnsl_dist.results.records import CellResult, records_to_table

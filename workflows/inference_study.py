@@ -9,7 +9,7 @@ tabulated by :func:`bnsl_dist.reporting.inference.inference_tables`. What a cell
 (learn with the grid's cache and search, fit CPTs with a Dirichlet prior α = 1, answer
 the data set's queries, the reference learner's cell answering on the true network too)
 is :func:`bnsl_dist.pipeline.run.run_cell`; queries, engines and errors are
-:mod:`bnsl_dist.inference.study`. See :class:`bnsl_dist.config.InferenceConfig`.
+:mod:`bnsl_dist.inference.study`. See :class:`bnsl_dist.pipeline.config.InferenceConfig`.
 
 This script builds such a grid from its options — k-G_ENT at each k, ASOBS-ENT as the
 reference; real Twenty Datasets (training split) and ``--networks`` random networks of
@@ -46,8 +46,8 @@ from typing import Any
 import yaml
 
 from bnsl_dist.cli.tables import write_all_tables
-from bnsl_dist.config import GridConfig
 from bnsl_dist.datasets.catalog import catalog_dir
+from bnsl_dist.pipeline.config import GridConfig
 from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.pipeline.run import run_cell
 from bnsl_dist.results.export import export_records, load_records

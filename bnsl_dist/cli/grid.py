@@ -57,7 +57,6 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
     cells are skipped). Exit status: 0 when every cell is stored, 1 when a cell failed
     (the failed cells' keys and first error lines are printed), 2 on bad input or a lost
     cluster, 3 when --stop-at left cells not started (rerun to resume; before 1)."""
-    from bnsl_dist.config import load_cluster, load_grid
     from bnsl_dist.orchestrate.cluster import default_n_workers
     from bnsl_dist.orchestrate.grid import (
         connected_workers,
@@ -67,6 +66,7 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
         run_grid,
         stop_note,
     )
+    from bnsl_dist.pipeline.config import load_cluster, load_grid
 
     conn = cluster_kwargs(**cluster)
     if not dry_run:
@@ -188,8 +188,8 @@ def _piece(grid: Any, only: str) -> set[str]:
 def status_cmd(grid_file: str, results: str, by: tuple[str, ...], as_json: bool) -> None:
     """Count the done, failed and pending cells of GRID.yaml in --results (per data set,
     algorithm, ... with --by)."""
-    from bnsl_dist.config import load_grid
     from bnsl_dist.exceptions import InvalidConfigError
+    from bnsl_dist.pipeline.config import load_grid
     from bnsl_dist.pipeline.grid import (
         check_status_fields,
         count_by,

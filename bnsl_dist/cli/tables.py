@@ -21,7 +21,7 @@ from bnsl_dist.cli._common import FiniteRange
 if TYPE_CHECKING:
     import pandas as pd
 
-    from bnsl_dist.config import GridConfig
+    from bnsl_dist.pipeline.config import GridConfig
     from bnsl_dist.results.export import RecordSet
     from bnsl_dist.results.records import CellFailure
 
@@ -67,8 +67,8 @@ KIND_TABLES: dict[str, KindTables] = {"search": _search_tables,
 
 
 def _grids(recs: RecordSet) -> dict[str, GridConfig]:
-    from bnsl_dist.config import GridConfig
     from bnsl_dist.exceptions import InvalidConfigError
+    from bnsl_dist.pipeline.config import GridConfig
 
     out = {}
     for name, obj in sorted(recs.grids.items()):

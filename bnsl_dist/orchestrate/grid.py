@@ -56,11 +56,11 @@ from typing import Any, NamedTuple
 
 from distributed import Client, Future, as_completed, performance_report
 
-from bnsl_dist.config import ClusterConfig, GridConfig, JobqueueConfig
 from bnsl_dist.exceptions import BNSLError, DataError, InvalidConfigError
 from bnsl_dist.orchestrate.explore import explore_job, submit_cache_build
 from bnsl_dist.orchestrate.workers import register_warmup
 from bnsl_dist.pipeline.cell import CacheJob, Cell
+from bnsl_dist.pipeline.config import ClusterConfig, GridConfig, JobqueueConfig
 from bnsl_dist.pipeline.grid import (
     estimate_from_store,
     expand_grid,

@@ -70,9 +70,9 @@ class CacheJob(Spec):
 
 
 class SemSpec(Spec):
-    """SEM-kMAX imputation of one cell (docs/ALGORITHMS.md §9): the MCAR missing rate, the EM
-    iteration cap and the M-step budgets (:class:`bnsl_dist.config.SemConfig`): k-MAX's
-    seconds per variable per M-step (None: the data-scaled iterations), whether the
+    """SEM-kMAX imputation of one cell (docs/ALGORITHMS.md §9): the MCAR missing rate, the
+    EM iteration cap and the M-step budgets (:class:`~bnsl_dist.pipeline.config.SemConfig`):
+    k-MAX's seconds per variable per M-step (None: the data-scaled iterations), whether the
     cache's budget is the data-scaled one or the cell's ``cache`` budget, and a factor on
     both (``budget_scale``: the paper's tuning study, §7.4)."""
 
@@ -92,8 +92,8 @@ class SemSpec(Spec):
 
 
 class InferenceSpec(InferenceSettings):
-    """The inference study's settings of one cell (:class:`bnsl_dist.config.InferenceConfig`);
-    ``reference`` marks the unbounded learner's cell, which also answers the queries on
+    """The inference study's settings of one cell
+    (:class:`~bnsl_dist.pipeline.config.InferenceConfig`); ``reference`` marks the unbounded learner's cell, which also answers the queries on
     the true network when the data set has one."""
 
     reference: bool = False

@@ -9,9 +9,9 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from bnsl_dist.config import GridConfig
 from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.pipeline.cell import Cell, InferenceSpec, SemSpec
+from bnsl_dist.pipeline.config import GridConfig
 from bnsl_dist.pipeline.specs import SearchSpec
 from bnsl_dist.results.store import ResultStore, StoreStatus
 

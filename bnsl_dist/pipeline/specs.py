@@ -117,7 +117,7 @@ class DataRef(Spec):
 
 class InferenceSettings(Spec):
     """The inference study's query settings, shared by the grid's ``inference`` section
-    (:class:`bnsl_dist.config.InferenceConfig`) and each of its cells
+    (:class:`bnsl_dist.pipeline.config.InferenceConfig`) and each of its cells
     (:class:`bnsl_dist.pipeline.cell.InferenceSpec`)."""
 
     queries: NonNegativeInt = 100

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from bnsl_dist.cache.jkl import write_jkl
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.cli import main
-from bnsl_dist.config import GridConfig
+from bnsl_dist.pipeline.config import GridConfig
 from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.pipeline.run import load_data, run_cell
 from bnsl_dist.pipeline.specs import DataRef
@@ -229,8 +229,8 @@ def test_qds_grid_cells_are_ok_and_equal_qds_learn(client, tmp_path):
 def test_shipped_qds_grid_runs_every_cell(client, tmp_path, shared_data):
     """configs/grids/qds-2018.yaml, shrunk to one seed and small budgets, runs through
     the grid runner with every cell ok."""
-    from bnsl_dist.config import load_grid
     from bnsl_dist.orchestrate.grid import run_grid
+    from bnsl_dist.pipeline.config import load_grid
 
     full = load_grid(Path(__file__).resolve().parents[2] / "configs/grids/qds-2018.yaml")
     grid = full.model_copy(update={
@@ -271,8 +271,8 @@ def test_long_cells_start_first(caches, tmp_path):
 def test_a_sem_tuning_study_orders_its_cells_by_budget_scale():
     """The SEM grid's cells share one time cap; their M-step budgets, and so their
     times, scale with the budget scale: the x2 cells of a data set cost the most."""
-    from bnsl_dist.config import load_grid
     from bnsl_dist.orchestrate.grid import cell_cost
+    from bnsl_dist.pipeline.config import load_grid
 
     grid = load_grid(Path(__file__).resolve().parents[2] / "configs" / "grids"
                      / "sem-imputation-2018-reduced.yaml")
@@ -291,8 +291,8 @@ def test_a_sem_grid_plan_bounds_its_cells_by_their_m_step_budgets(tmp_path):
     seconds) gives no bound."""
     import yaml
 
-    from bnsl_dist.config import load_grid
     from bnsl_dist.orchestrate.grid import format_plan, plan_grid
+    from bnsl_dist.pipeline.config import load_grid
 
     path = Path(__file__).resolve().parents[2] / "configs/grids/sem-imputation-2018-reduced.yaml"
     raw = yaml.safe_load(path.read_text())

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bnsl_dist.config import GridConfig
+from bnsl_dist.pipeline.config import GridConfig
 from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.pipeline.run import load_data, run_cell
 from bnsl_dist.reporting.screening import screening_frame, screening_table

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bnsl_dist.config import GridConfig
+from bnsl_dist.pipeline.config import GridConfig
 from bnsl_dist.results import CellFailure, CellResult, ResultStore
 
 GRID = "syn"

@@ -392,7 +392,7 @@ def test_cli_import(tmp_path):
 def _quickstart_store(root, *, grid_yaml=None):
     """A results folder as `grid run configs/grids/quickstart.yaml` leaves it (two data
     sets, hand-set scores), under the shipped grid (or ``grid_yaml``)."""
-    from bnsl_dist.config import load_grid
+    from bnsl_dist.pipeline.config import load_grid
     from bnsl_dist.results import ResultStore
 
     yaml = grid_yaml or Path(__file__).resolve().parents[2] / "configs/grids/quickstart.yaml"

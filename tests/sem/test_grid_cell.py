@@ -13,9 +13,9 @@ import pytest
 
 import bnsl_dist.cache.independence as independence
 import bnsl_dist.search.base as search_base
-from bnsl_dist.config import GridConfig, load_grid
 from bnsl_dist.data.masking import mask_mcar
 from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.pipeline.config import GridConfig, load_grid
 from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.pipeline.run import load_data, run_cell
 from bnsl_dist.sem import imputation_accuracy

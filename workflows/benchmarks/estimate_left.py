@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def main() -> None:
-    from bnsl_dist.config import load_grid
+    from bnsl_dist.pipeline.config import load_grid
     from bnsl_dist.pipeline.grid import estimate_left, expand_grid
     from bnsl_dist.results.export import read_records
     from bnsl_dist.results.store import StoreStatus

@@ -178,7 +178,7 @@ def mrf_cells(datasets: list[str], seeds: list[int] | None = None,
     """The SEM cells that mRF imputes: the grid's on ``datasets`` (and ``seeds``,
     ``rates`` when given) at the paper's M-step budgets (×1; the tuning study's other
     scales hide the same cells)."""
-    from bnsl_dist.config import load_grid
+    from bnsl_dist.pipeline.config import load_grid
     from bnsl_dist.pipeline.grid import expand_grid
 
     return [c for c in expand_grid(load_grid(GRID)) if c.dataset in datasets

@@ -74,7 +74,7 @@ def _same_cache(a: Any, b: Any) -> bool:
 
 def _grid(cache: dict[str, Any], dataset: str, path: str | None, splits: list[str],
           iterations: int, seeds: int) -> Any:
-    from bnsl_dist.config import GridConfig
+    from bnsl_dist.pipeline.config import GridConfig
 
     return GridConfig.model_validate({
         "name": "scaling", "seed": 1,

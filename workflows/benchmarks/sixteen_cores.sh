@@ -69,7 +69,7 @@ fi
 CLI=(python3 -c "import sys; from bnsl_dist.cli import main; sys.argv[0] = 'bnsl-dist'; main()")
 # compile every kernel the steps use (numba's disk cache), in two processes at once:
 # learn --time-limit's stages, and the grid's cache method and optimizers (from its config)
-GRID_WARM="from bnsl_dist.config import load_grid; from bnsl_dist.pipeline.grid import \
+GRID_WARM="from bnsl_dist.pipeline.config import load_grid; from bnsl_dist.pipeline.grid import \
 expand_grid; from bnsl_dist.search.warmup import algorithm_spec, warm_up; \
 g = load_grid('configs/grids/utilisation-16.yaml'); print(warm_up((g.cache.method,), \
 {algorithm_spec(c.algorithm, c.search.params, c.k) for c in expand_grid(g)}))"
