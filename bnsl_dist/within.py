@@ -40,6 +40,7 @@ from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.graph.dag import DAG
 from bnsl_dist.scores.local import LocalScorer
+from bnsl_dist.scores.registry import score_names
 from bnsl_dist.search.base import AnytimeTrace, Budget, Incumbent, make_optimizer
 from bnsl_dist.search.local import cache_candidates, tabu_search
 from bnsl_dist.search.warmup import AlgorithmSpec, algorithm_spec, compile_clock, warm_up
@@ -280,8 +281,9 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
     if polish_candidates not in ("auto", "all", "cache"):
         raise InvalidConfigError(f"polish_candidates must be auto, all or cache, got "
                                  f"{polish_candidates!r}")
-    if score not in ("bic", "bdeu"):
-        raise InvalidConfigError(f"score must be bic or bdeu, got {score!r}")
+    if score not in score_names(structure=True):
+        raise InvalidConfigError(f"score must be one of {', '.join(score_names(structure=True))}"
+                                 f", got {score!r}")
     if cache is not None and tuple(cache.names) != tuple(data.names):
         raise InvalidConfigError(f"the cache's variables ({cache.n_vars}) are not the "
                                  f"data's ({data.n_vars}): names differ")

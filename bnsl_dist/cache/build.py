@@ -30,6 +30,7 @@ from bnsl_dist.cache.spec import CacheSpec
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.scores.local import LocalScorer
+from bnsl_dist.scores.registry import score_info, score_names
 
 __all__ = [
     "VariableResult",
@@ -105,8 +106,9 @@ def _explore_one(scorer_or_data: LocalScorer | CategoricalData, v: int,
     settings = as_spec(settings, kwargs)
     if isinstance(scorer_or_data, LocalScorer):
         scorer = scorer_or_data
-        if scorer.score_name not in ("bic", "bdeu"):
-            raise InvalidConfigError(f"exploration needs a bic or bdeu scorer, got "
+        if not score_info(scorer.score_name).structure:
+            raise InvalidConfigError(f"exploration needs a structure score "
+                                     f"({', '.join(score_names(structure=True))}), got "
                                      f"{scorer.score_name!r}")
     else:
         scorer = LocalScorer(scorer_or_data, settings.score, settings.ess)

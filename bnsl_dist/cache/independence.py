@@ -45,6 +45,7 @@ import numpy as np
 from bnsl_dist.cache import _explore_kernels as K
 from bnsl_dist.scores._kernels import KIND_BIC, nlogn_table
 from bnsl_dist.scores.local import LocalScorer
+from bnsl_dist.scores.registry import score_names
 
 __all__ = ["explore_independence", "bic_star", "default_max_open", "ExploreStats"]
 
@@ -326,7 +327,7 @@ def _warm_up() -> None:
     from bnsl_dist.data.dataset import CategoricalData
 
     d = CategoricalData.from_array(np.array([[0, 1, 0], [1, 1, 0], [1, 0, 1], [0, 0, 1]]))
-    for score in ("bic", "bdeu"):
+    for score in score_names(structure=True):
         explore_independence(LocalScorer(d, score), 0, max_open=2)
 
 

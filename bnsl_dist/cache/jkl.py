@@ -31,6 +31,7 @@ from bnsl_dist._io import all_plain, atomic_writer, is_plain_float, is_plain_int
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.data.dataset import MAX_STATES
 from bnsl_dist.exceptions import CacheFormatError
+from bnsl_dist.scores.registry import score_info, score_names
 
 __all__ = ["read_jkl", "write_jkl", "META_TAG"]
 
@@ -443,7 +444,8 @@ def _describe(cache: ParentSetCache) -> list[str]:
     score = m.get("score")
     if score:
         ess = m.get("ess")
-        out.append(f"# Score function: {score}" + (f" (ess: {ess})" if score == "bdeu" else ""))
+        uses_ess = score in score_names() and score_info(score).uses_ess
+        out.append(f"# Score function: {score}" + (f" (ess: {ess})" if uses_ess else ""))
     if m.get("max_indegree") is not None:
         out.append(f"# Max in-degree: {m['max_indegree']}")
     return out

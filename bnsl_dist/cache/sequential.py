@@ -30,6 +30,7 @@ from collections.abc import Iterator
 
 from bnsl_dist.cache.independence import ExploreStats
 from bnsl_dist.scores.local import LocalScorer
+from bnsl_dist.scores.registry import score_info
 
 __all__ = ["explore_sequential"]
 
@@ -94,7 +95,7 @@ def explore_sequential(scorer: LocalScorer, child: int, *, max_indegree: int | N
     t0 = time.perf_counter()
     n = scorer.n_vars
     ar = scorer.arities
-    use_bound = scorer.score_name == "bic"
+    use_bound = score_info(scorer.score_name).penalty_bound
     pen = 0.5 * math.log(scorer.n_samples) * (int(ar[child]) - 1)
     d = n - 1 if max_indegree is None else min(int(max_indegree), n - 1)
     deadline = None if seconds is None else t0 + seconds

@@ -14,12 +14,18 @@ True
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
 from bnsl_dist._spec import Spec
 from bnsl_dist.scores.local import MAX_ESS
+from bnsl_dist.scores.registry import score_names
+
+if TYPE_CHECKING:
+    StructureScore = str
+else:  # the registered structure scores, as choices (YAML errors, the CLI's --score)
+    StructureScore = Literal[score_names(structure=True)]
 
 __all__ = ["CacheSpec", "DEFAULT_SECONDS", "ITERATION_CACHE_SCORES"]
 
@@ -37,7 +43,8 @@ class CacheSpec(Spec):
     Attributes
     ----------
     method : "independence" (BIC*-guided, anytime) or "sequential" (every set by size)
-    score, ess : local score ("bic" or "bdeu") and BDeu's equivalent sample size
+    score, ess : a registered structure score (:func:`~bnsl_dist.scores.registry.score_names`)
+        and BDeu's equivalent sample size
     max_indegree : largest parent set (None: no limit)
     seconds_per_variable, scores_per_variable : per-variable budget in wall seconds
         (``inf``: none) and/or exact scores (reproducible)
@@ -52,7 +59,7 @@ class CacheSpec(Spec):
     method: Literal["independence", "sequential"] = Field(
         default="independence", description="Independence selection or sequential "
         "exploration.")
-    score: Literal["bic", "bdeu"] = Field(default="bic", description="Local score.")
+    score: StructureScore = Field(default="bic", description="Local score.")
     ess: float = Field(default=1.0, gt=0, le=MAX_ESS, description="BDeu equivalent sample "
                        "size.")
     max_indegree: int | None = Field(default=None, ge=0,

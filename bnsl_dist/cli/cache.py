@@ -10,6 +10,7 @@ import click
 
 from bnsl_dist.cli._checks import check_output_dir, check_output_file
 from bnsl_dist.cli._common import cluster_options, echo_json, pop_cluster_kwargs
+from bnsl_dist.scores.registry import score_names
 
 __all__ = ["cache_group"]
 
@@ -24,7 +25,8 @@ def cache_group() -> None:
 @click.option("--method", type=click.Choice(["independence", "sequential"]),
               default="independence", show_default=True,
               help="Independence selection (BIC*, anytime) or sequential exploration.")
-@click.option("--score", type=click.Choice(["bic", "bdeu"]), default="bic", show_default=True)
+@click.option("--score", type=click.Choice(score_names(structure=True)), default="bic",
+              show_default=True)
 @click.option("--ess", type=click.FloatRange(min=0, min_open=True), default=1.0,
               show_default=True, help="Equivalent sample size of BDeu.")
 @click.option("--max-indegree", "max_indegree", type=click.IntRange(min=0), default=None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from bnsl_dist.cli._common import echo_json
+from bnsl_dist.scores.registry import score_names
 
 
 @click.command("score")
@@ -15,7 +16,7 @@ from bnsl_dist.cli._common import echo_json
 @click.option("--allow-partial-dag", "partial", is_flag=True,
               help="Accept a DAG JSON that leaves variables out; they are scored without "
                    "parents.")
-@click.option("--score", "score", type=click.Choice(["bic", "bdeu", "ll"]), default="bic",
+@click.option("--score", "score", type=click.Choice(score_names()), default="bic",
               show_default=True)
 @click.option("--ess", type=click.FloatRange(min=0, min_open=True), default=1.0,
               show_default=True, help="Equivalent sample size of BDeu.")

@@ -11,7 +11,6 @@ import math
 import operator
 import weakref
 from collections.abc import Iterable, Sequence
-from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -19,11 +18,10 @@ from numpy.typing import NDArray
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.scores import _kernels as K
+from bnsl_dist.scores.registry import score_info
 
-__all__ = ["LocalScorer", "ScoreName", "SCORES", "MAX_ESS", "n_configurations"]
+__all__ = ["LocalScorer", "MAX_ESS", "n_configurations"]
 
-ScoreName = Literal["bic", "bdeu", "ll"]
-SCORES: dict[str, int] = {"bic": K.KIND_BIC, "bdeu": K.KIND_BDEU, "ll": K.KIND_LL}
 #: The largest BDeu equivalent sample size: up to it a family's log-gamma differences
 #: lgamma(a + n) - lgamma(a) are within 1e-6 of their exact value in float64 (at 1e12
 #: the error is 6e-4, at 1e15 about 2; past 2.5e305 lgamma overflows and the score is NaN).
@@ -64,8 +62,8 @@ class LocalScorer:
     ----------
     data : CategoricalData
         Complete data (no missing mask).
-    score : {"bic", "bdeu", "ll"}
-        The local score.
+    score : str
+        A registered local score (:func:`~bnsl_dist.scores.registry.score_names`).
     ess : float
         Equivalent sample size of BDeu.
     bitsets : bool
@@ -83,20 +81,19 @@ class LocalScorer:
     True
     """
 
-    def __init__(self, data: CategoricalData, score: ScoreName | str = "bic", ess: float = 1.0,
+    def __init__(self, data: CategoricalData, score: str = "bic", ess: float = 1.0,
                  *, bitsets: bool = True):
         if data.missing is not None:
             raise DataError("scores need complete data: this data set has missing values"
                             " (impute them, or use structural EM)", path=data.source)
-        if score not in SCORES:
-            raise InvalidConfigError(f"unknown score {score!r}; choose from {sorted(SCORES)}")
+        info = score_info(score)
         if not 0 < ess <= MAX_ESS:
             raise InvalidConfigError(f"ess must be a positive number up to {MAX_ESS:g}, got "
                                      f"{ess} (beyond, BDeu's log-gamma differences lose "
                                      "their precision in float64)")
         self.data = data
         self.score_name = str(score)
-        self.kind = SCORES[score]
+        self.kind = info.kind
         self.ess = float(ess)
         self.n_samples = data.n_samples
         self.n_vars = data.n_vars

@@ -158,7 +158,7 @@ def test_missing_values_are_a_data_error():
 def test_explore_variable_checks_its_inputs(asia):
     with pytest.raises(InvalidConfigError, match="out of range"):
         explore_variable(asia, 99, method="sequential")
-    with pytest.raises(InvalidConfigError, match="bic or bdeu"):
+    with pytest.raises(InvalidConfigError, match=r"structure score \(bdeu, bic\)"):
         explore_variable(LocalScorer(asia, "ll"), 0, method="sequential")
     with pytest.raises(InvalidConfigError, match="not both"):
         explore_variable(asia, 0, settings=CacheSpec(), method="sequential")

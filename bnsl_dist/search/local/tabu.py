@@ -38,7 +38,8 @@ from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.graph.dag import DAG
 from bnsl_dist.scores._kernels import nlogn_table
-from bnsl_dist.scores.local import MAX_ESS, SCORES, LocalScorer
+from bnsl_dist.scores.local import MAX_ESS, LocalScorer
+from bnsl_dist.scores.registry import score_info, score_names
 from bnsl_dist.search.base import Budget, Incumbent, make_optimizer, optimizer_info, register
 from bnsl_dist.search.local import _kernels as K
 
@@ -81,13 +82,15 @@ class TabuClimber:
                  candidates: Sequence[Sequence[int]] | None = None,
                  max_indegree: int | None = None) -> None:
         LocalScorer(data, score, ess)  # validates data, score and ess
-        if score not in ("bic", "bdeu"):
-            raise InvalidConfigError(f"local search scores bic or bdeu, not {score!r}")
+        if score not in score_names(structure=True):
+            raise InvalidConfigError(f"local search scores "
+                                     f"{' or '.join(score_names(structure=True))}, not "
+                                     f"{score!r}")
         n = data.n_vars
         self.n = n
         self.codes = data.codes
         self.arities = np.ascontiguousarray(data.arities, dtype=np.int64)
-        self.kind = SCORES[score]
+        self.kind = score_info(score).kind
         self.ess = float(ess)
         self.log_n = math.log(data.n_samples)
         self.nlogn = nlogn_table(data.n_samples)
@@ -353,9 +356,7 @@ class DataTabu:
             raise InvalidConfigError("max_no_improve must be >= 1, perturb >= 0")
         if self.max_indegree is not None and int(self.max_indegree) < 0:
             raise InvalidConfigError("max_indegree must be >= 0")
-        if self.score not in SCORES:
-            raise InvalidConfigError(f"unknown score {self.score!r}; choose from "
-                                     f"{sorted(SCORES)}")
+        score_info(self.score)  # an unknown name: InvalidConfigError
         if not 0 < float(self.ess) <= MAX_ESS:
             raise InvalidConfigError(f"ess must be a positive number up to {MAX_ESS:g}, "
                                      f"got {self.ess}")
