@@ -23,9 +23,8 @@ import gzip
 import io
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -33,6 +32,16 @@ from numpy.typing import NDArray
 
 from bnsl_dist._io import is_plain_int, read_text
 from bnsl_dist.data.dataset import MAX_STATES, CategoricalData, Dataset
+from bnsl_dist.data.readers import (
+    LabelPolicy,
+    MissingPolicy,
+    RawTable,
+    Reader,
+    base_suffix,
+    column_label,
+    reader_for,
+    register_reader,
+)
 from bnsl_dist.exceptions import DataError, MissingValueError
 
 __all__ = ["read_data", "read_dataset", "peek_shape", "write_csv", "MISSING_TOKENS"]
@@ -40,29 +49,6 @@ __all__ = ["read_data", "read_dataset", "peek_shape", "write_csv", "MISSING_TOKE
 #: Tokens read as a missing value (only where the caller asks for a missing mask).
 MISSING_TOKENS = frozenset({"?", "", "NA"})
 
-MissingPolicy = Literal["error", "mask"]
-LabelPolicy = Literal["auto", "never", "always"]
-
-
-@dataclass
-class _Raw:
-    path: str
-    names: list[str] | None
-    declared: NDArray[np.int64] | None
-    #: per column: int64 codes, or (a label column) codes into ``labels[j]``
-    cols: list[NDArray[Any]]
-    labels: list[list[str] | None]  # a label column's distinct labels ("": missing)
-    missing: NDArray[np.bool_] | None
-    #: the 1-based line of a data row (0-based index): blank lines and fields spanning
-    #: lines counted, as in the messages of the readers' own checks
-    row_line: Callable[[int], int]
-
-
-def _base_suffix(path: Path) -> str:
-    name = path.name.lower()
-    if name.endswith(".gz"):
-        name = name[:-3]
-    return os.path.splitext(name)[1]
 
 
 def _is_int(tok: str) -> bool:
@@ -182,7 +168,7 @@ def _first_row(codes: NDArray[np.intp], values: Sequence[int]) -> int:
 def _columns(table: list[_Factorized], lines: list[int] | None, *, spath: str,
              names: list[str] | None, labels: LabelPolicy, allow_labels: bool,
              missing: MissingPolicy, declared: NDArray[np.int64] | None,
-             row_line: Callable[[int], int] | None = None) -> _Raw | None:
+             row_line: Callable[[int], int] | None = None) -> RawTable | None:
     """The code or label columns of a table of factorised tokens (each distinct token
     is checked once). ``lines`` (the 1-based line of each row) makes a problem a
     :class:`DataError` naming its line and column; without them (the table came from
@@ -200,7 +186,7 @@ def _columns(table: list[_Factorized], lines: list[int] | None, *, spath: str,
         r, c = np.argwhere(miss)[0]
         tok = table[c][1][table[c][0][r]]
         raise MissingValueError(f"missing value {tok!r} where none are allowed",
-                                path=spath, line=lines[r], column=_colname(names, int(c)))
+                                path=spath, line=lines[r], column=column_label(names, int(c)))
     cols: list[NDArray[Any]] = []
     label_sets: list[list[str] | None] = []
     for j, (codes, uniq) in enumerate(table):
@@ -215,7 +201,7 @@ def _columns(table: list[_Factorized], lines: list[int] | None, *, spath: str,
                 return None
             r = _first_row(codes, non_int)
             raise DataError(f"non-integer code {uniq[codes[r]]!r}", path=spath,
-                            line=lines[r], column=_colname(names, j))
+                            line=lines[r], column=column_label(names, j))
         try:
             value = np.array([0 if u in MISSING_TOKENS else int(u) for u in uniq],
                              dtype=np.int64)
@@ -225,34 +211,34 @@ def _columns(table: list[_Factorized], lines: list[int] | None, *, spath: str,
             big = [i for i in present if not -2**63 <= int(uniq[i]) < 2**63]
             r = _first_row(codes, big)
             raise DataError(f"code {uniq[codes[r]]} out of range", path=spath, line=lines[r],
-                            column=_colname(names, j)) from None
+                            column=column_label(names, j)) from None
         out = value[codes]
         if out.size and out.min() < 0:
             if lines is None:
                 return None
             r = int(np.argmin(out))
             raise DataError(f"negative code {out[r]}", path=spath, line=lines[r],
-                            column=_colname(names, j))
+                            column=column_label(names, j))
         cols.append(out)
         label_sets.append(None)
     if row_line is None:
         assert lines is not None  # the caller gives one or the other
         row_line = lines.__getitem__
-    return _Raw(spath, names, declared, cols, label_sets, miss if miss.any() else None,
+    return RawTable(spath, names, declared, cols, label_sets, miss if miss.any() else None,
                 row_line)
 
 
-def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: MissingPolicy) -> _Raw:
+def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: MissingPolicy) -> RawTable:
     spath = str(path)
     text = read_text(path, newline="")
     buf = io.StringIO(text, newline="")
-    comma = _base_suffix(path) == ".csv" or "," in buf.readline()
+    comma = base_suffix(path) == ".csv" or "," in buf.readline()
     buf.seek(0)
     records = _records(buf, comma, 1)
     first = next(records, None)
     if first is None:
         raise DataError("empty file", path=spath)
-    dat = _base_suffix(path) == ".dat"
+    dat = base_suffix(path) == ".dat"
     names: list[str] | None = None
     declared = None
     if dat:
@@ -265,7 +251,7 @@ def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: M
         bad = next((j for j, t in enumerate(ar[1]) if not 1 <= int(t) <= MAX_STATES), None)
         if bad is not None:  # a huge one overflowed int64; 0 or -1 failed every code
             raise DataError(f"arity {ar[1][bad]} not in 1..{MAX_STATES}", path=spath,
-                            line=ar[0], column=_colname(names, bad))
+                            line=ar[0], column=column_label(names, bad))
         declared = np.array([int(t) for t in ar[1]], dtype=np.int64)
     else:
         if header is None:
@@ -293,7 +279,7 @@ def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: M
         if arr is not None and allow_labels and _has_non_code(text, start):
             arr = None  # "01", "+1": labels where labels may be
         if arr is not None:
-            return _Raw(spath, names, declared, [arr[:, j] for j in range(width)],
+            return RawTable(spath, names, declared, [arr[:, j] for j in range(width)],
                         [None] * width, None, _line_finder(text, start, comma, body_line))
         buf.seek(start)
         records = _records(buf, comma, body_line)
@@ -328,72 +314,9 @@ def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: M
     return raw
 
 
-def _colname(names: list[str] | None, j: int) -> str | int:
-    return j + 1 if names is None else f"{j + 1} ({names[j]})"
-
-
-def _parse_parquet(path: Path, missing: MissingPolicy) -> _Raw:
-    spath = str(path)
-    try:
-        df = pd.read_parquet(path)
-    except FileNotFoundError:
-        raise DataError("no such file", path=spath) from None
-    except Exception as exc:  # pyarrow raises many types
-        raise DataError(f"cannot read Parquet: {exc}", path=spath) from None
-    if df.shape[0] == 0 or df.shape[1] == 0:
-        raise DataError("empty file", path=spath)
-    names = [str(c) for c in df.columns]
-    miss = df.isna().to_numpy(copy=True)
-    for j, name in enumerate(df.columns):  # "" is a missing cell, as in text files (it
-        if not pd.api.types.is_numeric_dtype(df[name].dtype):  # marks one among labels)
-            miss[:, j] |= (df[name] == "").to_numpy(dtype=bool, na_value=False)
-    if miss.any() and missing != "mask":
-        r, c = np.argwhere(miss)[0]
-        raise MissingValueError("missing value where none are allowed", path=spath,
-                                line=int(r) + 1, column=_colname(names, int(c)))
-    cols: list[NDArray[Any]] = []
-    label_sets: list[list[str] | None] = []
-    for j, name in enumerate(df.columns):
-        s = df[name]
-        if pd.api.types.is_integer_dtype(s.dtype) or (
-            pd.api.types.is_float_dtype(s.dtype)
-            and bool((s.dropna() == s.dropna().round()).all())
-        ):
-            full = s.fillna(0).to_numpy()
-            as_float = full.astype(np.float64)
-            big = ~np.isfinite(as_float) | (np.abs(as_float) >= 2.0**63)  # no int64 holds it
-            if big.any():
-                r = int(np.argmax(big))
-                raise DataError(f"code {full[r]} out of range", path=spath, line=r + 1,
-                                column=_colname(names, j))
-            v = full.astype(np.int64)
-            if v.min() < 0:
-                r = int(np.argmin(v))
-                raise DataError(f"negative code {v[r]}", path=spath, line=r + 1,
-                                column=_colname(names, j))
-            cols.append(v)
-            label_sets.append(None)
-        elif pd.api.types.is_float_dtype(s.dtype):
-            raise DataError("non-integer code", path=spath, column=_colname(names, j))
-        else:
-            try:
-                text = s.astype("string")
-            except UnicodeDecodeError:  # a binary column
-                raise DataError("bytes that are not UTF-8 text", path=spath,
-                                column=_colname(names, j)) from None
-            codes, uniq = pd.factorize(text.fillna(""))
-            cols.append(codes)
-            label_sets.append([str(u) for u in uniq])
-    return _Raw(spath, names, None, cols, label_sets, miss if miss.any() else None,
-                lambda r: r + 1)  # the row number, as in the messages above
-
-
 def _parse(path: str | os.PathLike[str], header: bool | None, labels: LabelPolicy,
-           missing: MissingPolicy) -> _Raw:
-    p = Path(path)
-    if _base_suffix(p) in (".parquet", ".pq"):
-        return _parse_parquet(p, missing)
-    return _parse_text(p, header, labels, missing)
+           missing: MissingPolicy) -> RawTable:
+    return reader_for(path).parse(Path(path), header, labels, missing)
 
 
 def _label_order(labels: set[str]) -> list[str]:
@@ -404,7 +327,7 @@ def _label_order(labels: set[str]) -> list[str]:
     return uniq
 
 
-def _as_labels(raw: _Raw, j: int) -> _Factorized:
+def _as_labels(raw: RawTable, j: int) -> _Factorized:
     """Column ``j`` of ``raw`` as codes into its distinct labels (an integer column's
     values written as text)."""
     lab = raw.labels[j]
@@ -414,7 +337,7 @@ def _as_labels(raw: _Raw, j: int) -> _Factorized:
     return inverse.ravel(), [str(v) for v in values.tolist()]
 
 
-def _combine(raws: Sequence[_Raw], arities: Sequence[int] | None,
+def _combine(raws: Sequence[RawTable], arities: Sequence[int] | None,
              names: Sequence[str] | None) -> list[CategoricalData]:
     """Turn parsed tables into CategoricalData sharing arities and state mappings."""
     ref = raws[0]
@@ -452,7 +375,7 @@ def _combine(raws: Sequence[_Raw], arities: Sequence[int] | None,
         if r.declared.shape == declared.shape and not np.array_equal(r.declared, declared):
             j = int(np.flatnonzero(r.declared != declared)[0])
             raise DataError(f"declares arity {r.declared[j]}, but {decl[0].path} declares "
-                            f"{declared[j]}", path=r.path, column=_colname(final_names, j))
+                            f"{declared[j]}", path=r.path, column=column_label(final_names, j))
     if arities is not None:
         declared = np.asarray(arities, dtype=np.int64)
     if declared is not None:
@@ -464,12 +387,12 @@ def _combine(raws: Sequence[_Raw], arities: Sequence[int] | None,
                 row = int(np.argmax(codes[k][:, j] >= declared[j]))
                 raise DataError(f"code {codes[k][row, j]} not below the declared arity "
                                 f"{declared[j]}", path=raws[k].path,
-                                line=raws[k].row_line(row), column=_colname(final_names, j))
+                                line=raws[k].row_line(row), column=column_label(final_names, j))
         arity = declared
     if arity.max() > MAX_STATES:
         j = int(np.argmax(arity))
         raise DataError(f"{arity[j]} states exceed the maximum of {MAX_STATES}", path=ref.path,
-                        column=_colname(final_names, j))
+                        column=column_label(final_names, j))
     st = tuple(states) if any(s is not None for s in states) else None
     return [CategoricalData.from_array(c, arities=arity, names=final_names, states=st,
                                        missing=r.missing, source=r.path)
@@ -539,14 +462,10 @@ def peek_shape(path: str | os.PathLike[str]) -> tuple[int, int] | None:
 
 @functools.lru_cache(maxsize=64)
 def _peek_shape(path: str, mtime_ns: int, size: int) -> tuple[int, int]:
-    p = Path(path)
-    if _base_suffix(p) == ".parquet":
-        import pyarrow.parquet as pq
+    return reader_for(path).peek(Path(path))
 
-        meta = pq.read_metadata(p)
-        index = (meta.schema.to_arrow_schema().pandas_metadata or {}).get("index_columns", [])
-        width = meta.num_columns - sum(isinstance(c, str) for c in index)
-        return width, meta.num_rows
+
+def _peek_text(p: Path) -> tuple[int, int]:
     opener = gzip.open if p.name.endswith(".gz") else open
     with opener(p, "rb") as f:
         first = f.readline()
@@ -554,14 +473,14 @@ def _peek_shape(path: str, mtime_ns: int, size: int) -> tuple[int, int]:
         line = first.split(end)[0].decode("utf-8-sig").strip()
         if not line:
             raise ValueError("no first line")
-        toks = ([t.strip() for t in line.split(",")] if "," in line or _base_suffix(p) == ".csv"
+        toks = ([t.strip() for t in line.split(",")] if "," in line or base_suffix(p) == ".csv"
                 else line.split())
         ends, last = first.count(end), first
         while block := f.read(1 << 20):
             ends += block.count(end)
             last = block
     lines = ends + (not last.endswith(end))  # a last line without its line end
-    heading = 2 if _base_suffix(p) == ".dat" else int(_is_names_line(toks))
+    heading = 2 if base_suffix(p) == ".dat" else int(_is_names_line(toks))
     return len(toks), max(0, lines - heading)
 
 
@@ -609,7 +528,7 @@ def write_csv(data: CategoricalData, path: str | os.PathLike[str], *, header: bo
                                     f"{int(str(lab[k]))}: integer tokens are codes; write the "
                                     "state codes instead (labels=False, `bnsl-dist data "
                                     "sample --codes`)", path=str(path),
-                                    column=_colname(list(data.names), j))
+                                    column=column_label(list(data.names), j))
             for k in ks:
                 s = str(lab[k])
                 if s in MISSING_TOKENS or s != s.strip():
@@ -618,7 +537,7 @@ def write_csv(data: CategoricalData, path: str | os.PathLike[str], *, header: bo
                     raise DataError(f"state {s!r} would read back as {why}; write the state "
                                     "codes instead (labels=False, `bnsl-dist data sample "
                                     "--codes`)", path=str(path),
-                                    column=_colname(list(data.names), j))
+                                    column=column_label(list(data.names), j))
             vals = lab[col]
         else:
             vals = col.astype(str).astype(object)
@@ -634,3 +553,6 @@ def write_csv(data: CategoricalData, path: str | os.PathLike[str], *, header: bo
     if cols:
         out.writerows(np.stack(cols, axis=1).tolist())
     atomic_write_text(path, buf.getvalue())
+
+
+register_reader(Reader("text", (".csv", ".data", ".dat", ".txt"), _parse_text, _peek_text))
