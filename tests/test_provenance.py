@@ -8,6 +8,7 @@ import importlib
 import importlib.util
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -81,10 +82,11 @@ def test_dirty_counts_the_package_sources_only(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
-def test_commit_and_dirty_are_those_of_the_imported_code(tmp_path):
-    """A process records the commit, dirtiness and digest read when it imported the
-    package: a commit or an edit made while it runs (a grid process running for hours
-    beside development) does not change what its records say ran."""
+def test_commit_and_dirty_are_those_of_the_first_call(tmp_path):
+    """A process records the commit, dirtiness and digest read at its first call (a run
+    takes it when it starts), not at import: a commit or an edit made while it runs (a
+    grid process running for hours beside development) does not change what its records
+    say ran."""
     pkg, git = _repo(tmp_path)
     (pkg / "pipeline").mkdir()
     shutil.copy(P.__file__, pkg / "pipeline" / "provenance.py")
@@ -95,12 +97,33 @@ def test_commit_and_dirty_are_those_of_the_imported_code(tmp_path):
                                                   pkg / "pipeline" / "provenance.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # the import: reads the digest and the git state
+    spec.loader.exec_module(mod)  # the import reads nothing yet
+    (pkg / "b.py").write_text("B = 4\n")  # edited after the import, before the run
     digest = mod.source_digest(pkg)
-    (pkg / "b.py").write_text("B = 5\n")  # edited, then committed, after the import
-    assert mod.git_state(pkg) == (first, True)
+    got = mod.provenance()  # the run starts
+    assert (got["commit"], got["dirty"]) == (first, True)
+    assert got["versions"]["bnsl_dist_source"] == digest
+    (pkg / "b.py").write_text("B = 5\n")  # edited, then committed, while it runs
     git("commit", "-q", "-am", "later")
     assert mod.git_state(pkg)[0] != first
     got = mod.provenance()
-    assert (got["commit"], got["dirty"]) == (first, False)
+    assert (got["commit"], got["dirty"]) == (first, True)
     assert got["versions"]["bnsl_dist_source"] == digest != mod.source_digest(pkg)
+
+
+def test_importing_the_pipeline_starts_no_subprocess():
+    """``import bnsl_dist.pipeline`` (and the CLI) runs no git and hashes nothing: in a
+    fresh interpreter whose subprocesses all fail, the import succeeds and the
+    provenance is not computed yet."""
+    code = ("import subprocess\n"
+            "def no(*a, **k):\n"
+            "    raise AssertionError(f'subprocess at import: {a}')\n"
+            "subprocess.Popen.__init__ = no\n"
+            "import bnsl_dist.pipeline, bnsl_dist.cli\n"
+            "import importlib\n"
+            "P = importlib.import_module('bnsl_dist.pipeline.provenance')\n"
+            "assert P._static.cache_info().currsize == 0\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]

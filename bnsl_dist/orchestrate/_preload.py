@@ -3,6 +3,8 @@
 cache-building kernels are loaded there once, and every worker forked from it starts
 with them in memory instead of importing and loading them itself."""
 
+from bnsl_dist.pipeline.provenance import provenance
 from bnsl_dist.search.warmup import warm_up
 
 warm_up(("independence",))
+provenance()  # taken once, before the workers fork: they inherit it

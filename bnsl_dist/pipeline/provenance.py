@@ -1,4 +1,12 @@
-"""Where a result comes from: package version, git commit, dependencies, host."""
+"""Where a result comes from: package version, git commit, dependencies, host.
+
+Nothing is computed on import. :func:`provenance` reads the git state and hashes the
+sources on its first call in a process and keeps them for the process's life, so a
+commit or an edit made while a run goes on (a grid running for hours beside development)
+does not change what its records say ran. A run takes it when it starts:
+:func:`~bnsl_dist.pipeline.run.run_cell` calls it before any work, and the forkserver of
+a local cluster before it forks the workers (``orchestrate/_preload.py``).
+"""
 
 from __future__ import annotations
 
@@ -56,16 +64,9 @@ def git_state(package: Path = _PACKAGE) -> tuple[str | None, bool | None]:
     return commit, None if status is None else bool(status)
 
 
-#: The digest of the sources, the commit and whether the checkout differed from it, as they
-#: were when this module was imported (with the rest of the package): commits and edits made
-#: later while the process runs do not change what ran (read at the first record instead,
-#: a grid process that started on one commit wrote the next one into its records).
-_IMPORTED_SOURCE = source_digest()
-_IMPORTED_COMMIT, _IMPORTED_DIRTY = git_state()
-
-
-@functools.lru_cache(maxsize=1)
+@functools.cache
 def _static() -> dict[str, Any]:
+    """Once per process (see the module's docstring): versions, digest, git state."""
     from importlib import metadata
 
     versions = {"bnsl_dist": __version__, "python": platform.python_version()}
@@ -74,13 +75,13 @@ def _static() -> dict[str, Any]:
             versions[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
             pass
-    versions["bnsl_dist_source"] = _IMPORTED_SOURCE
-    return {"version": __version__, "commit": _IMPORTED_COMMIT, "dirty": _IMPORTED_DIRTY,
-            "versions": versions}
+    versions["bnsl_dist_source"] = source_digest()
+    commit, dirty = git_state()
+    return {"version": __version__, "commit": commit, "dirty": dirty, "versions": versions}
 
 
 def provenance() -> dict[str, Any]:
-    """``version``, ``commit`` and ``dirty`` (:func:`git_state` when the package was
-    imported), dependency ``versions`` with ``bnsl_dist_source`` (:func:`source_digest`
-    of the package's sources when it was imported) and ``hostname`` of this process."""
+    """``version``, ``commit`` and ``dirty`` (:func:`git_state`), dependency ``versions``
+    with ``bnsl_dist_source`` (:func:`source_digest` of the package's sources), as they
+    were at this process's first call, and ``hostname`` of this process."""
     return {**_static(), "hostname": socket.gethostname()}

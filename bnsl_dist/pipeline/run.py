@@ -279,6 +279,7 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
         Bad data, cache or parameters.
     """
     t_start = time.perf_counter()
+    provenance()  # the code as it was when this process's first cell started
     if cell.kind == "sem":
         return _run_sem_cell(cell, t_start)
     job = cell.cache_job
