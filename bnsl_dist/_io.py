@@ -6,7 +6,7 @@ from __future__ import annotations
 import gzip
 import os
 import re
-import tempfile
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
@@ -80,12 +80,14 @@ def atomic_writer(path: str | os.PathLike[str], write: Callable[[IO[bytes]], obj
     """Call ``write(fh)`` on a temp file beside ``path``, then rename it into place.
 
     Nothing is left at ``path`` when ``write`` raises. ``.gz`` targets are compressed.
+    The file gets the mode a plain ``open`` gives (0666 less the process umask, applied
+    by the kernel when the temp file is created: the umask is never read or set here,
+    which would race with other threads).
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = _create_beside(target)
     try:
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual mode
         with os.fdopen(fd, "wb") as raw:
             if target.name.endswith(".gz"):
                 with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as gz:
@@ -101,10 +103,17 @@ def atomic_writer(path: str | os.PathLike[str], write: Callable[[IO[bytes]], obj
         raise
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def _create_beside(target: Path) -> tuple[int, str]:
+    """A new, exclusively created file in ``target``'s folder, mode 0666 (less the
+    umask): its descriptor and path."""
+    for _ in range(100):
+        tmp = str(target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                           0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {target}")  # pragma: no cover
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
