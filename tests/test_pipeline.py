@@ -604,3 +604,25 @@ def test_a_seed_given_its_built_cache_reads_no_data(tmp_path):
         E.run_cell(tabu_cell, cache)
     with pytest.raises(DataError):
         E.run_cell(cell, bare)
+
+
+def test_a_cache_read_once_per_process_never_changes_under_its_callers(tmp_path):
+    """Two data sets with the same variables share one cache file (a grid's ready cache
+    for every split): each gets the entropies of its own data, and the cached object
+    read from the file is left as read (it got the first caller's entropies before)."""
+    from bnsl_dist.data import CategoricalData
+
+    rng = np.random.default_rng(5)
+    a = CategoricalData.from_array(rng.integers(0, 2, size=(50, 3)), names=["x", "y", "z"])
+    b = CategoricalData.from_array(np.column_stack([np.zeros(50, int), rng.integers(0, 3, 50),
+                                                    rng.integers(0, 2, 50)]),
+                                   names=["x", "y", "z"], arities=[2, 3, 2])
+    p = tmp_path / "c.jkl"
+    write_jkl(ParentSetCache.from_lists([[((), -1.0)], [((0,), -2.0), ((), -3.0)],
+                                         [((), -1.5)]], names=["x", "y", "z"]), p)
+    ca, cb = E.load_cache(p, a), E.load_cache(p, b)
+    want_a, want_b = LocalScorer(a, "ll").entropies(), LocalScorer(b, "ll").entropies()
+    assert np.allclose(ca.entropies, want_a) and np.allclose(cb.entropies, want_b)
+    assert not np.allclose(want_a, want_b)
+    assert E.load_cache(p, None).entropies is None
+    assert ca.scores is cb.scores  # the arrays are shared, not read again

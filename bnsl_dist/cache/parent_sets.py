@@ -330,6 +330,23 @@ class ParentSetCache:
         return ParentSetCache.from_lists(lists, names=[self.names[v] for v in keep], arities=ar,
                                          meta=self.meta, entropies=h), keep
 
+    def with_entropies(self, entropies: Sequence[float] | NDArray[np.float64]
+                       ) -> ParentSetCache:
+        """The same cache with ``entropies`` (a new object: the arrays and the views
+        already derived are shared, ``meta`` is copied; this one is left as it was, so a
+        cache shared between callers, e.g. one a per-process cache returned, never
+        changes under them)."""
+        new = dict(self.__dict__)
+        new["meta"] = dict(self.meta)
+        out = object.__new__(type(self))
+        out.__dict__.update(new)
+        h = np.asarray(entropies, dtype=np.float64)
+        if h.shape != (self.n_vars,) or not np.all(np.isfinite(h)):
+            raise CacheFormatError(f"entropies: expected {self.n_vars} finite values, got "
+                                   f"shape {h.shape}")
+        out.entropies = h
+        return out
+
     def prune_dominated(self) -> ParentSetCache:
         """Drop every set for which a cached proper subset scores at least as well."""
         lists = []

@@ -133,11 +133,13 @@ def build(spec: CacheSpec, data: CategoricalData,
 
 
 def with_entropies(cache: ParentSetCache, data: CategoricalData | None) -> ParentSetCache:
-    """Set the variables' entropies on the cache unless there (needs data)."""
+    """``cache`` with the variables' entropies of ``data`` unless it has some: a new
+    object, never the given one changed (a cache read once per process serves every
+    cell of the file, whatever their data)."""
     if data is not None and cache.entropies is None:
         from bnsl_dist.scores.local import LocalScorer
 
-        cache.entropies = LocalScorer(data, "ll").entropies()
+        return cache.with_entropies(LocalScorer(data, "ll").entropies())
     return cache
 
 
