@@ -24,7 +24,6 @@ the numba kernels that the code under test uses.
 
 from __future__ import annotations
 
-import gzip
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
@@ -258,29 +257,12 @@ def naive_asobs_search(cache: ParentSetCache, batches: Sequence[Sequence[Sequenc
 
 
 def load_jkl(path: str | Path, *, bundled: bool = False) -> ParentSetCache:
-    """Read a ``.jkl`` / ``.jkl.gz`` cache (library reader if present, else a naive one)."""
+    """Read a ``.jkl`` / ``.jkl.gz`` cache with the library's reader (``bundled``: a file
+    shipped in the package's ``_bundled/jkl``)."""
+    from bnsl_dist.cache import read_jkl
+
     if bundled:
         from bnsl_dist.data.registry import bundled_path
 
         path = bundled_path(f"jkl/{path}")
-    try:
-        from bnsl_dist.cache import read_jkl  # type: ignore[attr-defined]
-    except ImportError:
-        read_jkl = None
-    if read_jkl is not None:
-        return read_jkl(path)
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rt") as fh:
-        toks = [line.split() for line in fh if line.strip() and not line.startswith("#")]
-    n = int(toks[0][0])
-    pos = 1
-    lists: list[list[tuple[tuple[int, ...], float]]] = [[] for _ in range(n)]
-    for _ in range(n):
-        v, m = int(toks[pos][0]), int(toks[pos][1])
-        pos += 1
-        for _ in range(m):
-            t = toks[pos]
-            pos += 1
-            size = int(t[1])
-            lists[v].append((tuple(int(x) for x in t[2:2 + size]), float(t[0])))
-    return ParentSetCache.from_lists(lists)
+    return read_jkl(path)

@@ -328,12 +328,7 @@ def test_cache_of_wrong_size_rejected(tmp_path):
         E.load_cache(p, E.load_data(NLTCS))
 
 
-def test_built_cache_when_builder_available(tmp_path):
-    pytest.importorskip("bnsl_dist.cache", reason="cache package")
-    import bnsl_dist.cache as C
-
-    if not hasattr(C, "build_cache"):
-        pytest.skip("bnsl_dist.cache.build_cache not available yet")
+def test_a_built_cache_file_serves_its_cell(tmp_path):
     g = _grid(cache={"method": "independence", "scores_per_variable": 40},
               datasets=[{"name": "nltcs", "splits": ["test"]}], seeds=[0],
               algorithms=[{"name": "kg", "k": [2]}])

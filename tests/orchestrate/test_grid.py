@@ -161,10 +161,6 @@ def test_cli_errors_are_one_line(tmp_path):
 
 
 def test_builds_each_cache_once(client, tmp_path):
-    import bnsl_dist.cache as C
-
-    if not hasattr(C, "build_cache"):
-        pytest.skip("bnsl_dist.cache.build_cache not available yet")
     from bnsl_dist.orchestrate.grid import plan_grid, run_grid
 
     grid = GridConfig.model_validate({

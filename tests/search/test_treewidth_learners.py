@@ -226,7 +226,8 @@ def test_a_binding_max_parents_claims_no_bound(name, kw):
 
 
 def test_clique_dp_matches_exact_dp():
-    dp = pytest.importorskip("bnsl_dist.search.exact.dp")
+    from bnsl_dist.search.exact import dp
+
     rng = np.random.default_rng(3)
     for _ in range(10):
         cache = random_cache(12, rng, max_sets_per_var=12, max_indegree=3)
