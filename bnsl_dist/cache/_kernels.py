@@ -48,8 +48,3 @@ def best_within(offsets, par_offsets, par_flat, v, allowed):
 @nb.njit(cache=True, nogil=True)
 def set_bit(words, p):
     words[p >> 6] |= np.uint64(1) << np.uint64(p & 63)
-
-
-@nb.njit(cache=True, nogil=True)
-def clear_bit(words, p):
-    words[p >> 6] &= ~(np.uint64(1) << np.uint64(p & 63))

@@ -230,9 +230,6 @@ class ParentSetCache:
     def best_score(self, v: int) -> float:
         return float(self.scores[self.offsets[v]])
 
-    def worst_score(self, v: int) -> float:
-        return float(self.scores[self.offsets[v]:self.offsets[v + 1]].min())
-
     def score_of(self, v: int, parents: Iterable[int]) -> float:
         """Score of a set that is in the cache (KeyError otherwise). The first query of a
         variable indexes its sets (only its own; the empty set needs no index)."""
@@ -296,11 +293,6 @@ class ParentSetCache:
     def best_within(self, v: int, allowed: NDArray[np.uint64]) -> int:
         """Global index of v's best set whose members all lie in ``allowed`` (-1 if none)."""
         return int(K.best_within(self.offsets, self.par_offsets, self.par_flat, v, allowed))
-
-    def best_set_within(self, v: int, allowed: Iterable[int]) -> tuple[tuple[int, ...], float]:
-        """(set, score) of v's best set inside ``allowed`` (always found: ∅ is cached)."""
-        i = self.best_within(v, bitset(allowed, self.n_vars))
-        return self.parents_at(i), float(self.scores[i])
 
     # ------------------------------------------------------------------ graphs
     def score_dag(self, dag: DAG) -> float:

@@ -285,8 +285,3 @@ class DAG:
                 and isinstance(obj.get("dag"), Mapping):
             obj, source = obj["dag"], f"{path}, field 'dag'"
         return cls.from_json_dict(obj, names=names, source=source, partial=partial)
-
-    def write_json(self, path: str | os.PathLike[str]) -> None:
-        from bnsl_dist._io import atomic_write_text
-
-        atomic_write_text(path, self.to_json() + "\n")

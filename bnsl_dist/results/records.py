@@ -109,11 +109,6 @@ class CellResult:
             kw[f.name] = val
         return cls(**kw)
 
-    @property
-    def params_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = json.loads(self.params)
-        return out
-
     def best_index(self) -> int | None:
         """The trace index of the best incumbent (the DAG of ``dag_json``): the first of
         the highest score, as :attr:`AnytimeTrace.best` picks it; None without a trace."""
@@ -252,4 +247,3 @@ class CellFailure:
     def from_json(cls, text: str) -> CellFailure:
         obj = json.loads(text)
         return cls(**{f.name: obj[f.name] for f in fields(cls) if f.name in obj})
-

@@ -177,14 +177,6 @@ class Families:
             return open_.tolist(), 1.0, np.inf
         return closed.tolist(), -np.inf, float(len(members) - 1)
 
-    def cluster_activity(self, cluster: int, x: NDArray[np.float64],
-                         support: Sequence[int] | None = None) -> float:
-        """Left-hand side of the cluster constraint at point ``x``."""
-        idx = range(self.n_sets) if support is None else support
-        return float(sum(x[i] for i in idx
-                         if (cluster >> int(self.owner[i])) & 1 and not self.masks[i] & cluster))
-
-
 def repair(fam: Families, order: Sequence[int],
            prefs: Sequence[Sequence[int]] | None = None) -> list[int]:
     """A DAG from preferences: in ``order``, each variable takes its first preferred set
