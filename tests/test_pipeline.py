@@ -621,3 +621,17 @@ def test_a_cache_read_once_per_process_never_changes_under_its_callers(tmp_path)
     assert not np.allclose(want_a, want_b)
     assert E.load_cache(p, None).entropies is None
     assert ca.scores is cb.scores  # the arrays are shared, not read again
+
+
+def test_learns_provenance_is_the_best_seed_runs(monkeypatch):
+    """learn's result names the code that found its DAG (the seed's record), not the
+    process that merged the seeds (a client, on Dask: another host, other code)."""
+    from bnsl_dist.pipeline.learn import learn, learn_cells
+    from bnsl_dist.pipeline.specs import CacheSpec, SearchSpec
+
+    ran = {"version": "9.9", "commit": "c0ffee", "dirty": True, "hostname": "worker-7",
+           "versions": {"bnsl_dist": "9.9", "numpy": "0"}}
+    monkeypatch.setattr(E, "provenance", lambda: ran)
+    cells = learn_cells(NLTCS, CacheSpec(method="sequential", max_indegree=1),
+                        SearchSpec(algorithm="asobs", budget={"iterations": 5}), 2)
+    assert learn(cells).provenance == ran

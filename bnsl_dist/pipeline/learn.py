@@ -19,7 +19,6 @@ from typing import Any
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.pipeline.cell import Cell
-from bnsl_dist.pipeline.provenance import provenance
 from bnsl_dist.pipeline.run import (
     CacheBuilder,
     NoSolutionError,
@@ -166,7 +165,17 @@ class LearnResult:
             screening=screening,
             treewidth=None if top.treewidth_bound is None else {
                 "width": top.treewidth_bound, "order": list(top.treewidth_order)},
-            provenance=provenance())
+            provenance=_record_provenance(top))
+
+
+def _record_provenance(record: CellResult) -> dict[str, Any]:
+    """The provenance of the seed run that found the best DAG, as its record carries it
+    (the code its process ran, on its host), in the form of
+    :func:`~bnsl_dist.pipeline.provenance.provenance`; not the merging process's, which
+    may have run other code, or none."""
+    versions = json.loads(record.versions or "{}")
+    return {"version": versions.get("bnsl_dist"), "commit": record.commit,
+            "dirty": record.dirty, "versions": versions, "hostname": record.hostname}
 
 
 def learn_cells(data: DataRef | None, cache: CacheSpec, search: SearchSpec, seeds: int, *,
