@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 #: Folders that hold no cited text (VCS, caches, build outputs).
 SKIP_DIRS = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
-             "build", "dist", ".venv", "node_modules"}
+             ".hypothesis", ".benchmarks", "build", "dist", ".venv", "node_modules"}
 TEXT_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".toml", ".txt", ".sh", ".cfg", ".ini",
                  ".json", ".sbatch", ".rst", ""}
 MAX_BYTES = 2_000_000
