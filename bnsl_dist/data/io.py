@@ -50,7 +50,6 @@ __all__ = ["read_data", "read_dataset", "peek_shape", "write_csv", "MISSING_TOKE
 MISSING_TOKENS = frozenset({"?", "", "NA"})
 
 
-
 def _is_int(tok: str) -> bool:
     return is_plain_int(tok, plus=False)
 
@@ -225,10 +224,11 @@ def _columns(table: list[_Factorized], lines: list[int] | None, *, spath: str,
         assert lines is not None  # the caller gives one or the other
         row_line = lines.__getitem__
     return RawTable(spath, names, declared, cols, label_sets, miss if miss.any() else None,
-                row_line)
+                    row_line)
 
 
-def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: MissingPolicy) -> RawTable:
+def _parse_text(path: Path, header: bool | None, labels: LabelPolicy,
+                missing: MissingPolicy) -> RawTable:
     spath = str(path)
     text = read_text(path, newline="")
     buf = io.StringIO(text, newline="")
@@ -280,7 +280,7 @@ def _parse_text(path: Path, header: bool | None, labels: LabelPolicy, missing: M
             arr = None  # "01", "+1": labels where labels may be
         if arr is not None:
             return RawTable(spath, names, declared, [arr[:, j] for j in range(width)],
-                        [None] * width, None, _line_finder(text, start, comma, body_line))
+                            [None] * width, None, _line_finder(text, start, comma, body_line))
         buf.seek(start)
         records = _records(buf, comma, body_line)
 

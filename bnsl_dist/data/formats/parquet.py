@@ -78,7 +78,7 @@ def _parse(path: Path, header: bool | None, labels: LabelPolicy,
             cols.append(codes)
             label_sets.append([str(u) for u in uniq])
     return RawTable(spath, names, None, cols, label_sets, miss if miss.any() else None,
-                lambda r: r + 1)  # the row number, as in the messages above
+                    lambda r: r + 1)  # the row number, as in the messages above
 
 
 def _peek(path: Path) -> tuple[int, int]:
