@@ -48,15 +48,29 @@ def grid_group() -> None:
                    "starts that would not end by then at the mean wall time of the "
                    "stored cells like it (one with none stored: while before WHEN); "
                    "running cells finish; the rest stay pending (exit status 3).")
+@click.option("--replay", "replay", default=None, metavar="RECORDS",
+              type=click.Path(dir_okay=False, exists=True),
+              help="Replay instead of computing: every cache batch and cell sleeps for "
+                   "its wall time in the records file RECORDS (of this grid, or of a "
+                   "reduced one: brought to this grid's budgets; a cell without a record: "
+                   "its budget), on --workers threads of this process. Records of status "
+                   "'replayed', never results; --results must be a folder of replays.")
+@click.option("--speed", default=1.0, show_default=True,
+              type=FiniteRange(min=0.0, min_open=True,
+                               message="{opt} must be a positive number, got {value}"),
+              help="With --replay: grid seconds per real second (sleeps are divided by "
+                   "it; reports/summary.json reads in grid seconds).")
 def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: bool,
             no_progress: bool, no_report: bool, only: str | None, stop_at: float | None,
-            **cluster: Any) -> None:
+            replay: str | None, speed: float, **cluster: Any) -> None:
     """Run every cell of GRID.yaml whose result is not yet in --results.
 
     A big grid can run in pieces (--datasets, --stop-at, or stop it and rerun: finished
     cells are skipped). Exit status: 0 when every cell is stored, 1 when a cell failed
     (the failed cells' keys and first error lines are printed), 2 on bad input or a lost
-    cluster, 3 when --stop-at left cells not started (rerun to resume; before 1)."""
+    cluster, 3 when --stop-at left cells not started (rerun to resume; before 1).
+    Every run writes reports/summary.json: workers, makespan_s, busy_s, utilisation,
+    lower_bound_s, efficiency, scheduler_ms_per_task, client_peak_rss_bytes."""
     from bnsl_dist.orchestrate.cluster import default_n_workers
     from bnsl_dist.orchestrate.grid import (
         connected_workers,
@@ -91,8 +105,14 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
         click.echo(format_plan(plan, n, left,
                                stop_in=None if stop_at is None else stop_at - time.time()))
         return
+    from bnsl_dist.orchestrate.replay import refuse_replayed
+
+    refuse_replayed(results, replay=replay is not None)
     if not plan.pending:  # every cell stored: no cluster to start
         click.echo(f"{len(plan.cells)} cells: all already done")
+        return
+    if replay is not None:
+        _replay(grid, results, replay, speed, conn, piece, stop_at, live, no_report)
         return
     with open_client(cfg, **conn) as client:
         if stop_at is not None and left is not None:
@@ -103,6 +123,9 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
         summary = run_grid(client, grid, results, progress=live, report=not no_report,
                            datasets=piece, on_result=log, stop_at=stop_at, expected=left)
     click.echo(str(summary))
+    report = Path(results) / "reports" / "summary.json"
+    if report.is_file():
+        click.echo(f"run summary (makespan, utilisation, efficiency): {report}")
     if summary.report is not None:
         click.echo(f"performance report: {summary.report}")
     for key in summary.failed:
@@ -113,6 +136,33 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
         sys.exit(3)
     if summary.failed:
         sys.exit(1)
+
+
+def _replay(grid: Any, results: str, records: str, speed: float, conn: dict[str, Any],
+            piece: set[str] | None, stop_at: float | None, live: bool,
+            no_report: bool) -> None:
+    """``grid run --replay``: on a local cluster of sleeping threads."""
+    from bnsl_dist.exceptions import InvalidConfigError
+    from bnsl_dist.orchestrate.cluster import default_n_workers
+    from bnsl_dist.orchestrate.replay import replay_client, replay_grid
+    from bnsl_dist.results.export import read_records
+
+    if conn.get("scheduler") or conn.get("scheduler_file"):
+        raise InvalidConfigError("--replay runs on threads of this process: no --scheduler")
+    recs = read_records(records)
+    with replay_client(conn.get("workers") or default_n_workers()) as client:
+        summary = replay_grid(client, grid, results, recs, speed=speed, records_name=records,
+                              datasets=piece, stop_at=stop_at, progress=live,
+                              report=not no_report)
+    click.echo(f"replayed {len(summary.computed)} cells at speed {speed:g} "
+               f"({summary.seconds:.1f} s); in the grid's seconds:")
+    click.echo((Path(results) / "reports" / "summary.json").read_text().rstrip())
+    for key in summary.failed:
+        click.echo(f"failed {key}: {summary.errors.get(key, '')}", err=True)
+    if summary.not_started:
+        click.echo(f"{len(summary.not_started)} cells not started: too late for --stop-at",
+                   err=True)
+        sys.exit(3)
 
 
 def _cell_log(cells: Sequence[Any], done: Sequence[str], pending: Sequence[Any],
@@ -176,6 +226,39 @@ def _piece(grid: Any, only: str) -> set[str]:
         raise InvalidConfigError(f"--datasets: {', '.join(unknown) or repr(only)} not in "
                                  f"grid {grid.name} (it has {', '.join(have)})")
     return set(names)
+
+
+@grid_group.command("plan")
+@click.argument("grid_file", metavar="GRID.yaml", type=click.Path(dir_okay=False))
+@click.option("--workers", "workers", required=True, multiple=True,
+              type=click.IntRange(min=1), help="Worker threads (repeat for several).")
+@click.option("--records", "records", default=None, type=click.Path(dir_okay=False,
+                                                                     exists=True),
+              help="A records file of this grid or of a reduced one (its wall times, "
+                   "brought to this grid's budgets); default: the budgets alone.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def plan_cmd(grid_file: str, workers: tuple[int, ...], records: str | None,
+             as_json: bool) -> None:
+    """Expected makespan, CPU-hours, peak memory per worker and cells of GRID.yaml on
+    --workers: its tasks as `grid run` submits them, scheduled as Dask hands them out,
+    with the durations of the replay model (no cluster is started)."""
+    from bnsl_dist.pipeline.config import load_grid
+    from bnsl_dist.pipeline.grid import expand_grid
+    from bnsl_dist.pipeline.plan import format_plan_estimate, plan
+
+    grid = load_grid(grid_file)
+    recs = None
+    if records is not None:
+        from bnsl_dist.results.export import read_records
+
+        recs = read_records(records)
+    cells = expand_grid(grid)
+    plans = [plan(cells, w, recs, grid=grid.name) for w in workers]
+    if as_json:
+        echo_json([p.to_dict() for p in plans])
+        return
+    for p in plans:
+        click.echo(format_plan_estimate(p))
 
 
 @grid_group.command("status")

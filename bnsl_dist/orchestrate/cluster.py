@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import dask
 from distributed import Client, LocalCluster
 
 from bnsl_dist.exceptions import InvalidConfigError
@@ -44,6 +45,14 @@ __all__ = ["DEFAULT_TIMEOUT", "connect", "connect_timeout", "default_n_workers",
 
 #: Seconds to reach a scheduler and to see its first worker.
 DEFAULT_TIMEOUT = 10.0
+#: Dask settings of the schedulers this package starts (read when one starts): each
+#: worker thread holds one task at a time (``worker-saturation`` 1.0, not Dask's 1.1,
+#: which gives a one-thread worker a second task to queue behind its first), so every
+#: task goes to the first free thread in priority order. A replay of seven cells on two
+#: workers showed it: at 1.1 the cell of 5 s ran before the one of 6 s, queued behind
+#: the 8 s cell on a worker while the other still ran its 10 s cell
+#: (tests/orchestrate/test_replay.py). Its cost: one scheduler round trip per task.
+SCHEDULER_CONFIG = {"distributed.scheduler.worker-saturation": 1.0}
 
 
 def default_n_workers() -> int:
@@ -183,11 +192,12 @@ def connect(*, workers: int | None = None, scheduler: str | None = None,
         "dashboard_address": "127.0.0.1:0",  # the HTTP server too
         "scheduler_kwargs": {"dashboard": dashboard}, "silence_logs": 40}
     if processes:
-        with _start_method():
+        with _start_method(), dask.config.set(SCHEDULER_CONFIG):
             cluster = LocalCluster(processes=True, host="127.0.0.1",
                                    memory_limit=memory_limit, **kwargs)
     else:  # in-process transport; the HTTP server still binds 127.0.0.1
-        cluster = LocalCluster(processes=False, memory_limit=None, **kwargs)
+        with dask.config.set(SCHEDULER_CONFIG):
+            cluster = LocalCluster(processes=False, memory_limit=None, **kwargs)
     client = Client(cluster)
     try:
         _announce(client, announce, cluster, dashboard)

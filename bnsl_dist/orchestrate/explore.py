@@ -31,7 +31,6 @@ file exists, and a failed batch fails the cache and, through it, its cells.
 from __future__ import annotations
 
 import functools
-import math
 import os
 import time
 from collections.abc import Sequence
@@ -54,6 +53,7 @@ from bnsl_dist.cache.spec import CacheSpec
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.pipeline.cell import CacheJob
+from bnsl_dist.pipeline.cost import guided_batches
 from bnsl_dist.pipeline.run import ensure_cache, stage_data
 
 __all__ = ["build_cache_distributed", "cached_path", "explore_job", "guided_batches",
@@ -86,22 +86,6 @@ def _explore_task(data: CategoricalData | str, data_hash: str, variables: list[i
     if isinstance(data, str):
         data = load_data_task(data, data_hash)
     return explore_batch(data, variables, settings)
-
-
-def guided_batches(variables: Sequence[int], n_workers: int,
-                   batch_size: int | None = None) -> list[list[int]]:
-    """Split ``variables`` into batches: ``batch_size`` each when given, else shrinking
-    ones (ceil(left / (4 W)), at least 1), so the last tasks are single variables."""
-    todo = list(variables)
-    if batch_size is not None:
-        return [todo[i:i + batch_size] for i in range(0, len(todo), batch_size)]
-    out = []
-    i = 0
-    while i < len(todo):
-        size = max(1, math.ceil((len(todo) - i) / (4 * max(1, n_workers))))
-        out.append(todo[i:i + size])
-        i += size
-    return out
 
 
 def cached_path(cache_dir: str | os.PathLike[str], data: CategoricalData,
@@ -231,11 +215,13 @@ def store_job_cache(job: CacheJob, path: str, *parts: BatchResult) -> str:
 
 def submit_cache_build(client: Client, job: CacheJob, path: str, n_vars: int,
                        n_workers: int, priority: float, store_priority: float,
-                       explore: Any = explore_job) -> Future:
+                       explore: Any = explore_job, store: Any = store_job_cache,
+                       deps: dict[str, list[str]] | None = None) -> Future:
     """Submit the cache of ``job`` as guided batches of ``n_vars`` variables (priorities
-    in (``priority``, ``priority`` + 1), largest batches first) and the task storing it
-    at ``path`` (``store_priority``). Returns the storing task's future (its result:
-    the path)."""
+    in (``priority``, ``priority`` + 1), largest batches first; ``explore(job,
+    variables)`` each) and the task storing it at ``path`` (``store_priority``;
+    ``store(job, path, *batches)``). Returns the storing task's future (its result:
+    the path); with ``deps``, its key -> its batches' keys is added there."""
     from bnsl_dist.orchestrate.workers import task_key
 
     batches = guided_batches(range(n_vars), n_workers)
@@ -243,6 +229,8 @@ def submit_cache_build(client: Client, job: CacheJob, path: str, n_vars: int,
                            pure=False, priority=priority + (len(batches) - i)
                            / (len(batches) + 1))
              for i, b in enumerate(batches)]
-    return client.submit(store_job_cache, job, path, *parts,
-                         key=task_key("cache", job.key, path), pure=False,
-                         priority=store_priority)
+    fut = client.submit(store, job, path, *parts, key=task_key("cache", job.key, path),
+                        pure=False, priority=store_priority)
+    if deps is not None:
+        deps[str(fut.key)] = [str(p.key) for p in parts]
+    return fut

@@ -10,16 +10,20 @@
    ``fan_out_seconds`` on a cluster of two workers or more, as guided batches of
    per-variable tasks and one task storing the file
    (:func:`bnsl_dist.orchestrate.explore.submit_cache_build`; the same file);
-3. submits every pending cell as ``client.submit(run_cell, cell, cache, key="cell-<key>",
-   pure=False)`` (:func:`run_cells`): a cell starts as soon as its own cache exists,
-   caches and long cells first; a cell's seed derives from the grid seed and the cell
-   identity, so the result is the same on any worker, in any order, after any worker loss;
+3. submits every pending cell as a task ``run_cell(cell, cache)`` keyed ``cell-<key>``,
+   all in one graph (:func:`run_cells`): a cell starts as soon as its own cache exists,
+   in the order of :func:`~bnsl_dist.pipeline.cost.priorities` (caches before all but
+   one last wave of cells, long cells first); a cell's seed derives from the grid seed and
+   the cell identity, so the result is the same on any worker, in any order, after any
+   worker loss;
 4. writes each result as its own Parquet file atomically, or a failure record (status +
    traceback) — never a result — when the cell raised, found no DAG or killed its
    workers; cells the cluster cut off are left for the rerun (:class:`GridInterrupted` when the scheduler
    or every worker is lost);
 5. shows a progress bar and the dashboard link, saves a Dask performance report in
-   ``reports/`` and the run's utilisation in ``reports/grid-run-<name>-<time>.json``;
+   ``reports/``, the run's counts and utilisation in
+   ``reports/grid-run-<name>-<time>.json`` and its makespan, utilisation, lower bound and
+   efficiency in ``reports/summary.json`` (:mod:`bnsl_dist.orchestrate.summary`);
 6. with ``stop_at`` (``grid run --stop-at``, e.g. a batch job's wall-clock end), starts
    no task that would not finish by then: each cell checks the clock on its worker
    when it starts, against its expected wall time (the mean of the stored cells like
@@ -44,7 +48,6 @@ import asyncio
 import contextlib
 import functools
 import json
-import math
 import os
 import sys
 import time
@@ -52,15 +55,29 @@ import traceback as tb_mod
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
+import dask
 from distributed import Client, Future, as_completed, performance_report
 
-from bnsl_dist.exceptions import BNSLError, DataError, InvalidConfigError
-from bnsl_dist.orchestrate.explore import explore_job, submit_cache_build
+from bnsl_dist.exceptions import BNSLError, InvalidConfigError
+from bnsl_dist.orchestrate.explore import explore_job, store_job_cache, submit_cache_build
+from bnsl_dist.orchestrate.summary import run_report, scheduler_cpu_seconds, task_seconds
 from bnsl_dist.orchestrate.workers import register_warmup
 from bnsl_dist.pipeline.cell import CacheJob, Cell
 from bnsl_dist.pipeline.config import ClusterConfig, GridConfig, JobqueueConfig
+from bnsl_dist.pipeline.cost import (
+    ASSUMED_ROWS,
+    FAN_OUT_SECONDS,
+    SCORE_SECONDS,
+    SCORE_SECONDS_PER_ROW,
+    cache_sizes,
+    cache_work,
+    cell_budget_seconds,
+    cell_cost,
+    priorities,
+)
+from bnsl_dist.pipeline.cost import n_vars_hint as _n_vars_hint
 from bnsl_dist.pipeline.grid import (
     estimate_from_store,
     expand_grid,
@@ -69,13 +86,14 @@ from bnsl_dist.pipeline.grid import (
     started_by,
     sum_known,
 )
+from bnsl_dist.pipeline.plan import utilisation
 from bnsl_dist.pipeline.run import NoSolutionError, ensure_cache, failure_record, run_cell
-from bnsl_dist.pipeline.specs import DataRef
 from bnsl_dist.results.records import CellResult
 from bnsl_dist.results.store import ResultStore, StoreStatus
 from bnsl_dist.search.warmup import algorithm_spec
 
-__all__ = ["GridInterrupted", "GridPlan", "GridSummary", "NotStarted", "cache_sizes",
+__all__ = ["ASSUMED_ROWS", "FAN_OUT_SECONDS", "SCORE_SECONDS", "SCORE_SECONDS_PER_ROW",
+           "GridInterrupted", "GridPlan", "GridSummary", "NotStarted", "cache_sizes",
            "cache_work", "cell_budget_seconds", "cell_cost", "connected_workers", "plan_grid",
            "format_plan", "grid_status", "run_cells", "run_grid", "open_client",
            "jobqueue_job_script", "stop_note", "unless_late"]
@@ -99,38 +117,6 @@ class GridPlan:
         if self.search_seconds is None or self.cache_seconds is None:
             return None
         return (self.search_seconds + self.cache_seconds) / max(1, n_workers)
-
-
-def _n_vars_hint(ref: DataRef | None) -> int | None:
-    return None if ref is None else _shape_hint(ref)[0]
-
-
-def _shape_hint(ref: DataRef) -> tuple[int | None, int | None]:
-    """(variables, rows) of the split ``ref`` names: a data file's from its first line
-    and line ends (:func:`~bnsl_dist.data.io.peek_shape`), a registered data set's from
-    the registry alone (nothing is read or made); None where neither says."""
-    if ref.path is not None:
-        try:
-            from bnsl_dist.data.io import peek_shape
-
-            file = ref.file
-            shape = None if file is None else peek_shape(file)
-        except DataError:  # an unset environment variable: the run says so
-            shape = None
-        return shape if shape is not None else (None, None)
-    try:
-        from bnsl_dist.datasets.catalog import load_catalog
-
-        cat = load_catalog()
-        spec = cat.dataset(ref.name).spec
-        n = getattr(spec, "n_vars", None)
-        if n is None and getattr(spec, "network", None):
-            n = getattr(cat.network(spec.network).spec, "n_vars", None)
-        part = spec.splits.get(ref.split)
-        rows = getattr(part, "n_rows", None) or getattr(part, "n_samples", None)
-    except Exception:  # noqa: BLE001 - a hint only
-        return None, None
-    return (int(n) if n else None), (int(rows) if rows else None)
 
 
 def grid_cells(grid: GridConfig, datasets: Collection[str] | None = None) -> list[Cell]:
@@ -162,37 +148,6 @@ def plan_grid(grid: GridConfig, results_dir: str | os.PathLike[str],
     cache_s = None if None in works else sum(w or 0.0 for w in works)
     return GridPlan(grid, tuple(cells), pending, st.done, st.failed, tuple(caches.values()),
                     search, cache_s)
-
-
-class _Shape(NamedTuple):
-    n_vars: int
-    n_samples: int
-
-
-def cell_budget_seconds(cell: Cell) -> float | None:
-    """The worker seconds a cell's time budgets allow at most (None: not bounded in
-    seconds): its search budget; for a SEM cell, its M-steps' budgets as the cell sets
-    them (:func:`~bnsl_dist.sem.structural_em.sem_cache_spec` and
-    :func:`~bnsl_dist.sem.structural_em.sem_search_budget`: the cache's seconds per
-    variable and k-MAX's seconds, capped by the cell's budget) times the EM iteration
-    cap, its E-steps not counted; None when either M-step budget is a count
-    (data-scaled) or the data's size is unknown."""
-    if cell.sem is None:
-        return cell.budget_seconds
-    from bnsl_dist.sem.structural_em import sem_cache_spec, sem_search_budget
-
-    sem = cell.sem
-    n, rows = _shape_hint(cell.data) if cell.data is not None else (None, None)
-    if n is None:
-        return None
-    shape = _Shape(n, rows or 1)  # the rows matter to the count budgets alone
-    cache = sem_cache_spec(cell.cache, cell.cache.score, shape,
-                           scaled=sem.cache_budget == "data", scale=sem.budget_scale)
-    search = sem_search_budget(shape, sem.search_seconds_per_variable, cell.budget,
-                               scale=sem.budget_scale)
-    if cache.seconds_per_variable is None or search.seconds is None:
-        return None
-    return sem.max_em_iterations * (cache.seconds_per_variable * n + search.seconds)
 
 
 def _fmt_seconds(s: float | None) -> str:
@@ -304,9 +259,9 @@ _INFRASTRUCTURE = ("CommClosedError", "CancelledError", "FutureCancelledError",
 class GridSummary:
     """What a :func:`run_grid` call did. ``utilisation`` = sum of task compute time /
     (wall time × worker threads), None when the scheduler could not say. The wall time
-    is the longer of the client's clock and the span of the tasks on the workers' clocks
-    (the scheduler shifts those by a measured delay, so a short run could otherwise
-    read above 1)."""
+    is the longer of the client's clock from the first task submitted to the last result
+    stored and the span of the tasks on the workers' clocks (the scheduler shifts those
+    by a measured delay, so a short run could otherwise read above 1)."""
 
     total: int
     skipped: int
@@ -321,14 +276,16 @@ class GridSummary:
     workers: int = 0
     threads: int = 0  # worker threads (task slots); 0 = unknown, one per worker assumed
     report: Path | None = None
+    # for reports/summary.json (bnsl_dist.orchestrate.summary.run_report)
+    spans: dict[str, list[tuple[float, float]]] = field(default_factory=dict, repr=False)
+    deps: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    cells_seconds: float = 0.0  # run_cells: the first submission to the last result
+    scheduler_seconds: float | None = None  # the scheduler's CPU seconds over run_cells
 
     @property
     def utilisation(self) -> float | None:
-        slots = self.threads or self.workers
-        wall = max(self.seconds, self.task_span_seconds)
-        if self.busy_seconds is None or not slots or wall <= 0:
-            return None
-        return self.busy_seconds / (wall * slots)
+        return utilisation(self.busy_seconds, self.threads or self.workers,
+                           max(self.cells_seconds or self.seconds, self.task_span_seconds))
 
     def to_dict(self) -> dict[str, Any]:
         return {"total": self.total, "skipped": self.skipped, "computed": len(self.computed),
@@ -421,91 +378,16 @@ def _worker_slots(client: Client) -> tuple[int, int] | None:
     return len(workers), sum(int(w.get("nthreads", 1)) for w in workers.values())
 
 
-def _compute_spans(client: Client, since: float,
-                   prefixes: tuple[str, ...]) -> list[tuple[float, float]] | None:
-    """(start, stop) of each compute of our tasks that started since ``since``, from the
-    scheduler's task stream; None when the scheduler does not answer. A task of an
-    earlier run still computing on a shared cluster (e.g. a batch of a cache that failed)
-    is not this run's work. The stream's own ``start`` filter bisects a buffer that is
-    not sorted when several workers report, so it only narrows; the start of each
-    compute decides."""
+def _compute_spans(client: Client, since: float, prefixes: tuple[str, ...]
+                   ) -> dict[str, list[tuple[float, float]]] | None:
+    """Key -> (start, stop) of each compute of our tasks that started since ``since``
+    (:func:`~bnsl_dist.orchestrate.summary.task_seconds`); None when the scheduler does
+    not answer."""
     try:
         stream = client.get_task_stream(start=since)
     except Exception:  # noqa: BLE001 - a lost scheduler
         return None
-    return [(ss["start"], ss["stop"]) for rec in stream
-            if str(rec.get("key", "")).startswith(prefixes)
-            for ss in rec.get("startstops", ())
-            if ss.get("action") == "compute" and ss["start"] >= since]
-
-
-def cell_cost(cell: Cell) -> float:
-    """A rough cost used only to order work (longest first): the time budget, else the
-    iteration budget scaled by the number of variables; times a SEM cell's budget scale
-    (its M-steps' budgets: a tuning study's x2 cells before its x0.5 ones, which the
-    cells' common time cap left in any order)."""
-    n = _n_vars_hint(cell.data) or 100
-    scale = 1.0 if cell.sem is None else float(cell.sem.budget_scale)
-    if cell.budget_seconds is not None:
-        return float(cell.budget_seconds) * (1.0 + 1e-6 * n) * scale
-    return float(cell.budget_iterations or 1) * n * 1e-4 * scale
-
-
-#: Worker seconds of one exact score on ``N`` rows, for :func:`cache_work`:
-#: ``SCORE_SECONDS + SCORE_SECONDS_PER_ROW * N`` (independence selection at 3,000 scores
-#: per variable on the 2-core development machine: 1.0e-9 to 1.9e-9 s per score and row
-#: from dna's 1,600 rows to msnbc's 291,326, ``python -m workflows.benchmarks.score_cost``;
-#: a 16-core machine's cores were ~1.7x slower).
-SCORE_SECONDS = 1e-6
-SCORE_SECONDS_PER_ROW = 2.5e-9
-#: ... the rows assumed where a registry entry does not give them.
-ASSUMED_ROWS = 10_000
-
-#: Caches estimated at this many worker seconds or more fan out (see :func:`run_cells`).
-FAN_OUT_SECONDS = 10.0
-
-
-def cache_work(job: CacheJob) -> float | None:
-    """Estimated worker seconds to build ``job``'s cache: variables x the per-variable
-    time budget, or x exact scores x the seconds of one score on the data's rows
-    (:data:`SCORE_SECONDS_PER_ROW`; the smaller when both are set; independence
-    selection with neither: 1 s a variable; sequential exploration with neither: every
-    set up to the in-degree). None when the number of variables is unknown (a data
-    file not there yet, or not readable) or screening decides it."""
-    if job.data is None or job.screening is not None:
-        return None
-    n, rows = _shape_hint(job.data)
-    if n is None:
-        return None
-    per_score = SCORE_SECONDS + SCORE_SECONDS_PER_ROW * (rows or ASSUMED_ROWS)
-    spec = job.cache
-    per = [float(spec.seconds)] if spec.seconds is not None else []
-    if spec.scores_per_variable is not None:
-        per.append(spec.scores_per_variable * per_score)
-    if not per:
-        k = n - 1 if spec.max_indegree is None else min(spec.max_indegree, n - 1)
-        per.append(1.0 if spec.method == "independence"
-                   else sum(math.comb(n - 1, r) for r in range(k + 1)) * per_score)
-    return n * min(per)
-
-
-def cache_sizes(cells: Sequence[Cell], cache_path: Callable[[Cell], str | None],
-                cost: Callable[[Cell], float] = cell_cost
-                ) -> tuple[dict[str, float], dict[str, Cell]]:
-    """Each cache the ``cells`` need (those ``cache_path`` names): its size for ordering
-    (:func:`cache_work`, else the cost of its longest cell) and the first cell needing it,
-    by cache key."""
-    sizes: dict[str, float] = {}
-    first: dict[str, Cell] = {}
-    for c in cells:
-        if cache_path(c) is not None:
-            sizes[c.cache_job.key] = max(sizes.get(c.cache_job.key, 0.0), cost(c))
-            first.setdefault(c.cache_job.key, c)
-    for ck, c in first.items():
-        work = cache_work(c.cache_job)
-        if work is not None:
-            sizes[ck] = work
-    return sizes, first
+    return task_seconds(stream, since, prefixes)
 
 
 def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
@@ -517,6 +399,7 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
               no_worker_timeout: float = NO_WORKER_TIMEOUT,
               fan_out_seconds: float = FAN_OUT_SECONDS,
               explore: Callable[..., Any] = explore_job,
+              store_cache: Callable[..., str] = store_job_cache,
               stop_at: float | None = None,
               expected: Mapping[str, float | None] | None = None) -> GridSummary:
     """Run ``cells`` on the cluster and store each outcome as it arrives.
@@ -529,12 +412,17 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     workers or more, guided batches of ``explore(cache_job, variables)`` tasks and one
     task that stores the file once they are done
     (:func:`~bnsl_dist.orchestrate.explore.submit_cache_build`; ``fan_out_seconds=0``
-    fans out every cache of known size; those of unknown size stay one task). The
-    file is the one ``ensure_cache`` writes, but for its timings. Caches get the highest
-    priorities (the largest estimated work first, else the longest cells'; the storing
-    tasks above all), then cells, longest first
-    (``cost``), so no short task holds a worker while a long one waits. A failed batch
-    fails its cache, and each cell of it gets a failure record.
+    fans out every cache of known size; those of unknown size stay one task), stored by
+    ``store_cache(cache_job, path, *batches)``. The file is the one ``ensure_cache``
+    writes, but for its timings. (``build_cache``, ``explore``, ``store_cache`` and
+    ``run`` are the seam a replay fills with sleeps: :mod:`bnsl_dist.orchestrate.replay`.)
+    Priorities (:func:`~bnsl_dist.pipeline.cost.priorities`, on the connected worker
+    threads): the storing tasks above all; the cells beyond one last wave of the
+    workers, those of the cheapest caches, as soon as their cache exists; then every
+    cache (the largest first, ``cost``'s longest cell where its work is unknown); then
+    the last wave, longest first (``cost``), so no short task holds a worker while a
+    long one waits and the last cells fill every worker. A failed batch fails its cache,
+    and each cell of it gets a failure record.
 
     Only a cell's own exception makes a failure record, status ``killed`` when its
     workers died under it as often as the scheduler allows (``KilledWorker``: e.g. an
@@ -560,47 +448,67 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     since = time.time()
     with contextlib.suppress(Exception):  # installs the scheduler's task-stream plugin
         client.get_task_stream(start=0, stop=0)
-    summary.workers = connected_workers(client) or 0
+    summary.workers, summary.threads = _worker_slots(client) or (0, 0)
+    cpu0 = scheduler_cpu_seconds(client)
     by_key = {c.key: c for c in cells}
-    order = sorted(cells, key=cost)  # ascending: rank = priority
     sizes, first = cache_sizes(cells, cache_path, cost)
     cache_futs: dict[str, Future | str | None] = {}
-    top = len(cells) + 2 + len(sizes)  # the storing tasks of fanned-out caches
+    for ck in first:
+        path = cache_path(first[ck])
+        if path is not None and Path(path).is_file():
+            cache_futs[ck] = path
+            del sizes[ck]
+    prio = priorities(cells, sizes, summary.threads, cost)
     # submitted in priority order too: an idle worker takes the first task that arrives
-    for rank, ck in reversed(list(enumerate(sorted(sizes, key=sizes.__getitem__)))):
+    for ck in sorted(sizes, key=prio.caches.__getitem__, reverse=True):
         job = first[ck].cache_job
         path = cache_path(first[ck])
         assert path is not None
         work, n = cache_work(job), _n_vars_hint(job.data)
-        if Path(path).is_file():
-            cache_futs[ck] = path
-        elif summary.workers >= 2 and work is not None and n is not None \
+        if summary.workers >= 2 and work is not None and n is not None \
                 and work >= fan_out_seconds:
             cache_futs[ck] = submit_cache_build(client, job, path, n, summary.workers,
-                                                priority=len(cells) + 1 + rank,
-                                                store_priority=top, explore=explore)
+                                                priority=prio.caches[ck],
+                                                store_priority=prio.store, explore=explore,
+                                                store=store_cache, deps=summary.deps)
         else:
             cache_futs[ck] = client.submit(build_cache, job, path, key=f"cache-{ck}",
-                                           pure=False, priority=len(cells) + 1 + rank)
+                                           pure=False, priority=prio.caches[ck])
     futures: dict[Future, str] = {}
-    for rank, c in reversed(list(enumerate(order))):
+    ordered = sorted(cells, key=lambda c: prio.cells[c.key], reverse=True)
+    tasks = []
+    for c in ordered:
         task: tuple[Any, ...] = (run, c, cache_futs.get(c.cache_job.key))
         if stop_at is not None:
             task = (unless_late, stop_at, (expected or {}).get(c.key) or 0.0, *task)
-        fut = client.submit(*task, key=f"cell-{c.key}", pure=False, priority=rank)
+        with dask.annotate(priority=prio.cells[c.key]):
+            tasks.append(dask.delayed(task[0], pure=False)(*task[1:],
+                                                           dask_key_name=f"cell-{c.key}"))
+        dep = cache_futs.get(c.cache_job.key)
+        if isinstance(dep, Future):
+            summary.deps[f"cell-{c.key}"] = [str(dep.key)]
+    # one graph: Dask queues a large group of tasks without dependencies on the scheduler
+    # and hands each to the first free thread in priority order, but only when the group
+    # is large when it arrives (cells submitted one by one, the first went to workers at
+    # once and queued there behind others: tests/orchestrate/test_replay.py)
+    for fut, c in zip(client.compute(tasks, optimize_graph=False), ordered, strict=True):
         futures[fut] = c.key
     del cache_futs  # cells hold their cache futures; release ours
     lost = _drain(client, futures, by_key, store, summary, bar, on_result, no_worker_timeout)
-    summary.seconds = time.perf_counter() - t0
+    summary.seconds = summary.cells_seconds = time.perf_counter() - t0
     if lost is None:
         workers, threads = _worker_slots(client) or (0, 0)
         summary.workers = max(summary.workers, workers)
         summary.threads = max(summary.threads, threads)
+        cpu1 = scheduler_cpu_seconds(client)
+        summary.scheduler_seconds = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
         spans = _compute_spans(client, since, ("cell-", "cache-"))
         if spans is not None:
-            summary.busy_seconds = sum(b - a for a, b in spans)
-            if spans:
-                summary.task_span_seconds = max(b for _, b in spans) - min(a for a, _ in spans)
+            summary.spans = spans
+            flat = [ab for ss in spans.values() for ab in ss]
+            summary.busy_seconds = sum(b - a for a, b in flat)
+            if flat:
+                summary.task_span_seconds = max(b for _, b in flat) - min(a for a, _ in flat)
     else:
         summary.interrupted.extend(futures.values())
         with contextlib.suppress(Exception):
@@ -691,7 +599,9 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
              fan_out_seconds: float = FAN_OUT_SECONDS,
              datasets: Collection[str] | None = None,
              stop_at: float | None = None,
-             expected: Mapping[str, float | None] | None = None) -> GridSummary:
+             expected: Mapping[str, float | None] | None = None,
+             compute: Mapping[str, Callable[..., Any]] | None = None,
+             time_scale: float = 1.0) -> GridSummary:
     """Run every pending cell of ``grid`` (of its ``datasets`` only, when given: a piece
     of it; the whole grid is stored either way) on ``client``'s cluster into
     ``results_dir``.
@@ -724,11 +634,19 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
         With ``stop_at``: the pending cells' expected wall seconds (key -> seconds), when
         the caller has them (:func:`~bnsl_dist.pipeline.grid.estimate_left`); read from
         the stored cells otherwise.
+    compute : mapping, optional
+        What the tasks run instead of the real work (keyword arguments of
+        :func:`run_cells`: ``run``, ``build_cache``, ``explore``, ``store_cache``): a
+        replay's sleeps (:mod:`bnsl_dist.orchestrate.replay`).
+    time_scale : float
+        Grid seconds per real second in ``reports/summary.json`` (a replay's speed).
 
     Returns
     -------
     GridSummary
-        Also saved as ``reports/grid-run-<name>-<time>.json`` (utilisation included).
+        Also saved as ``reports/grid-run-<name>-<time>.json`` (utilisation included);
+        ``reports/summary.json``: the run's makespan, utilisation, lower bound and
+        efficiency (:func:`~bnsl_dist.orchestrate.summary.run_report`).
 
     Raises
     ------
@@ -767,7 +685,7 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
         summary = run_cells(client, pending, store, cache_path=cache_path, bar=bar,
                             on_result=on_result, no_worker_timeout=no_worker_timeout,
                             fan_out_seconds=fan_out_seconds, stop_at=stop_at,
-                            expected=expected)
+                            expected=expected, **(compute or {}))
     summary.total, summary.skipped = len(cells), len(cells) - len(pending)
     summary.report = report_path if report_path is not None and report_path.exists() \
         else None
@@ -775,6 +693,12 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
     store.save_text(f"reports/grid-run-{grid.name}-{stamp}.json",
                     json.dumps({**summary.to_dict(), "finished_at": time.strftime(
                         "%Y-%m-%dT%H:%M:%S%z")}, indent=1) + "\n")
+    store.save_text("reports/summary.json", json.dumps(
+        {"grid": grid.name, **run_report(summary.spans, summary.deps,
+                                         summary.threads or summary.workers,
+                                         summary.cells_seconds,
+                                         scheduler_s=summary.scheduler_seconds,
+                                         scale=time_scale)}, indent=1) + "\n")
     return summary
 
 

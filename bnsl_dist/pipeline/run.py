@@ -17,6 +17,7 @@ Rahier et al., JFRB 2018, Algorithm 2 (screening as a stage).
 from __future__ import annotations
 
 import functools
+import json
 import math
 import os
 import time
@@ -162,7 +163,22 @@ def ensure_cache(job: CacheJob, path: str | os.PathLike[str],
     cache = build(job.cache, target, builder)
     cache.meta["cache_key"] = job.key
     write_jkl(cache, p)
+    _write_cache_times(cache, p.with_name(f"{job.key}.times.json"))
     return str(p)
+
+
+def _write_cache_times(cache: ParentSetCache, path: Path) -> None:
+    """The cache's record beside it: its build seconds and each variable's exploration
+    seconds (what a replay of the grid sleeps, :mod:`bnsl_dist.pipeline.plan`)."""
+    from bnsl_dist._io import atomic_write_text
+
+    stats = cache.meta.get("stats", {})
+    seconds = dict(zip(stats.get("variables", []), stats.get("seconds", []), strict=False))
+    times = [round(float(seconds.get(v, 0.0)), 4) for v in range(cache.n_vars)]
+    atomic_write_text(path, json.dumps({
+        "cache_key": cache.meta.get("cache_key"), "n_vars": cache.n_vars,
+        "build_seconds": round(float(cache.meta.get("build_seconds", 0.0)), 4),
+        "variable_seconds": times}) + "\n")
 
 
 @functools.lru_cache(maxsize=2)

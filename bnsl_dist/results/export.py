@@ -9,7 +9,9 @@ Layout of a records file (Parquet, zstd):
   ``dirty``) is stored once, in the metadata;
 * key-value metadata: ``bnsl_dist.records`` (the format), ``bnsl_dist.grids`` (each
   stored ``grids/<name>.json``, by name), ``bnsl_dist.failures`` (every failure record
-  without a result) and ``bnsl_dist.constants`` (the columns stored once).
+  without a result), ``bnsl_dist.constants`` (the columns stored once) and, where the
+  folder kept them, ``bnsl_dist.caches`` (the cache records of the rows' caches: build
+  seconds and each variable's exploration seconds, ``caches/<key>.times.json``).
 
 The same folder gives the same bytes (sorted rows, canonical JSON, no timestamps), so a
 committed records file changes only when a record does.
@@ -63,6 +65,7 @@ _META_GRIDS = b"bnsl_dist.grids"
 _META_FAILURES = b"bnsl_dist.failures"
 _META_CONSTANTS = b"bnsl_dist.constants"
 _META_PART = b"bnsl_dist.part"
+_META_CACHES = b"bnsl_dist.caches"
 #: Columns stored once in the metadata when every row has the same value.
 _CONSTANT_CANDIDATES = ("versions", "hostname", "commit", "dirty")
 
@@ -75,6 +78,9 @@ class RecordSet:
     table: pa.Table
     grids: dict[str, dict[str, Any]] = field(default_factory=dict)
     failures: list[CellFailure] = field(default_factory=list)
+    #: The cache records of the rows' caches (cache key -> build seconds and each
+    #: variable's exploration seconds), where the folder kept them.
+    caches: dict[str, Any] = field(default_factory=dict)
 
     def frame(self) -> pd.DataFrame:
         """The results as a DataFrame, one row per cell."""
@@ -90,8 +96,10 @@ def _sorted_by_key(table: pa.Table) -> pa.Table:
 
 def _folder_records(root: Path) -> RecordSet:
     store = ResultStore(root)
-    return RecordSet(_sorted_by_key(store.read_table()), store.read_grids(),
-                     sorted(store.read_failures(), key=lambda f: f.key))
+    table = _sorted_by_key(store.read_table())
+    return RecordSet(table, store.read_grids(),
+                     sorted(store.read_failures(), key=lambda f: f.key),
+                     store.read_cache_times(set(table.column("cache_key").to_pylist())))
 
 
 def export_records(results: str | os.PathLike[str], out: str | os.PathLike[str], *,
@@ -143,6 +151,10 @@ def export_records(results: str | os.PathLike[str], out: str | os.PathLike[str],
     base = {_META_FORMAT: RECORDS_FORMAT.encode(),
             _META_GRIDS: canonical_json(recs.grids).encode(),
             _META_CONSTANTS: canonical_json(constants).encode()}
+    caches = {k: v for k, v in recs.caches.items()
+              if k in set(table.column("cache_key").to_pylist())}
+    if caches:  # folders without cache records export the bytes they did before
+        base[_META_CACHES] = canonical_json(caches).encode()
     target = Path(out)
 
     def encode(rows: pa.Table, fails: list[CellFailure],
@@ -293,7 +305,8 @@ def read_records(path: str | os.PathLike[str]) -> RecordSet:
                             f"(its part entry: {got})", path=str(p))
         sets.append(one)
     return RecordSet(pa.concat_tables([r.table for r in sets]), sets[0].grids,
-                     [f for r in sets for f in r.failures])
+                     [f for r in sets for f in r.failures],
+                     {k: v for r in sets for k, v in r.caches.items()})
 
 
 def _read_one(p: Path) -> tuple[RecordSet, dict[str, Any] | None]:
@@ -356,7 +369,8 @@ def _read_one(p: Path) -> tuple[RecordSet, dict[str, Any] | None]:
         if bad is not _GOOD:
             raise DataError(f"records file with a {what} that is not a file name: {bad!r}",
                             path=str(p))
-    return RecordSet(table, dict(grids), failures), part
+    caches = _meta_json(meta, _META_CACHES, p) if _META_CACHES in meta else {}
+    return RecordSet(table, dict(grids), failures, dict(caches)), part
 
 
 #: What a cell key or grid name must look like (it names a file of a results folder).

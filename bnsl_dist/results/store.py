@@ -95,6 +95,24 @@ class ResultStore:
     def cache_path(self, cache_key: str) -> Path:
         return self.caches_dir / f"{cache_key}.jkl.gz"
 
+    def read_cache_times(self, keys: Iterable[str] | None = None) -> dict[str, Any]:
+        """The cache records stored here (``caches/<key>.times.json``, written beside
+        each cache a grid builds: its build seconds and each variable's exploration
+        seconds), by cache key; with ``keys``, those only. An unreadable one is skipped
+        (a record of timings, never of results)."""
+        wanted = None if keys is None else set(keys)
+        out: dict[str, Any] = {}
+        folder = self.caches_dir
+        for p in sorted(folder.glob("*.times.json")) if folder.is_dir() else []:
+            key = p.name[:-len(".times.json")]
+            if wanted is not None and key not in wanted:
+                continue
+            try:
+                out[key] = json.loads(p.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+        return out
+
     # ------------------------------------------------------------------ queries
     def has_result(self, key: str) -> bool:
         return self.result_path(key).is_file()

@@ -41,8 +41,8 @@ def test_busy_seconds_count_only_this_runs_compute():
                     rec("other-d", (101.0, 109.0)),
                     rec("cell-e", (101.0, 102.0), action="transfer")]
 
-    assert sorted(_compute_spans(FakeClient(), 100.0, ("cell-", "cache-"))) == [
-        (100.0, 101.0), (101.0, 103.5)]
+    assert _compute_spans(FakeClient(), 100.0, ("cell-", "cache-")) == {
+        "cache-b": [(100.0, 101.0)], "cell-a": [(101.0, 103.5)]}
 
     class Lost:
         def get_task_stream(self, start):

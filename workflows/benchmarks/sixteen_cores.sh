@@ -11,6 +11,7 @@
 # worker counts of bn500_fewer, default "4 8": bn500's quarter again on fewer workers), PLAN
 # (seconds, default 570), STEPS (the steps to run, in that order; default "warm scaling
 # grid r10 bn500 bn500_running bn2000": issue 15's open figures first, then issue 17's;
+# "replay", not among them, replays the papers' grids on Dask, issue 41;
 # the device run of session 19 took 65 + 128 + 206 + 104 + 120 + 59 s for warm, scaling,
 # grid, r10, bn500 and bn500_running, session 20's 74 + 98 + 104 + 147 + 87 s for warm,
 # grid, r10, scaling and bn500),
@@ -123,11 +124,17 @@ grid() {
   rm -rf /tmp/bnsl-util
   step grid 400 "${CLI[@]}" grid run configs/grids/utilisation-16.yaml --results /tmp/bnsl-util \
     --workers "$W" --no-progress --no-report "${GRID[@]}"
+  # makespan, utilisation, lower bound, efficiency, scheduler CPU per task (issue 41)
+  cp /tmp/bnsl-util/reports/summary.json "$RES/grid-summary.json" 2>/dev/null
+}
+# issue 41: the papers' grids replayed on Dask with more cores to pace the scheduler
+replay() {
+  step replay 300 env BNSL_BENCH_OUT="$RES" python3 -m workflows.benchmarks.replay --seconds 20
 }
 for name in ${STEPS:-warm scaling grid r10 bn500 bn500_running bn2000}; do
   case $name in
-    warm|bn500|bn500_running|bn500_fewer|bn2000|scaling|r10|grid) "$name" ;;
-    *) echo "unknown step: $name (steps: warm bn500 bn500_running bn500_fewer bn2000 scaling r10 grid)" >&2; exit 2 ;;
+    warm|bn500|bn500_running|bn500_fewer|bn2000|scaling|r10|grid|replay) "$name" ;;
+    *) echo "unknown step: $name (steps: warm bn500 bn500_running bn500_fewer bn2000 scaling r10 grid replay)" >&2; exit 2 ;;
   esac
 done
 echo "done at $(( $(date +%s) - T0 )) s" | tee -a "$RES/steps.txt"

@@ -1,0 +1,223 @@
+"""What a grid's work costs, before any of it runs (no Dask): the data's shape from the
+registry or a file's first line, a cell's time budget in worker seconds, a cache's
+estimated build work, the order work is handed out in (longest first), and the guided
+batches a large cache fans out in. The orchestration (:mod:`bnsl_dist.orchestrate.grid`,
+:mod:`bnsl_dist.orchestrate.explore`) submits by these; the planner
+(:mod:`bnsl_dist.pipeline.plan`) simulates the same submission with them."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
+
+from bnsl_dist.exceptions import DataError
+from bnsl_dist.pipeline.cell import CacheJob, Cell
+from bnsl_dist.pipeline.specs import DataRef
+
+__all__ = ["ASSUMED_ROWS", "FAN_OUT_SECONDS", "SCORE_SECONDS", "SCORE_SECONDS_PER_ROW",
+           "Priorities", "cache_sizes", "cache_work", "cell_budget_seconds", "cell_cost",
+           "guided_batches", "n_vars_hint", "priorities", "shape_hint"]
+
+
+def n_vars_hint(ref: DataRef | None) -> int | None:
+    return None if ref is None else shape_hint(ref)[0]
+
+
+def shape_hint(ref: DataRef) -> tuple[int | None, int | None]:
+    """(variables, rows) of the split ``ref`` names: a data file's from its first line
+    and line ends (:func:`~bnsl_dist.data.io.peek_shape`), a registered data set's from
+    the registry alone (nothing is read or made); None where neither says."""
+    if ref.path is not None:
+        try:
+            from bnsl_dist.data.io import peek_shape
+
+            file = ref.file
+            shape = None if file is None else peek_shape(file)
+        except DataError:  # an unset environment variable: the run says so
+            shape = None
+        return shape if shape is not None else (None, None)
+    try:
+        from bnsl_dist.datasets.catalog import load_catalog
+
+        cat = load_catalog()
+        spec = cat.dataset(ref.name).spec
+        n = getattr(spec, "n_vars", None)
+        if n is None and getattr(spec, "network", None):
+            n = getattr(cat.network(spec.network).spec, "n_vars", None)
+        part = spec.splits.get(ref.split)
+        rows = getattr(part, "n_rows", None) or getattr(part, "n_samples", None)
+    except Exception:  # noqa: BLE001 - a hint only
+        return None, None
+    return (int(n) if n else None), (int(rows) if rows else None)
+
+
+
+class _Shape(NamedTuple):
+    n_vars: int
+    n_samples: int
+
+
+def cell_budget_seconds(cell: Cell) -> float | None:
+    """The worker seconds a cell's time budgets allow at most (None: not bounded in
+    seconds): its search budget; for a SEM cell, its M-steps' budgets as the cell sets
+    them (:func:`~bnsl_dist.sem.structural_em.sem_cache_spec` and
+    :func:`~bnsl_dist.sem.structural_em.sem_search_budget`: the cache's seconds per
+    variable and k-MAX's seconds, capped by the cell's budget) times the EM iteration
+    cap, its E-steps not counted; None when either M-step budget is a count
+    (data-scaled) or the data's size is unknown."""
+    if cell.sem is None:
+        return cell.budget_seconds
+    from bnsl_dist.sem.structural_em import sem_cache_spec, sem_search_budget
+
+    sem = cell.sem
+    n, rows = shape_hint(cell.data) if cell.data is not None else (None, None)
+    if n is None:
+        return None
+    shape = _Shape(n, rows or 1)  # the rows matter to the count budgets alone
+    cache = sem_cache_spec(cell.cache, cell.cache.score, shape,
+                           scaled=sem.cache_budget == "data", scale=sem.budget_scale)
+    search = sem_search_budget(shape, sem.search_seconds_per_variable, cell.budget,
+                               scale=sem.budget_scale)
+    if cache.seconds_per_variable is None or search.seconds is None:
+        return None
+    return sem.max_em_iterations * (cache.seconds_per_variable * n + search.seconds)
+
+
+
+def cell_cost(cell: Cell) -> float:
+    """A rough cost used only to order work (longest first): the time budget, else the
+    iteration budget scaled by the number of variables; times a SEM cell's budget scale
+    (its M-steps' budgets: a tuning study's x2 cells before its x0.5 ones, which the
+    cells' common time cap left in any order)."""
+    n = n_vars_hint(cell.data) or 100
+    scale = 1.0 if cell.sem is None else float(cell.sem.budget_scale)
+    if cell.budget_seconds is not None:
+        return float(cell.budget_seconds) * (1.0 + 1e-6 * n) * scale
+    return float(cell.budget_iterations or 1) * n * 1e-4 * scale
+
+
+#: Worker seconds of one exact score on ``N`` rows, for :func:`cache_work`:
+#: ``SCORE_SECONDS + SCORE_SECONDS_PER_ROW * N`` (independence selection at 3,000 scores
+#: per variable on the 2-core development machine: 1.0e-9 to 1.9e-9 s per score and row
+#: from dna's 1,600 rows to msnbc's 291,326, ``python -m workflows.benchmarks.score_cost``;
+#: a 16-core machine's cores were ~1.7x slower).
+SCORE_SECONDS = 1e-6
+SCORE_SECONDS_PER_ROW = 2.5e-9
+#: ... the rows assumed where a registry entry does not give them.
+ASSUMED_ROWS = 10_000
+
+#: Caches estimated at this many worker seconds or more fan out
+#: (:func:`bnsl_dist.orchestrate.grid.run_cells`).
+FAN_OUT_SECONDS = 10.0
+
+
+def cache_work(job: CacheJob) -> float | None:
+    """Estimated worker seconds to build ``job``'s cache: variables x the per-variable
+    time budget, or x exact scores x the seconds of one score on the data's rows
+    (:data:`SCORE_SECONDS_PER_ROW`; the smaller when both are set; independence
+    selection with neither: 1 s a variable; sequential exploration with neither: every
+    set up to the in-degree). None when the number of variables is unknown (a data
+    file not there yet, or not readable) or screening decides it."""
+    if job.data is None or job.screening is not None:
+        return None
+    n, rows = shape_hint(job.data)
+    if n is None:
+        return None
+    per_score = SCORE_SECONDS + SCORE_SECONDS_PER_ROW * (rows or ASSUMED_ROWS)
+    spec = job.cache
+    per = [float(spec.seconds)] if spec.seconds is not None else []
+    if spec.scores_per_variable is not None:
+        per.append(spec.scores_per_variable * per_score)
+    if not per:
+        k = n - 1 if spec.max_indegree is None else min(spec.max_indegree, n - 1)
+        per.append(1.0 if spec.method == "independence"
+                   else sum(math.comb(n - 1, r) for r in range(k + 1)) * per_score)
+    return n * min(per)
+
+
+def cache_sizes(cells: Sequence[Cell], cache_path: Callable[[Cell], str | None],
+                cost: Callable[[Cell], float] = cell_cost
+                ) -> tuple[dict[str, float], dict[str, Cell]]:
+    """Each cache the ``cells`` need (those ``cache_path`` names): its size for ordering
+    (:func:`cache_work`, else the cost of its longest cell) and the first cell needing it,
+    by cache key."""
+    sizes: dict[str, float] = {}
+    first: dict[str, Cell] = {}
+    for c in cells:
+        if cache_path(c) is not None:
+            sizes[c.cache_job.key] = max(sizes.get(c.cache_job.key, 0.0), cost(c))
+            first.setdefault(c.cache_job.key, c)
+    for ck, c in first.items():
+        work = cache_work(c.cache_job)
+        if work is not None:
+            sizes[ck] = work
+    return sizes, first
+
+
+def guided_batches(variables: Sequence[int], n_workers: int,
+                   batch_size: int | None = None) -> list[list[int]]:
+    """Split ``variables`` into batches: ``batch_size`` each when given, else shrinking
+    ones (ceil(left / (4 W)), at least 1), so the last tasks are single variables."""
+    todo = list(variables)
+    if batch_size is not None:
+        return [todo[i:i + batch_size] for i in range(0, len(todo), batch_size)]
+    out = []
+    i = 0
+    while i < len(todo):
+        size = max(1, math.ceil((len(todo) - i) / (4 * max(1, n_workers))))
+        out.append(todo[i:i + size])
+        i += size
+    return out
+
+
+class Priorities(NamedTuple):
+    """Dask priorities (higher runs first) of a grid's tasks: each cell's (by key), each
+    pending cache's (by cache key: its one task, or the base of its batches, which take
+    priorities in (base, base + 1)), and the storing tasks' (above all)."""
+
+    cells: dict[str, float]
+    caches: dict[str, float]
+    store: float
+
+
+def priorities(cells: Sequence[Cell], sizes: Mapping[str, float], slots: int,
+               cost: Callable[[Cell], float] = cell_cost) -> Priorities:
+    """The order ``grid run`` hands work out in, on ``slots`` worker threads
+    (0: unknown), for ``cells`` whose pending caches have the estimated ``sizes``
+    (cache key -> work, :func:`cache_sizes`; a cell whose cache is stored or given needs
+    none).
+
+    All but the last ``slots`` cells are *early*: those of the cheapest caches (then
+    the longest), run before any other cache's batches as soon as their cache exists;
+    the last ``slots`` cells (of the largest caches) run after every batch, as one
+    last wave that fills every worker. Caches: the early cells' first, each group the
+    largest first; cells: longest first within each group. Without early cells every
+    cache comes before every cell; with ``slots`` unknown, too. Why: cells run for
+    their whole (long) budget and a cache's batches are short, so cells that all start
+    when the caches are done run in waves of ``slots``, the last one part-empty (1,350
+    one-hour cells on 1,024 workers: a second hour for 326 of them); started during the
+    cache build, the surplus leaves one full wave (the replay model's makespan of
+    asobs-ent-2018 on 1,024 workers: 3.7 h -> 3.0 h, ``bnsl-dist grid plan``)."""
+    surplus = max(0, len(cells) - slots) if slots > 0 else 0
+
+    def cache_of(c: Cell) -> float:
+        return sizes.get(c.cache_job.key, 0.0)
+
+    early = sorted(cells, key=lambda c: (cache_of(c), -cost(c)))[:surplus]
+    early_keys = {c.key for c in early}
+    early_caches = {c.cache_job.key for c in early if c.cache_job.key in sizes}
+    out_cells: dict[str, float] = {}
+    out_caches: dict[str, float] = {}
+    p = 0.0
+    for c in sorted((c for c in cells if c.key not in early_keys), key=cost):
+        out_cells[c.key] = p
+        p += 1
+    for group in ([k for k in sizes if k not in early_caches], list(early_caches)):
+        for ck in sorted(group, key=lambda k: (sizes[k], k)):
+            p += 1
+            out_caches[ck] = p
+    for c in sorted(early, key=cost):
+        p += 1
+        out_cells[c.key] = p
+    return Priorities(out_cells, out_caches, p + 1)
