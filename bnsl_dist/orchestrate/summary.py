@@ -10,8 +10,10 @@ on its batches) and the worker threads connected, :func:`run_report` gives
   (:func:`~bnsl_dist.pipeline.plan.utilisation`: busy over the worker-seconds available);
 * ``lower_bound_s`` (:func:`~bnsl_dist.pipeline.plan.lower_bound` of the measured task
   seconds: no schedule of them ends sooner) and ``efficiency`` (lower bound / makespan);
-* ``scheduler_ms_per_task``: CPU milliseconds of the scheduler's event-loop thread per
-  task (with in-process workers, a replay's, their communication shares that thread);
+* ``scheduler_ms_per_task``: CPU milliseconds of the scheduler's event-loop thread over
+  the run, per task (its background work, heartbeats included: a run of few long tasks
+  reads high; with in-process workers, a replay's, their communication shares that
+  thread);
 * ``client_peak_rss_bytes`` (``resource.getrusage``: the client process's peak).
 
 A replay (:mod:`bnsl_dist.orchestrate.replay`) runs ``scale`` grid seconds per real

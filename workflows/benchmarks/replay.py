@@ -19,6 +19,8 @@ Run: ``BNSL_BENCH_OUT=workflows/results/benchmarks python -m workflows.benchmark
 (``--no-replay``: the plan alone, a minute); writes ``replay.json`` and ``replay.md``.
 ``--table``: every paper grid with committed reduced records on 64, 256 and 1,024
 workers (the table of ``workflows/results/README.md``), ``plan_grids.json`` / ``.md``.
+``--honesty``: a small grid really run on two workers, then replayed at speed 1 from its
+own records (``replay-honesty.json`` / ``.md``; real minutes).
 """
 
 from __future__ import annotations
@@ -107,6 +109,45 @@ def table() -> None:
     write_report("plan_grids", {"plans": rows}, lines)
 
 
+def honesty(seconds: float, seeds: int) -> None:
+    """``--honesty``: a small grid really run on two local worker processes (nltcs's
+    three splits, k-G at k = 2 for ``seconds`` each, ``seeds`` seeds: its caches fan out),
+    then replayed at speed 1 from its own exported records (cells' wall times, caches'
+    per-variable seconds) on two threads: the replay's makespan against the real one.
+    Writes ``replay-honesty.json``."""
+    from bnsl_dist.orchestrate.cluster import connect
+    from bnsl_dist.orchestrate.grid import run_grid
+    from bnsl_dist.orchestrate.replay import replay_client, replay_grid
+    from bnsl_dist.pipeline.config import GridConfig
+    from bnsl_dist.results.export import export_records, read_records
+
+    g = GridConfig.model_validate({
+        "name": "honesty", "seed": 5,
+        "datasets": [{"name": "nltcs", "splits": ["train", "valid", "test"]}],
+        "cache": {"method": "independence", "seconds_per_variable": 0.25},
+        "algorithms": [{"name": "kg", "k": [2]}], "seeds": list(range(seeds)),
+        "budget": {"seconds": seconds}})
+    with tempfile.TemporaryDirectory() as tmp:
+        real_dir, rep_dir = Path(tmp) / "real", Path(tmp) / "replay"
+        with connect(workers=2, announce=False, dashboard=False) as client:
+            real = run_grid(client, g, real_dir, progress=False, report=False)
+        real_report = json.loads((real_dir / "reports" / "summary.json").read_text())
+        recs = read_records(export_records(real_dir, Path(tmp) / "records.parquet"))
+        with replay_client(2) as client:
+            replay_grid(client, g, rep_dir, recs, speed=1.0, records_name="its own")
+        rep_report = json.loads((rep_dir / "reports" / "summary.json").read_text())
+    out = {"grid": g.model_dump(mode="json"), "cells": len(real.computed),
+           "cache_records": len(recs.caches), "real": real_report, "replay": rep_report,
+           "makespan_ratio": round(rep_report["makespan_s"] / real_report["makespan_s"], 4)}
+    print(json.dumps(out))
+    write_report("replay-honesty", out, [
+        "| | makespan s | busy s | utilisation | efficiency |", "|---|---:|---:|---:|---:|",
+        *(f"| {n} | {r['makespan_s']:.1f} | {r['busy_s']:.1f} | {r['utilisation']} | "
+          f"{r['efficiency']} |" for n, r in (("real (2 processes)", real_report),
+                                               ("replay at speed 1", rep_report))),
+        "", f"replay / real makespan: {out['makespan_ratio']}"])
+
+
 def _hours(s: float) -> str:
     return f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.0f} min"
 
@@ -121,9 +162,14 @@ def main() -> None:
                     help="only the plan of every paper grid on 64, 256 and 1,024 workers")
     ap.add_argument("--seconds", type=float, default=40.0,
                     help="about how long each Dask replay takes (real seconds)")
+    ap.add_argument("--honesty", action="store_true",
+                    help="only the real run on two workers against its replay at speed 1")
     args = ap.parse_args()
     if args.table:
         table()
+        return
+    if args.honesty:
+        honesty(8.0, 5)
         return
     plans = []
     for grid in GRIDS:
