@@ -184,13 +184,13 @@ def records(tmp_path_factory):
         mp.setenv("BNSL_DATA", str(tmp / "root"))
         mp.setenv("BNSL_DATASETS", str(tmp / "cfg"))
         mp.delenv("BNSL_MIRROR", raising=False)
-        run_mod.load_data.cache_clear()
+        run_mod._load_data.cache_clear()
         run_mod.true_network.cache_clear()
         grid = load_grid(_write(tmp, GRID))
         cells = expand_grid(grid)
         first = [run_cell(c) for c in cells]
         again = [run_cell(c) for c in cells]
-        run_mod.load_data.cache_clear()
+        run_mod._load_data.cache_clear()
         run_mod.true_network.cache_clear()
     return grid, cells, first, again
 

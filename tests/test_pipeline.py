@@ -590,7 +590,7 @@ def test_a_seed_given_its_built_cache_reads_no_data(tmp_path):
     (tabu_cell,) = learn_cells(ref, cache_spec, tabu, 1, base_seed=4)
     bare = ParentSetCache.from_lists([cache.sets_of(v) for v in range(6)])
     csv.unlink()
-    E.load_data.cache_clear()
+    E._load_data.cache_clear()
     free = E.run_cell(cell, cache)
     for f in ("best_score", "dag_json", "data_hash", "n_samples", "iterations",
               "n_parent_sets", "trace_scores"):

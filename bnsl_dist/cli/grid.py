@@ -42,6 +42,12 @@ def grid_group() -> None:
 @click.option("--datasets", "only", default=None, metavar="NAME[,NAME...]",
               help="Run only the cells of these data sets (a piece of the grid: the "
                    "others stay pending; cell keys do not depend on it).")
+@click.option("--shared-fs/--no-shared-fs", "shared_fs", default=None,
+              help="Whether the workers see this machine's files (the grid's paths and "
+                   "--results): then they read the data and write the caches "
+                   "themselves; else data and caches travel through Dask and this "
+                   "process writes every file. Default: the cluster YAML's shared_fs, "
+                   "else only for a local cluster.")
 @click.option("--stop-at", "stop_at", type=StopTime(), default=None,
               help="End by WHEN (a batch job's time limit): a duration (2h30m, 90min), a "
                    "clock time (02:10) or a date and time (2026-11-28T02:10). No cell "
@@ -62,7 +68,8 @@ def grid_group() -> None:
                    "it; reports/summary.json reads in grid seconds).")
 def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: bool,
             no_progress: bool, no_report: bool, only: str | None, stop_at: float | None,
-            replay: str | None, speed: float, **cluster: Any) -> None:
+            replay: str | None, speed: float, shared_fs: bool | None,
+            **cluster: Any) -> None:
     """Run every cell of GRID.yaml whose result is not yet in --results.
 
     A big grid can run in pieces (--datasets, --stop-at, or stop it and rerun: finished
@@ -121,7 +128,9 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
         log = None if live else _cell_log(plan.cells, plan.done, plan.pending, walls,
                                           lambda: connected_workers(client))
         summary = run_grid(client, grid, results, progress=live, report=not no_report,
-                           datasets=piece, on_result=log, stop_at=stop_at, expected=left)
+                           datasets=piece, on_result=log, stop_at=stop_at, expected=left,
+                           shared_fs=shared_fs if shared_fs is not None
+                           else cfg.shared_fs if cfg is not None else None)
     click.echo(str(summary))
     report = Path(results) / "reports" / "summary.json"
     if report.is_file():

@@ -5,8 +5,9 @@ The only module that creates clients; every other orchestrate function takes a c
 Connecting to a running cluster (an address or a scheduler file) checks everything
 before any work: a malformed address, a missing or unreadable scheduler file, a
 scheduler that does not answer within ``timeout`` seconds (a stale file: its scheduler
-is gone) and a scheduler with no worker within ``timeout`` seconds each fail with one
-:class:`~bnsl_dist.exceptions.InvalidConfigError` line. The timeout defaults to
+is gone), a scheduler with no worker within ``timeout`` seconds and a worker that cannot
+import the package or runs other versions (:mod:`~bnsl_dist.orchestrate.preflight`)
+each fail with one :class:`~bnsl_dist.exceptions.InvalidConfigError` line. The timeout defaults to
 :data:`DEFAULT_TIMEOUT` seconds (environment variable ``BNSL_CONNECT_TIMEOUT``).
 
 ``tls://`` addresses use TLS: the certificate files of :func:`tls_security` (a folder
@@ -180,6 +181,9 @@ def connect(*, workers: int | None = None, scheduler: str | None = None,
             except (OSError, TimeoutError):
                 raise InvalidConfigError(f"the scheduler at {where} has no worker after "
                                          f"{t:g} s") from None
+            from bnsl_dist.orchestrate.preflight import check_workers
+
+            check_workers(client, f"the scheduler at {where}")  # before any work
             _announce(client, announce)
             yield client
         finally:

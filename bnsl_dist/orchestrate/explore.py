@@ -1,8 +1,9 @@
 """Distributed parent-set exploration: Dask tasks of shrinking batches of variables.
 
-Data never ride in the task graph: data named by a path (or bundled name) are read by
-each worker process once (:func:`load_data_task`, memoised per process and checked
-against the client's content hash); in-memory data are scattered once to every worker.
+Data never ride in the task graph: the client reads them (a path or a bundled name) and
+scatters them once to every worker; a URL is read by each worker process once
+(:func:`load_data_task`, memoised per process and checked against the client's content
+hash), without passing through the client.
 Tasks therefore carry only variable indices and settings, and no task is tied to the
 worker that happens to hold the data.
 
@@ -25,7 +26,9 @@ from its :class:`~bnsl_dist.pipeline.specs.DataRef`, once per process) and one
 :func:`store_job_cache` task that depends on them, assembles the cache and writes the
 file :func:`~bnsl_dist.pipeline.run.ensure_cache` would write (the same bytes but for
 the timings). Its future is what the cells depend on, so they start as soon as the
-file exists, and a failed batch fails the cache and, through it, its cells.
+file exists, and a failed batch fails the cache and, through it, its cells. Without a
+shared file system the batches get the data, and the client the file's bytes, through
+Dask (:mod:`bnsl_dist.orchestrate.staging`).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from distributed import Client, Future, as_completed
 
@@ -55,6 +58,10 @@ from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.pipeline.cell import CacheJob
 from bnsl_dist.pipeline.cost import guided_batches
 from bnsl_dist.pipeline.run import ensure_cache, stage_data
+from bnsl_dist.pipeline.staged import is_url, local_path
+
+if TYPE_CHECKING:
+    from bnsl_dist.orchestrate.staging import StagedFile, Staging
 
 __all__ = ["build_cache_distributed", "cached_path", "explore_job", "guided_batches",
            "load_data_task", "store_job_cache", "submit_cache_build"]
@@ -65,7 +72,7 @@ BatchResult = tuple[list[VariableResult], float]
 
 @functools.lru_cache(maxsize=4)
 def load_data_task(spec: str, expected_hash: str) -> CategoricalData:
-    """Read ``spec`` (a path or bundled name) in this process, once per (spec, hash).
+    """Read ``spec`` (a URL, or a bundled name) in this process, once per (spec, hash).
 
     Raises
     ------
@@ -74,7 +81,7 @@ def load_data_task(spec: str, expected_hash: str) -> CategoricalData:
     """
     from bnsl_dist.data.registry import resolve_data
 
-    data = resolve_data(spec)
+    data = resolve_data(local_path(spec))
     if data.content_hash() != expected_hash:
         raise DataError("the data read on the worker differ from the client's copy",
                         path=str(spec))
@@ -106,8 +113,9 @@ def build_cache_distributed(client: Client, data: CategoricalData | str | os.Pat
     ----------
     client : distributed.Client
         The cluster (see :func:`bnsl_dist.orchestrate.cluster.connect`).
-    data : CategoricalData, or a path / bundled name
-        A path is read by the workers themselves (checked against the client's copy).
+    data : CategoricalData, or a path / URL / bundled name
+        Read on the client and scattered to the workers; a URL (fsspec) is read by
+        the workers themselves (checked against the client's copy).
     spec, settings, variables, progress
         As in :func:`~bnsl_dist.cache.build_cache`; ``progress`` shows a rich bar.
     batch_size : int, optional
@@ -133,7 +141,7 @@ def build_cache_distributed(client: Client, data: CategoricalData | str | os.Pat
 
         p = Path(data)
         source = str(p.resolve()) if p.exists() else str(data)
-        local = resolve_data(source)
+        local = resolve_data(local_path(source))
     if local.missing is not None:  # as LocalScorer would say, without loading numba here
         raise DataError("scores need complete data: this data set has missing values"
                         " (impute them, or use structural EM)", path=local.source)
@@ -147,7 +155,7 @@ def build_cache_distributed(client: Client, data: CategoricalData | str | os.Pat
 
     register_warmup(client, cache_methods=(cfg.method,))
     h = local.content_hash()
-    shipped: Future | str = source if isinstance(source, str) \
+    shipped: Future | str = source if isinstance(source, str) and is_url(source) \
         else client.scatter(local, broadcast=True, hash=False)
     n_workers = len(client.scheduler_info().get("workers", {}))
     batches = guided_batches(todo, n_workers, batch_size)
@@ -216,21 +224,29 @@ def store_job_cache(job: CacheJob, path: str, *parts: BatchResult) -> str:
 def submit_cache_build(client: Client, job: CacheJob, path: str, n_vars: int,
                        n_workers: int, priority: float, store_priority: float,
                        explore: Any = explore_job, store: Any = store_job_cache,
-                       deps: dict[str, list[str]] | None = None) -> Future:
+                       deps: dict[str, list[str]] | None = None,
+                       staging: Staging | None = None) -> Future | StagedFile | str:
     """Submit the cache of ``job`` as guided batches of ``n_vars`` variables (priorities
     in (``priority``, ``priority`` + 1), largest batches first; ``explore(job,
     variables)`` each) and the task storing it at ``path`` (``store_priority``;
     ``store(job, path, *batches)``). Returns the storing task's future (its result:
-    the path); with ``deps``, its key -> its batches' keys is added there."""
+    the path); with ``deps``, its key -> its batches' keys is added there. With a
+    ``staging`` that sends inputs (no shared file system), the batches get the data
+    from it and the client writes the file
+    (:meth:`~bnsl_dist.orchestrate.staging.Staging.build`)."""
+    from bnsl_dist.orchestrate.staging import StagedFile, Staging
     from bnsl_dist.orchestrate.workers import task_key
 
+    stage = staging or Staging(client, shared_fs=True)
     batches = guided_batches(range(n_vars), n_workers)
-    parts = [client.submit(explore, job, b, key=task_key("cache-part", job.key, path, b),
+    parts = [client.submit(*stage.task([job.data], explore, job, b),
+                           key=task_key("cache-part", job.key, path, b),
                            pure=False, priority=priority + (len(batches) - i)
                            / (len(batches) + 1))
              for i, b in enumerate(batches)]
-    fut = client.submit(store, job, path, *parts, key=task_key("cache", job.key, path),
-                        pure=False, priority=store_priority)
+    out = stage.build(store, job, path, *parts, key=task_key("cache", job.key, path),
+                      pure=False, priority=store_priority)
     if deps is not None:
-        deps[str(fut.key)] = [str(p.key) for p in parts]
-    return fut
+        fut = out.future if isinstance(out, StagedFile) else out
+        deps[str(getattr(fut, "key", fut))] = [str(p.key) for p in parts]
+    return out

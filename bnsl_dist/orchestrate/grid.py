@@ -20,6 +20,8 @@
    traceback) — never a result — when the cell raised, found no DAG or killed its
    workers; cells the cluster cut off are left for the rerun (:class:`GridInterrupted` when the scheduler
    or every worker is lost);
+   Without a shared file system (``shared_fs``), the data and caches travel through
+   Dask and the client writes the cache files (:mod:`bnsl_dist.orchestrate.staging`);
 5. shows a progress bar and the dashboard link, saves a Dask performance report in
    ``reports/``, the run's counts and utilisation in
    ``reports/grid-run-<name>-<time>.json`` and its makespan, utilisation, lower bound and
@@ -62,6 +64,7 @@ from distributed import Client, Future, as_completed, performance_report
 
 from bnsl_dist.exceptions import BNSLError, InvalidConfigError
 from bnsl_dist.orchestrate.explore import explore_job, store_job_cache, submit_cache_build
+from bnsl_dist.orchestrate.staging import StagedFile, Staging, has_shared_fs
 from bnsl_dist.orchestrate.summary import run_report, scheduler_cpu_seconds, task_seconds
 from bnsl_dist.orchestrate.workers import register_warmup
 from bnsl_dist.pipeline.cell import CacheJob, Cell
@@ -401,7 +404,8 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
               explore: Callable[..., Any] = explore_job,
               store_cache: Callable[..., str] = store_job_cache,
               stop_at: float | None = None,
-              expected: Mapping[str, float | None] | None = None) -> GridSummary:
+              expected: Mapping[str, float | None] | None = None,
+              staging: Staging | None = None) -> GridSummary:
     """Run ``cells`` on the cluster and store each outcome as it arrives.
 
     A cell needing a cache that ``cache_path(cell)`` names but that does not exist yet
@@ -439,7 +443,12 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     only if it starts before then; the others are :class:`NotStarted`, listed in the
     summary's ``not_started`` (no record: they stay pending), as are the cells of a
     cache not started. Running tasks are never stopped.
+
+    ``staging`` says how tasks get their data and caches: the paths (a shared file
+    system, the default) or sent through Dask, the client writing the caches
+    (:class:`~bnsl_dist.orchestrate.staging.Staging`).
     """
+    stage = staging or Staging(client, shared_fs=True)
     summary = GridSummary(total=len(cells), skipped=0)
     if stop_at is not None:  # checked on the workers, when each task starts
         build_cache = functools.partial(unless_late, stop_at, 0.0, build_cache)
@@ -452,11 +461,11 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     cpu0 = scheduler_cpu_seconds(client)
     by_key = {c.key: c for c in cells}
     sizes, first = cache_sizes(cells, cache_path, cost)
-    cache_futs: dict[str, Future | str | None] = {}
+    cache_futs: dict[str, Future | StagedFile | str | None] = {}
     for ck in first:
         path = cache_path(first[ck])
         if path is not None and Path(path).is_file():
-            cache_futs[ck] = path
+            cache_futs[ck] = stage.existing(path)
             del sizes[ck]
     prio = priorities(cells, sizes, summary.threads, cost)
     # submitted in priority order too: an idle worker takes the first task that arrives
@@ -470,21 +479,24 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
             cache_futs[ck] = submit_cache_build(client, job, path, n, summary.workers,
                                                 priority=prio.caches[ck],
                                                 store_priority=prio.store, explore=explore,
-                                                store=store_cache, deps=summary.deps)
+                                                store=store_cache, deps=summary.deps,
+                                                staging=stage)
         else:
-            cache_futs[ck] = client.submit(build_cache, job, path, key=f"cache-{ck}",
-                                           pure=False, priority=prio.caches[ck])
+            cache_futs[ck] = stage.build(build_cache, job, path, key=f"cache-{ck}",
+                                         pure=False, priority=prio.caches[ck])
     futures: dict[Future, str] = {}
     ordered = sorted(cells, key=lambda c: prio.cells[c.key], reverse=True)
     tasks = []
     for c in ordered:
-        task: tuple[Any, ...] = (run, c, cache_futs.get(c.cache_job.key))
+        task = stage.cell_task(run, c, cache_futs.get(c.cache_job.key))
         if stop_at is not None:
             task = (unless_late, stop_at, (expected or {}).get(c.key) or 0.0, *task)
         with dask.annotate(priority=prio.cells[c.key]):
             tasks.append(dask.delayed(task[0], pure=False)(*task[1:],
                                                            dask_key_name=f"cell-{c.key}"))
         dep = cache_futs.get(c.cache_job.key)
+        if isinstance(dep, StagedFile):
+            dep = dep.future
         if isinstance(dep, Future):
             summary.deps[f"cell-{c.key}"] = [str(dep.key)]
     # one graph: Dask queues a large group of tasks without dependencies on the scheduler
@@ -495,6 +507,9 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
         futures[fut] = c.key
     del cache_futs  # cells hold their cache futures; release ours
     lost = _drain(client, futures, by_key, store, summary, bar, on_result, no_worker_timeout)
+    stage.wait()
+    for err in stage.errors:  # the cells ran on the bytes; the next run rebuilds it
+        print(f"could not write the cache {err}", file=sys.stderr)
     summary.seconds = summary.cells_seconds = time.perf_counter() - t0
     if lost is None:
         workers, threads = _worker_slots(client) or (0, 0)
@@ -601,7 +616,7 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
              stop_at: float | None = None,
              expected: Mapping[str, float | None] | None = None,
              compute: Mapping[str, Callable[..., Any]] | None = None,
-             time_scale: float = 1.0) -> GridSummary:
+             time_scale: float = 1.0, shared_fs: bool | None = None) -> GridSummary:
     """Run every pending cell of ``grid`` (of its ``datasets`` only, when given: a piece
     of it; the whole grid is stored either way) on ``client``'s cluster into
     ``results_dir``.
@@ -640,6 +655,12 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
         replay's sleeps (:mod:`bnsl_dist.orchestrate.replay`).
     time_scale : float
         Grid seconds per real second in ``reports/summary.json`` (a replay's speed).
+    shared_fs : bool, optional
+        Whether the workers see the client's files (the grid's paths are the
+        client's): then they read the data and write the caches themselves; else the
+        data and caches travel through Dask and the client writes every file
+        (:mod:`~bnsl_dist.orchestrate.staging`; the same records either way). Default:
+        true for a local cluster of this process only.
 
     Returns
     -------
@@ -685,7 +706,9 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
         summary = run_cells(client, pending, store, cache_path=cache_path, bar=bar,
                             on_result=on_result, no_worker_timeout=no_worker_timeout,
                             fan_out_seconds=fan_out_seconds, stop_at=stop_at,
-                            expected=expected, **(compute or {}))
+                            expected=expected,
+                            staging=Staging(client, has_shared_fs(client, shared_fs)),
+                            **(compute or {}))
     summary.total, summary.skipped = len(cells), len(cells) - len(pending)
     summary.report = report_path if report_path is not None and report_path.exists() \
         else None

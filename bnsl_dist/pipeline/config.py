@@ -312,6 +312,10 @@ class ClusterConfig(_Model):
     kubernetes: KubernetesConfig | None = None
     tls: bool = True  # jobqueue clusters: temporary TLS credentials (deploy/README.md)
     dashboard_address: str | None = None  # jobqueue scheduler: default 127.0.0.1:8787
+    #: whether the workers see the client's files (data, results folder): then they
+    #: read and write them; else data and caches travel through Dask (default: only a
+    #: local cluster of the client's process is taken to share them)
+    shared_fs: bool | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> ClusterConfig:

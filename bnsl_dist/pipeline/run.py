@@ -42,6 +42,7 @@ from bnsl_dist.pipeline.specs import (
     ScreeningSpec,
     shared_data_dir,
 )
+from bnsl_dist.pipeline.staged import client_named, local_path, staged_data
 from bnsl_dist.results.records import CellFailure, CellResult
 from bnsl_dist.search.base import AnytimeTrace, Incumbent, optimizer_stream
 from bnsl_dist.search.qds import Screening, screen
@@ -64,23 +65,30 @@ class NoSolutionError(BNSLError, RuntimeError):
 
 
 # ---------------------------------------------------------------------------- data
-@functools.lru_cache(maxsize=4)
 def load_data(ref: DataRef) -> CategoricalData:
-    """The split ``ref`` names: a file, a bundled data set, a registered one
-    (materialised through the registry, copied from the shared data folder
-    ``BNSL_SHARED_DATA`` when set) or a shared Twenty Datasets copy. Cached per
-    process.
+    """The split ``ref`` names: the data sent with the task for it
+    (:func:`~bnsl_dist.pipeline.staged.staged`), else a file (a URL read with fsspec), a
+    bundled data set, a registered one (materialised through the registry, copied from
+    the shared data folder ``BNSL_SHARED_DATA`` when set) or a shared Twenty Datasets
+    copy, cached per process.
 
     Raises
     ------
     DataError
         No such file or data set.
     """
+    got = staged_data(ref)
+    return got if got is not None else _load_data(ref)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_data(ref: DataRef) -> CategoricalData:
     from bnsl_dist.data.registry import _BUNDLED_SPLITS, resolve_data
     from bnsl_dist.datasets.catalog import load_catalog, load_registered
 
     if ref.file is not None:
-        return resolve_data(ref.file, missing=ref.missing)
+        with client_named(local := local_path(ref.file), ref.file):
+            return resolve_data(local, missing=ref.missing)
     if ref.name in _BUNDLED_SPLITS:
         return resolve_data(f"{ref.name}/{ref.split}")
     shared = shared_data_dir()
@@ -192,15 +200,16 @@ def _read_cache_file(path: str, mtime_ns: int, names: tuple[str, ...] | None
 def load_cache(path: str | os.PathLike[str], data: CategoricalData | None) -> ParentSetCache:
     """Read a ``.jkl`` cache (for ``data`` when given), cached per process while the
     file is unchanged."""
-    p = Path(path)
+    p = Path(local_path(path))  # the bytes sent for the client's path, if any
     try:
         mtime = p.stat().st_mtime_ns
     except FileNotFoundError:
-        raise DataError("no such cache file", path=str(p)) from None
-    cache = _read_cache_file(str(p), mtime, None if data is None else tuple(data.names))
+        raise DataError("no such cache file", path=str(path)) from None
+    with client_named(str(p), path):
+        cache = _read_cache_file(str(p), mtime, None if data is None else tuple(data.names))
     if data is not None and cache.n_vars != data.n_vars:
         raise DataError(f"the cache has {cache.n_vars} variables, the data {data.n_vars}",
-                        path=str(p))
+                        path=str(path))
     return with_entropies(cache, data)
 
 

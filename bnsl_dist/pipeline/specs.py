@@ -18,6 +18,7 @@ from bnsl_dist._spec import Spec, make
 from bnsl_dist.cache.spec import CacheSpec
 from bnsl_dist.datasets.catalog import shared_data_dir
 from bnsl_dist.exceptions import DataError
+from bnsl_dist.pipeline.staged import is_url, url_exists
 from bnsl_dist.search.qds import ScreeningSpec
 from bnsl_dist.search.spec import BudgetSpec, SearchSpec
 
@@ -47,7 +48,8 @@ def dataset_names() -> set[str]:
 
 class DataRef(Spec):
     """One split of a data set: a registered or bundled ``name``, or a file ``path``
-    (``{dataset}``/``{split}`` and environment variables filled in). ``missing``:
+    (``{dataset}``/``{split}`` and environment variables filled in; a path of the
+    client's file system, or a URL fsspec reads, e.g. ``s3://``). ``missing``:
     values missing in the file are an error, or masked (SEM)."""
 
     name: str = Field(min_length=1)
@@ -100,7 +102,10 @@ class DataRef(Spec):
         """
         if self.path is not None:
             f = self.file
-            if f is not None and not Path(f).exists():
+            if f is not None and is_url(f):  # workers read it: only asked if it exists
+                if not url_exists(f):
+                    raise DataError("no such file", path=f)
+            elif f is not None and not Path(f).exists():
                 raise DataError("no such file", path=f)
             return
         if self.name not in dataset_names():

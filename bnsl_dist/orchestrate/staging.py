@@ -1,0 +1,211 @@
+"""How a grid's tasks get their data and caches: through Dask, or a shared file system.
+
+A grid names data and caches by the *client's* paths. On a cluster whose workers do
+not see the client's files (Kubernetes pods, cloud clusters, lab machines without a
+shared mount) a :class:`Staging` sends what those paths hold:
+
+* data: the client reads each split its pending cells need once
+  (:func:`~bnsl_dist.pipeline.run.load_data`: a file, or a registered or bundled name
+  materialised on the client) and scatters it to the workers under its content hash
+  (``data-<hash>``, once per worker, never inside the task graph); each task runs
+  inside :func:`~bnsl_dist.pipeline.staged.staged` with the data it needs. A URL
+  (``s3://``, ``gs://``, ``https://``, ``file://`` on a mount the workers share) is
+  not sent: the workers read it themselves with fsspec.
+* caches: a cache built on the cluster comes back to the client as the bytes of its
+  file, which *the client* writes (``caches/<key>.jkl.gz``, atomically, as soon as it
+  arrives); the cells of that cache depend on the same future, so they start as soon as
+  it is built. A cache file already on the client (a resumed run, a ``cache.path`` of
+  the grid) is scattered like the data. A worker writes nothing the run needs later
+  (its only files: a private scratch copy of the bytes it was sent, so that the very
+  reader of the shared-file-system path reads them, and the same records come out).
+
+Scattered inputs are broadcast to every worker connected when the run starts (workers
+that join later fetch them from a peer when a task needs them): a worker lost mid-run
+takes no input with it, and its cells rerun elsewhere.
+
+With a shared file system (``shared_fs: true`` in a cluster YAML, ``grid run
+--shared-fs``, or a local cluster this process started), nothing is sent: the workers
+read the paths and write the caches themselves, the fast path, with the same results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from distributed import Client, Future
+
+from bnsl_dist._io import atomic_write_bytes
+from bnsl_dist.pipeline.cell import CacheJob, Cell
+from bnsl_dist.pipeline.specs import DataRef
+from bnsl_dist.pipeline.staged import is_url, staged
+
+__all__ = ["Staging", "StagedFile", "as_bytes", "has_shared_fs", "with_inputs",
+           "write_as_is"]
+
+
+class StagedFile(NamedTuple):
+    """A client path and the future of its bytes (a scattered file or a built cache)."""
+
+    path: str
+    future: Future
+
+
+def with_inputs(data: Sequence[tuple[DataRef, Any]], files: Sequence[tuple[str, bytes]],
+                fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` on a worker, with ``data`` and the bytes of ``files`` standing for
+    the client's references and paths (:func:`~bnsl_dist.pipeline.staged.staged`)."""
+    with staged(data, files):
+        return fn(*args)
+
+
+def as_bytes(fn: Callable[..., Any], job: CacheJob, path: str, *rest: Any) -> bytes:
+    """The bytes of the file ``fn(job, path, *rest)`` writes at the client's ``path``
+    (:func:`~bnsl_dist.pipeline.run.ensure_cache`,
+    :func:`~bnsl_dist.orchestrate.explore.store_job_cache`), written to a private
+    temporary folder of this worker and removed there."""
+    tmp = Path(tempfile.mkdtemp(prefix="bnsl-cache-"))
+    try:
+        out = tmp / Path(path).name
+        fn(job, str(out), *rest)
+        return out.read_bytes()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_as_is(path: str, blob: bytes) -> None:
+    """Write ``blob`` at ``path`` atomically, as it is (already gzip-compressed for a
+    ``.gz`` name: the bytes the worker's writer made)."""
+    part = Path(f"{path}.part")  # not a .gz name: not compressed again
+    atomic_write_bytes(part, blob)
+    os.replace(part, path)
+
+
+def has_shared_fs(client: Client, declared: bool | None) -> bool:
+    """``declared`` when given, else whether ``client``'s cluster is a local cluster of
+    this process (its workers see this file system)."""
+    if declared is not None:
+        return declared
+    from distributed import LocalCluster
+
+    return isinstance(getattr(client, "cluster", None), LocalCluster)
+
+
+class Staging:
+    """The inputs of one run's tasks on ``client``'s cluster: paths (``shared_fs``) or
+    sent through Dask (see the module's description).
+
+    ``task``/``cell_task``/``build_task`` return the ``client.submit`` arguments of a
+    task; call :meth:`wait` before reading the cache files a run built."""
+
+    def __init__(self, client: Client, shared_fs: bool) -> None:
+        self.client = client
+        self.shared_fs = shared_fs
+        self._data: dict[DataRef, Future] = {}
+        self._by_hash: dict[str, Future] = {}
+        self._files: dict[str, Future] = {}
+        self._writes: list[threading.Event] = []
+        self.errors: list[str] = []  # caches the client could not write
+
+    # ------------------------------------------------------------------ sending
+    def _scatter(self, key: str, value: Any) -> Future:
+        fut: Future = self.client.scatter({key: value}, broadcast=True)[key]
+        return fut
+
+    def data(self, ref: DataRef) -> Future | None:
+        """The future of the data ``ref`` names, read on the client and scattered once
+        per content hash; None for a URL (the workers read it)."""
+        file = ref.file
+        if file is not None and is_url(file):
+            return None
+        if ref not in self._data:
+            from bnsl_dist.pipeline.run import load_data
+
+            d = load_data(ref)
+            h = d.content_hash()
+            if h not in self._by_hash:
+                self._by_hash[h] = self._scatter(f"data-{h}", d)
+            self._data[ref] = self._by_hash[h]
+        return self._data[ref]
+
+    def file(self, path: str) -> StagedFile:
+        """A client file (a cache), read once and scattered under its content hash."""
+        if path not in self._files:
+            blob = Path(path).read_bytes()
+            self._files[path] = self._scatter(
+                f"file-{hashlib.sha256(blob).hexdigest()[:32]}", blob)
+        return StagedFile(path, self._files[path])
+
+    def _data_items(self, refs: Iterable[DataRef | None]) -> list[tuple[DataRef, Future]]:
+        out = []
+        for ref in refs:
+            fut = None if ref is None else self.data(ref)
+            if ref is not None and fut is not None:
+                out.append((ref, fut))
+        return out
+
+    # ------------------------------------------------------------------ tasks
+    def task(self, refs: Iterable[DataRef | None], fn: Callable[..., Any],
+             *args: Any) -> tuple[Any, ...]:
+        """``fn(*args)`` with the data of ``refs``."""
+        if self.shared_fs:
+            return (fn, *args)
+        return (with_inputs, self._data_items(refs), [], fn, *args)
+
+    def existing(self, path: str) -> str | StagedFile:
+        """A cache file on the client, for the cells that read it."""
+        return path if self.shared_fs else self.file(path)
+
+    def cell_task(self, fn: Callable[..., Any], cell: Cell,
+                  cache: str | Future | StagedFile | None) -> tuple[Any, ...]:
+        """``fn(cell, cache)``: the cell with its data and cache (its grid's
+        ``cache.path`` file included)."""
+        if self.shared_fs:
+            return (fn, cell, cache)
+        files: list[tuple[str, Future]] = []
+        given = cell.cache_job.given_path
+        if isinstance(cache, StagedFile):
+            files.append((cache.path, cache.future))
+            cache = cache.path
+        elif cache is None and given is not None and not is_url(given):
+            files.append(self.file(given))
+        refs = (cell.data, cell.holdout)
+        return (with_inputs, self._data_items(refs), files, fn, cell, cache)
+
+    def build(self, fn: Callable[..., Any], job: CacheJob, path: str, *rest: Any,
+              **submit: Any) -> str | Future | StagedFile:
+        """Submit ``fn(job, path, *rest)``, the task building (and writing) the cache at
+        ``path``: on a shared file system as it is; else the worker returns the file's
+        bytes (:func:`as_bytes`) and the client writes them at ``path`` when they
+        arrive."""
+        if self.shared_fs:
+            fut: Future = self.client.submit(fn, job, path, *rest, **submit)
+            return fut
+        fut = self.client.submit(*self.task([job.data], as_bytes, fn, job, path, *rest),
+                                 **submit)
+        def write(f: Future) -> None:  # in a thread of the client, once the task ended
+            if f.status != "finished":
+                return  # failed or cancelled: its cells say so
+            done = threading.Event()
+            self._writes.append(done)
+            try:
+                write_as_is(path, f.result())
+            except Exception as exc:  # noqa: BLE001 - reported by the run
+                self.errors.append(f"{path}: {type(exc).__name__}: {exc}")
+            finally:
+                done.set()
+
+        fut.add_done_callback(write)
+        return StagedFile(path, fut)
+
+    def wait(self, timeout: float = 60.0) -> None:
+        """Until the client has written every cache that arrived (a cache arrives
+        before any of its cells starts)."""
+        for ev in self._writes:
+            ev.wait(timeout)
