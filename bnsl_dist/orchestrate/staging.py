@@ -6,22 +6,27 @@ shared mount) a :class:`Staging` sends what those paths hold:
 
 * data: the client reads each split its pending cells need once
   (:func:`~bnsl_dist.pipeline.run.load_data`: a file, or a registered or bundled name
-  materialised on the client) and scatters it to the workers under its content hash
-  (``data-<hash>``, once per worker, never inside the task graph); each task runs
-  inside :func:`~bnsl_dist.pipeline.staged.staged` with the data it needs. A URL
+  materialised on the client) and sends it to the workers under its content hash
+  (``data-<hash>``, once per worker process, never inside the task graph: a worker
+  plugin, :class:`Inputs`, so that a worker that joins or restarts later gets it too);
+  each task names the keys it needs and runs inside
+  :func:`~bnsl_dist.pipeline.staged.staged` with those data. A URL
   (``s3://``, ``gs://``, ``https://``, ``file://`` on a mount the workers share) is
   not sent: the workers read it themselves with fsspec.
 * caches: a cache built on the cluster comes back to the client as the bytes of its
   file, which *the client* writes (``caches/<key>.jkl.gz``, atomically, as soon as it
   arrives); the cells of that cache depend on the same future, so they start as soon as
-  it is built. A cache file already on the client (a resumed run, a ``cache.path`` of
-  the grid) is scattered like the data. A worker writes nothing the run needs later
+  it is built (a cache lost with its worker before its cells ran is rebuilt by Dask:
+  equal for score and iteration budgets). A cache file already on the client (a
+  resumed run, a ``cache.path`` of the grid) is sent like the data. A worker writes nothing the run needs later
   (its only files: a private scratch copy of the bytes it was sent, so that the very
   reader of the shared-file-system path reads them, and the same records come out).
 
-Scattered inputs are broadcast to every worker connected when the run starts (workers
-that join later fetch them from a peer when a task needs them): a worker lost mid-run
-takes no input with it, and its cells rerun elsewhere.
+Inputs sent this way stay in the workers' memory (and, pickled, in the scheduler's, with
+the plugin) for the cluster's life, so that a later run on the same data sends nothing
+and a worker lost mid-run takes no input with it: its cells rerun elsewhere. (Dask's
+scattered data would not do: the scheduler's active memory manager keeps one replica,
+lost with its worker.) Restart a long-lived cluster to free them.
 
 With a shared file system (``shared_fs: true`` in a cluster YAML, ``grid run
 --shared-fs``, or a local cluster this process started), nothing is sent: the workers
@@ -40,28 +45,64 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from distributed import Client, Future
+from distributed.diagnostics.plugin import WorkerPlugin
 
 from bnsl_dist._io import atomic_write_bytes
+from bnsl_dist.exceptions import DataError
 from bnsl_dist.pipeline.cell import CacheJob, Cell
 from bnsl_dist.pipeline.specs import DataRef
 from bnsl_dist.pipeline.staged import is_url, staged
 
-__all__ = ["Staging", "StagedFile", "as_bytes", "has_shared_fs", "with_inputs",
+__all__ = ["Inputs", "Staging", "StagedFile", "as_bytes", "has_shared_fs", "with_inputs",
            "write_as_is"]
 
 
 class StagedFile(NamedTuple):
-    """A client path and the future of its bytes (a scattered file or a built cache)."""
+    """A client path and its bytes' key on the workers (:class:`Inputs`), or the future
+    of a cache built on the cluster."""
 
     path: str
-    future: Future
+    future: Future | str
 
 
-def with_inputs(data: Sequence[tuple[DataRef, Any]], files: Sequence[tuple[str, bytes]],
+class Inputs(WorkerPlugin):
+    """One input (data, or a file's bytes) kept in every worker process under ``key``
+    (its content hash): in the workers connected now and in those that join later
+    (a worker restarted after a loss included). Idempotent: registering the same key
+    again sends nothing."""
+
+    idempotent = True
+
+    def __init__(self, key: str, value: Any) -> None:
+        self.key = key
+        self.value = value
+
+    def setup(self, worker: Any) -> None:
+        if not hasattr(worker, "bnsl_inputs"):
+            worker.bnsl_inputs = {}
+        worker.bnsl_inputs[self.key] = self.value
+
+
+def _input(key: str | bytes) -> Any:
+    """The input kept on this worker under ``key`` (bytes: a built cache, as is)."""
+    if isinstance(key, bytes):
+        return key
+    from distributed import get_worker
+
+    try:
+        return get_worker().bnsl_inputs[key]  # type: ignore[attr-defined]
+    except (AttributeError, KeyError):
+        raise DataError(f"input {key} is not on this worker (its plugin was "
+                        f"unregistered?)") from None
+
+
+def with_inputs(data: Sequence[tuple[DataRef, str]], files: Sequence[tuple[str, str | bytes]],
                 fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` on a worker, with ``data`` and the bytes of ``files`` standing for
-    the client's references and paths (:func:`~bnsl_dist.pipeline.staged.staged`)."""
-    with staged(data, files):
+    """``fn(*args)`` on a worker, with the data and file bytes kept under the given keys
+    (:class:`Inputs`; bytes: a built cache) standing for the client's references and
+    paths (:func:`~bnsl_dist.pipeline.staged.staged`)."""
+    with staged([(ref, _input(k)) for ref, k in data],
+                [(path, _input(k)) for path, k in files]):
         return fn(*args)
 
 
@@ -107,20 +148,24 @@ class Staging:
     def __init__(self, client: Client, shared_fs: bool) -> None:
         self.client = client
         self.shared_fs = shared_fs
-        self._data: dict[DataRef, Future] = {}
-        self._by_hash: dict[str, Future] = {}
-        self._files: dict[str, Future] = {}
+        self._data: dict[DataRef, str] = {}
+        self._sent: set[str] = set()
+        self._files: dict[str, str] = {}
         self._writes: list[threading.Event] = []
         self.errors: list[str] = []  # caches the client could not write
 
     # ------------------------------------------------------------------ sending
-    def _scatter(self, key: str, value: Any) -> Future:
-        fut: Future = self.client.scatter({key: value}, broadcast=True)[key]
-        return fut
+    def _send(self, key: str, value: Any) -> str:
+        """Keep ``value`` in every worker under ``key`` (once per key: an
+        :class:`Inputs` plugin, blocking until the workers connected now have it)."""
+        if key not in self._sent:
+            self.client.register_plugin(Inputs(key, value), name=f"bnsl-input-{key}")
+            self._sent.add(key)
+        return key
 
-    def data(self, ref: DataRef) -> Future | None:
-        """The future of the data ``ref`` names, read on the client and scattered once
-        per content hash; None for a URL (the workers read it)."""
+    def data(self, ref: DataRef) -> str | None:
+        """The workers' key of the data ``ref`` names (``data-<content hash>``), read on
+        the client and sent once; None for a URL (the workers read it)."""
         file = ref.file
         if file is not None and is_url(file):
             return None
@@ -128,21 +173,18 @@ class Staging:
             from bnsl_dist.pipeline.run import load_data
 
             d = load_data(ref)
-            h = d.content_hash()
-            if h not in self._by_hash:
-                self._by_hash[h] = self._scatter(f"data-{h}", d)
-            self._data[ref] = self._by_hash[h]
+            self._data[ref] = self._send(f"data-{d.content_hash()}", d)
         return self._data[ref]
 
     def file(self, path: str) -> StagedFile:
-        """A client file (a cache), read once and scattered under its content hash."""
+        """A client file (a cache), read once and sent under its content hash."""
         if path not in self._files:
             blob = Path(path).read_bytes()
-            self._files[path] = self._scatter(
+            self._files[path] = self._send(
                 f"file-{hashlib.sha256(blob).hexdigest()[:32]}", blob)
         return StagedFile(path, self._files[path])
 
-    def _data_items(self, refs: Iterable[DataRef | None]) -> list[tuple[DataRef, Future]]:
+    def _data_items(self, refs: Iterable[DataRef | None]) -> list[tuple[DataRef, str]]:
         out = []
         for ref in refs:
             fut = None if ref is None else self.data(ref)
@@ -168,7 +210,7 @@ class Staging:
         ``cache.path`` file included)."""
         if self.shared_fs:
             return (fn, cell, cache)
-        files: list[tuple[str, Future]] = []
+        files: list[tuple[str, Future | str]] = []
         given = cell.cache_job.given_path
         if isinstance(cache, StagedFile):
             files.append((cache.path, cache.future))
