@@ -337,7 +337,8 @@ def test_sbatch_script_stops_before_the_time_limit_and_resumes(tmp_path, grid_rc
         pytest.skip("GNU date needed (as on SLURM's Linux hosts)")
     bin_, log = tmp_path / "bin", tmp_path / "calls.log"
     bin_.mkdir()
-    _stub(bin_, "squeue", 'echo 2026-11-29T23:50:00')
+    _stub(bin_, "squeue", '[[ "$*" == *%l* ]] && echo 11:00 || echo 2026-11-29T23:50:00')
+    _stub(bin_, "scontrol", f'echo "   StdOut={tmp_path}/bnsl-dist-7.out"')
     _stub(bin_, "srun", "exit 0")
     _stub(bin_, "dask", 'while [[ $# -gt 0 ]]; do [[ $1 == --scheduler-file ]] && '
                         'echo "{}" > "$2"; shift; done')
@@ -345,6 +346,7 @@ def test_sbatch_script_stops_before_the_time_limit_and_resumes(tmp_path, grid_rc
     _stub(bin_, "bnsl-dist", f'echo "bnsl-dist $*" >> {log}; '
                              f'[[ $2 == run ]] && exit {grid_rc}; exit 0')
     env = {"PATH": f"{bin_}:/usr/bin:/bin", "SLURM_JOB_ID": "7", "SLURM_NTASKS": "2",
+           "SLURM_JOB_NUM_NODES": "1", "SLURM_NTASKS_PER_NODE": "2",
            "BNSL_NO_TLS": "1", "HOME": str(tmp_path), "TMPDIR": str(tmp_path),
            **({"BNSL_RESUBMIT": "1"} if resubmit else {})}
     script = DEPLOY / "slurm" / "grid.sbatch"
@@ -355,8 +357,11 @@ def test_sbatch_script_stops_before_the_time_limit_and_resumes(tmp_path, grid_rc
     run = [c for c in calls if c.startswith("bnsl-dist grid run")]
     assert len(run) == 1 and run[0].endswith("--stop-at 2026-11-29T23:40:00"), calls
     assert any(c.startswith("bnsl-dist tables") for c in calls) == (grid_rc == 0)
+    # resubmitted with this job's shape, time limit and log, not the script's defaults
     assert [c for c in calls if c.startswith("sbatch")] == (
-        [f"sbatch {script} g.yaml {tmp_path / 'res'}"] if resubmit else [])
+        [f"sbatch --nodes=1 --ntasks=2 --ntasks-per-node=2 --time=11:00 "
+         f"--output={tmp_path}/bnsl-dist-%j.out {script} g.yaml {tmp_path / 'res'}"]
+        if resubmit else [])
     assert ("cells left at the time limit" in r.stderr) == (grid_rc == 3)
 
 

@@ -816,7 +816,9 @@ def open_client(cluster: ClusterConfig | None = None, *, workers: int | None = N
 def jobqueue_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
     """dask-jobqueue arguments of ``cluster``: TLS with temporary credentials unless
     ``tls: false`` (workers on other hosts must not take plain-TCP connections from
-    anyone who reaches them), the dashboard on 127.0.0.1 unless configured."""
+    anyone who reaches them; their job scripts read the credentials from
+    ``~/.bnsl-dist/jobqueue-tls``, mode 0700, instead of files dask-jobqueue would
+    write into the working directory), the dashboard on 127.0.0.1 unless configured."""
     assert cluster.jobqueue is not None
     kw = cluster.jobqueue.cluster_kwargs()
     kw.setdefault("scheduler_options", {}).setdefault(
@@ -826,6 +828,10 @@ def jobqueue_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
 
         kw["security"] = temporary_security()
         kw["protocol"] = "tls://"
+        tmp = Path("~/.bnsl-dist/jobqueue-tls").expanduser()
+        tmp.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp.chmod(0o700)
+        kw["shared_temp_directory"] = str(tmp)
     return kw
 
 

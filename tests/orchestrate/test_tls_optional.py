@@ -32,3 +32,13 @@ def test_tls_without_cryptography(tmp_path, monkeypatch):
     assert cfg.tls
     with pytest.raises(InvalidConfigError, match=r"bnsl_dist\[tls\]"):
         jobqueue_kwargs(cfg)
+
+
+def test_jobqueue_credentials_go_to_a_private_folder_not_the_working_directory(
+        tmp_path, monkeypatch):
+    pytest.importorskip("cryptography")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    kw = jobqueue_kwargs(load_cluster(REPO / "configs" / "clusters" / "slurm.yaml"))
+    d = Path(kw["shared_temp_directory"])
+    assert d == tmp_path / ".bnsl-dist" / "jobqueue-tls"
+    assert d.stat().st_mode & 0o077 == 0
