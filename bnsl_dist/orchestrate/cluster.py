@@ -5,9 +5,11 @@ The only module that creates clients; every other orchestrate function takes a c
 Connecting to a running cluster (an address or a scheduler file) checks everything
 before any work: a malformed address, a missing or unreadable scheduler file, a
 scheduler that does not answer within ``timeout`` seconds (a stale file: its scheduler
-is gone), a scheduler with no worker within ``timeout`` seconds and a worker that cannot
-import the package or runs other versions (:mod:`~bnsl_dist.orchestrate.preflight`)
-each fail with one :class:`~bnsl_dist.exceptions.InvalidConfigError` line. The timeout defaults to
+is gone), an address where something else answers or nothing answers in time (not a
+Dask scheduler, :mod:`._probe`), a refused TLS certificate, a scheduler with no worker
+within ``timeout`` seconds and a worker that cannot import the package or runs other
+versions (:mod:`~bnsl_dist.orchestrate.preflight`) each fail with one
+:class:`~bnsl_dist.exceptions.InvalidConfigError` line. The timeout defaults to
 :data:`DEFAULT_TIMEOUT` seconds (environment variable ``BNSL_CONNECT_TIMEOUT``).
 
 ``tls://`` addresses use TLS: the certificate files of :func:`tls_security` (a folder
@@ -38,6 +40,7 @@ import dask
 from distributed import Client, LocalCluster
 
 from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.orchestrate._probe import probe_scheduler
 
 __all__ = ["DEFAULT_TIMEOUT", "connect", "connect_timeout", "default_n_workers",
            "read_scheduler_file", "start_cluster", "stop_cluster", "temporary_security",
@@ -170,6 +173,7 @@ def connect(*, workers: int | None = None, scheduler: str | None = None,
             scheduler_file)  # type: ignore[arg-type]
         where = address if scheduler else f"{address} (from {scheduler_file})"
         security = tls_security(tls_dir) if address.startswith("tls://") else None
+        probe_scheduler(address, where, t, security)  # one deadline, one line
         try:
             client = Client(address, timeout=f"{t}s", security=security)
         except (OSError, TimeoutError) as exc:

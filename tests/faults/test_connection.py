@@ -125,3 +125,74 @@ def test_scheduler_without_workers(grid_file, tmp_path):
         p.terminate()
         p.wait(timeout=30)
     assert not (tmp_path / "res" / "failures").exists()
+
+
+# ------------------------------------------------ something that is not a Dask scheduler
+@pytest.fixture
+def not_a_scheduler(request):
+    """A TCP listener on 127.0.0.1 that accepts and never answers ("silent") or answers
+    any bytes with an HTTP reply ("http", as a scheduler's dashboard port does)."""
+    import socketserver
+    import threading
+
+    class Handler(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            if request.param == "http":
+                self.request.recv(65536)
+                self.request.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n"
+                                     b"Connection: close\r\n\r\n")
+            else:
+                stop.wait(60)  # holds the connection open, says nothing
+
+    stop = threading.Event()
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield request.param, f"tcp://127.0.0.1:{server.server_address[1]}"
+    finally:
+        stop.set()
+        server.shutdown()
+        server.server_close()
+
+
+_NOT_DASK = {"silent": "did not answer within 2 s", "http": "not dask's protocol"}
+
+
+@pytest.mark.timeout(60)  # the silent listener hung `grid run` for 10 min before
+@pytest.mark.parametrize("not_a_scheduler", ["silent", "http"], indirect=True)
+def test_grid_run_at_a_service_that_is_not_a_scheduler(grid_file, tmp_path,
+                                                      not_a_scheduler):
+    kind, address = not_a_scheduler  # http: a MemoryError traceback (3.07 EiB) before
+    r = _run(grid_file, tmp_path, "--scheduler", address)
+    _one_line_error(r, address, "is not a Dask scheduler", _NOT_DASK[kind])
+    assert not (tmp_path / "res" / "failures").exists()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("not_a_scheduler", ["silent", "http"], indirect=True)
+def test_learn_at_a_service_that_is_not_a_scheduler(tmp_path, not_a_scheduler):
+    kind, address = not_a_scheduler
+    out = tmp_path / "net.json"
+    r = subprocess.run([sys.executable, "-c", "from bnsl_dist.cli import main; main()",
+                        "learn", "nltcs", "-o",
+                        str(out), "--scheduler", address, "--connect-timeout", "2"],
+                       capture_output=True, text=True, timeout=50)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: "), r.stderr
+    assert address in r.stderr and "is not a Dask scheduler" in r.stderr, r.stderr
+    assert _NOT_DASK[kind] in r.stderr, r.stderr
+    assert not out.exists()
+
+
+def test_a_worker_address_is_not_a_scheduler(tmp_path):
+    from distributed import LocalCluster
+
+    from bnsl_dist.exceptions import InvalidConfigError
+    from bnsl_dist.orchestrate._probe import probe_scheduler
+
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as lc:
+        probe_scheduler(lc.scheduler_address, "s", 5)  # the scheduler: passes
+        worker = next(iter(lc.scheduler.workers))
+        with pytest.raises(InvalidConfigError, match=r"not a Dask scheduler .*Worker"):
+            probe_scheduler(worker, worker, 5)

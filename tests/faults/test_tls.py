@@ -55,3 +55,41 @@ def test_grid_through_a_tls_cluster_and_plain_tcp_refused(tmp_path):
     finally:
         assert stop_cluster(run_dir)
     assert not (run_dir / "scheduler.json").exists()
+
+
+def test_a_certificate_from_another_authority_is_refused(tmp_path):
+    # It said "cannot reach the scheduler": the certificate was the matter
+    import subprocess
+    import sys
+    import time
+
+    from bnsl_dist.orchestrate.cluster import write_tls_credentials
+
+    ours, theirs = write_tls_credentials(tmp_path / "a"), write_tls_credentials(tmp_path / "b")
+    sf = tmp_path / "scheduler.json"
+    p = subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1",
+                          "--port", "0", "--protocol", "tls", "--no-dashboard",
+                          "--tls-ca-file", str(ours / "ca.pem"),
+                          "--tls-cert", str(ours / "cert.pem"),
+                          "--tls-key", str(ours / "key.pem"), "--scheduler-file", str(sf)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not (sf.is_file() and sf.stat().st_size > 0):
+            assert p.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        gfile = tmp_path / "grid.yaml"
+        gfile.write_text(json.dumps({
+            "name": "ca", "datasets": [{"name": "nltcs", "splits": ["test"]}],
+            "cache": {"method": "sequential", "max_indegree": 1},
+            "algorithms": [{"name": "kg", "k": [2]}], "seeds": [0],
+            "budget": {"iterations": 5}}))
+        r = CliRunner().invoke(main, ["grid", "run", str(gfile), "--results",
+                                      str(tmp_path / "res"), "--no-progress", "--no-report",
+                                      "--scheduler-file", str(sf), "--tls-dir", str(theirs),
+                                      "--connect-timeout", "3"])
+        assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+        assert "certificate was refused" in r.output and "tls://127.0.0.1:" in r.output
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
