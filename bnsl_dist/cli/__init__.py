@@ -3,7 +3,8 @@ and calls one library function.
 
 Every failure a user can cause (a project error, an OS error such as a permission, a
 full disk or an unreachable address, a bad option) is one line on stderr and exit code
-2; ``bnsl-dist --debug COMMAND ...`` shows the traceback instead.
+2; ``bnsl-dist --debug COMMAND ...`` shows the traceback instead. Dask's own log
+records go to a file, not the terminal (:mod:`bnsl_dist.cli._logging`).
 """
 
 from __future__ import annotations
@@ -66,6 +67,9 @@ class _Main(click.Group):
 @click.option("--debug", is_flag=True, help="Show the traceback of an error.")
 def main(debug: bool) -> None:
     """Bayesian-network structure learning over categorical data, on Dask."""
+    from bnsl_dist.cli import _logging
+
+    _logging.configure(debug)  # dask's logs: to a file (to stderr too with --debug)
 
 
 def _register() -> None:

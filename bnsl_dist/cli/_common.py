@@ -148,21 +148,6 @@ def cluster_options(fn: F | None = None, *, workers_help: str | None = None) -> 
     return deco if fn is None else deco(fn)
 
 
-def _quiet_lost_connections() -> None:
-    """A lost scheduler makes tornado log the client's broken callbacks with tracebacks;
-    the command says what happened in one line (``--debug`` keeps them). Called once
-    distributed is imported: importing it sets its own logging levels."""
-    import logging
-
-    import distributed  # noqa: F401 - its logging set-up first, ours after
-
-    ctx = click.get_current_context(silent=True)
-    if ctx is None or not ctx.find_root().params.get("debug"):
-        logging.getLogger("tornado.application").setLevel(logging.CRITICAL)
-        # "Batched Comm Closed" is logged at INFO with the CommClosedError's traceback
-        logging.getLogger("distributed.batched").setLevel(logging.WARNING)
-
-
 #: The keyword arguments :func:`cluster_options` adds to a command.
 CLUSTER_KEYS = ("workers", "scheduler", "scheduler_file", "connect_timeout", "tls_dir")
 
@@ -191,7 +176,9 @@ def cluster_kwargs(workers: int | None = None, scheduler: str | None = None,
     if sum(x is not None for x in (workers, scheduler, scheduler_file)) > 1:
         raise InvalidConfigError("give at most one of --workers, --scheduler, "
                                  "--scheduler-file")
-    _quiet_lost_connections()
+    from bnsl_dist.cli import _logging
+
+    _logging.ensure()  # dask's records to a file, not the terminal
     if scheduler is not None:
         from bnsl_dist.cli._checks import check_scheduler_address
 

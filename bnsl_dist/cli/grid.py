@@ -74,7 +74,8 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
 
     A big grid can run in pieces (--datasets, --stop-at, or stop it and rerun: finished
     cells are skipped). Exit status: 0 when every cell is stored, 1 when a cell failed
-    (the failed cells' keys and first error lines are printed), 2 on bad input or a lost
+    (each failed cell's key and first error line printed as it fails, one line each;
+    dask's own log records go to dask.log in --results), 2 on bad input or a lost
     cluster, 3 when --stop-at left cells not started (rerun to resume; before 1).
     Every run writes reports/summary.json: workers, makespan_s, busy_s, utilisation,
     lower_bound_s, efficiency, scheduler_ms_per_task, client_peak_rss_bytes."""
@@ -118,6 +119,9 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
     if not plan.pending:  # every cell stored: no cluster to start
         click.echo(f"{len(plan.cells)} cells: all already done")
         return
+    from bnsl_dist.cli._logging import LOG_NAME, log_to
+
+    log_to(Path(results) / LOG_NAME)  # dask's own records: there, not on the terminal
     if replay is not None:
         _replay(grid, results, replay, speed, conn, piece, stop_at, live, no_report)
         return
@@ -137,8 +141,6 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
         click.echo(f"run summary (makespan, utilisation, efficiency): {report}")
     if summary.report is not None:
         click.echo(f"performance report: {summary.report}")
-    for key in summary.failed:
-        click.echo(f"failed {key}: {summary.errors.get(key, '')}", err=True)
     if summary.not_started:
         click.echo(f"{len(summary.not_started)} cells not started: too late for --stop-at; "
                    f"rerun the same command to resume", err=True)

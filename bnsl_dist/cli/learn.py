@@ -39,10 +39,11 @@ def _is_cache(spec: str) -> bool:
 
 
 def _summary(result: Any, out: Path, source: str) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    con = Console(stderr=True)
+    from bnsl_dist._console import stderr_console
+
+    con = stderr_console()
     unit = "s" if result.unit == "seconds" else " it"
     search = result.spec["search"]
     t = Table(title=f"bnsl-dist learn: {search['algorithm']} on {source}", show_header=False)
@@ -261,9 +262,9 @@ class _Progress:
     explored, best score so far and time left — only on a terminal and without -q."""
 
     def __init__(self, enabled: bool) -> None:
-        from rich.console import Console
+        from bnsl_dist._console import stderr_console
 
-        self.console = Console(stderr=True)
+        self.console = stderr_console()
         self.summary = enabled  # the closing line, on stderr unless -q (a TTY or not)
         self.enabled = enabled and self.console.is_terminal
         self._status: Any = None

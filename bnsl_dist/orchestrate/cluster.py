@@ -40,6 +40,7 @@ import dask
 from distributed import Client, LocalCluster
 
 from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.orchestrate._logs import mirror_logging
 from bnsl_dist.orchestrate._probe import probe_scheduler
 
 __all__ = ["DEFAULT_TIMEOUT", "connect", "connect_timeout", "default_n_workers",
@@ -208,6 +209,7 @@ def connect(*, workers: int | None = None, scheduler: str | None = None,
             cluster = LocalCluster(processes=False, memory_limit=None, **kwargs)
     client = Client(cluster)
     try:
+        mirror_logging(client)  # workers log where this process logs dask's records
         _announce(client, announce, cluster, dashboard)
         yield client
     finally:

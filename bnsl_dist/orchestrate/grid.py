@@ -325,7 +325,6 @@ def _is_infrastructure(exc: BaseException) -> bool:
 
 
 def _progress(enabled: bool, total: int) -> Any:
-    from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -335,9 +334,11 @@ def _progress(enabled: bool, total: int) -> Any:
         TimeRemainingColumn,
     )
 
+    from bnsl_dist._console import stderr_console
+
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), TimeRemainingColumn(),
-                    console=Console(stderr=True), disable=not enabled or total == 0,
+                    console=stderr_console(), disable=not enabled or total == 0,
                     transient=False)
 
 
@@ -529,7 +530,6 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
         with contextlib.suppress(Exception):
             client.cancel(list(futures))
     if summary.interrupted:
-        _quiet_distributed()
         done = len(store.done_keys() & set(by_key))
         raise GridInterrupted(
             f"{lost or 'the cluster cut cells off'}: {done} of {len(cells)} pending cells "
@@ -596,15 +596,8 @@ def _store_outcome(outcome: Any, cell: Cell, store: ResultStore, summary: GridSu
     first = f"{type(exc).__name__}: {exc}".splitlines()[0]
     summary.errors[cell.key] = first
     if bar is not None:
-        bar.console.print(f"[red]failed[/red] {cell.describe()}: {first}", markup=True)
-
-
-def _quiet_distributed() -> None:
-    """After a lost cluster, the client's reconnection attempts would log tracebacks."""
-    import logging
-
-    for name in ("distributed", "distributed.client", "distributed.comm"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+        bar.console.print(f"[red]failed[/red] {cell.describe()} ({cell.key}): {first}",
+                          markup=True, highlight=False)
 
 
 def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[str], *,

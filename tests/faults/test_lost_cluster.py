@@ -124,6 +124,7 @@ def test_cell_exception_is_a_failure_and_exit_code_1(cluster, caches, tmp_path):
                                   "--no-progress", "--no-report"])
     assert r.exit_code == 1, r.output
     (fail,) = ResultStore(res).read_failures()
-    assert fail.split == "valid" and f"failed {fail.key}: " in r.output
+    assert fail.split == "valid" and f"({fail.key}): " in r.output
+    assert r.output.count("failed nltcs/valid") == 1  # once (it was printed twice)
     assert "nltcs-valid.jkl.gz" in r.output
     assert "1 computed, 1 failed" in r.output

@@ -1,0 +1,62 @@
+"""Where the workers of a local cluster log: where this process logs dask's messages.
+
+A local cluster's worker processes write dask's log records ("Compute Failed" with the
+cell's traceback, heartbeat errors at shutdown) on the stderr they inherit: the
+command's terminal. When this process sends the ``distributed`` logger to a file (the
+command line does: :mod:`bnsl_dist.cli._logging`), :func:`mirror_logging` makes each
+worker send its records to the same file (appending; one line per record, each naming
+its worker), and to stderr only if this process also does (``--debug``). A program that
+leaves dask's logging alone keeps dask's default in its workers too.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from distributed import Client
+from distributed.diagnostics.plugin import WorkerPlugin
+
+__all__ = ["LOGGERS", "WorkerLogs", "mirror_logging"]
+
+#: The loggers of dask and the libraries under it.
+LOGGERS = ("distributed", "tornado", "bokeh", "asyncio")
+
+
+class WorkerLogs(WorkerPlugin):
+    """Send a worker's dask log records to ``path`` (and stderr with ``to_stderr``)."""
+
+    name = "bnsl-dist-logs"
+
+    def __init__(self, path: str, to_stderr: bool) -> None:
+        self.path = path
+        self.to_stderr = to_stderr
+
+    def setup(self, worker: Any) -> None:
+        fmt = logging.Formatter(f"%(asctime)s worker {worker.address} %(name)s "
+                                f"%(levelname)s: %(message)s")
+        handlers: list[logging.Handler] = [logging.FileHandler(self.path, delay=True)]
+        if self.to_stderr:
+            handlers.append(logging.StreamHandler())
+        for h in handlers:
+            h.setFormatter(fmt)
+        for name in LOGGERS:
+            log = logging.getLogger(name)
+            for h in list(log.handlers):
+                log.removeHandler(h)
+            for h in handlers:
+                log.addHandler(h)
+            log.propagate = False
+
+
+def mirror_logging(client: Client) -> None:
+    """Register :class:`WorkerLogs` on ``client``'s workers when this process's
+    ``distributed`` logger writes to a file (call for local clusters only: the path is
+    this machine's)."""
+    files = [h for h in logging.getLogger("distributed").handlers
+             if isinstance(h, logging.FileHandler)]
+    if not files:
+        return
+    to_stderr = any(type(h) is logging.StreamHandler
+                    for h in logging.getLogger("distributed").handlers)
+    client.register_plugin(WorkerLogs(files[0].baseFilename, to_stderr))
