@@ -14,7 +14,7 @@ import click
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["echo_json", "pop_cluster_kwargs", "CLUSTER_KEYS", "cluster_options", "cluster_kwargs",
+__all__ = ["STDOUT", "echo_json", "write_result", "pop_cluster_kwargs", "CLUSTER_KEYS", "cluster_options", "cluster_kwargs",
            "FiniteRange", "StopTime", "stop_time"]
 
 
@@ -109,6 +109,23 @@ class StopTime(click.ParamType):
 
 def echo_json(obj: Any) -> None:
     click.echo(json.dumps(obj, indent=1, sort_keys=False))
+
+
+#: ``-o -``: the result on stdout.
+STDOUT = "-"
+
+
+def write_result(output: str, obj: Any) -> str:
+    """Write ``obj`` as JSON to the file ``output`` (atomically) or, for ``-``, on stdout
+    (everything else a command says goes to stderr); returns where, for the summary."""
+    text = json.dumps(obj, indent=1) + "\n"
+    if output == STDOUT:
+        click.echo(text, nl=False)
+        return "stdout"
+    from bnsl_dist._io import atomic_write_text
+
+    atomic_write_text(output, text)
+    return output
 
 
 _CLUSTER_OPTIONS = [

@@ -13,7 +13,6 @@ atomically; a short summary goes to stderr.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,13 @@ import click
 
 from bnsl_dist.cache.spec import ITERATION_CACHE_SCORES
 from bnsl_dist.cli._checks import check_bif_writable, check_output_file
-from bnsl_dist.cli._common import FiniteRange, cluster_options, pop_cluster_kwargs
+from bnsl_dist.cli._common import (
+    STDOUT,
+    FiniteRange,
+    cluster_options,
+    pop_cluster_kwargs,
+    write_result,
+)
 from bnsl_dist.cli._specs import (
     cache_options_with,
     cache_spec,
@@ -107,7 +112,7 @@ def _summary(result: Any, out: Path, source: str) -> None:
 @click.option("--save-cache", type=click.Path(dir_okay=False), default=None,
               help="Also write the built cache (.jkl or .jkl.gz).")
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False),
-              help="Result JSON.")
+              help="Result JSON (- writes it on stdout).")
 @click.option("--export", "export", type=click.Choice(["bif", "graphml"]), default=None,
               help="Also write the network beside the result (BIF needs data: CPTs).")
 @click.option("--quiet", "-q", is_flag=True, help="No summary or progress on stderr.")
@@ -121,7 +126,6 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
     write RESULT.json. --epsilon / --root-fraction screen the data first (qds)."""
     import time
 
-    from bnsl_dist._io import atomic_write_text
     from bnsl_dist.cache.parent_sets import ParentSetCache
     from bnsl_dist.exceptions import InvalidConfigError
     from bnsl_dist.pipeline.learn import learn, learn_cells, prepare_cache
@@ -129,9 +133,13 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
 
     started = time.time()
     conn = pop_cluster_kwargs(options, serial)
-    check_output_file(output, "--output")
+    if output != STDOUT:
+        check_output_file(output, "--output")
     check_output_file(save_cache, "--save-cache")
     if export is not None:
+        if output == STDOUT:
+            raise InvalidConfigError("--export writes beside the result file: give -o a "
+                                     "file, not -")
         check_output_file(Path(output).with_suffix("." + export), "--export")
     _check_distinct_outputs(output, save_cache, export)
     progress = _Progress(enabled=not quiet)
@@ -197,8 +205,7 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
         from bnsl_dist.cache import write_jkl
 
         write_jkl(shared, save_cache)
-    out = Path(output)
-    atomic_write_text(out, json.dumps(result.to_dict(), indent=1) + "\n")
+    out = Path(write_result(output, result.to_dict()))
     if export is not None:
         from bnsl_dist.pipeline.run import load_data
 
@@ -213,6 +220,8 @@ def _check_distinct_outputs(output: str, save_cache: str | None, export: str | N
     leave the last written alone."""
     from bnsl_dist.exceptions import InvalidConfigError
 
+    if output == STDOUT:
+        return
     seen = {Path(output).resolve(): "--output"}
     for flag, path in (("--save-cache", save_cache),
                        ("--export", None if export is None
@@ -300,7 +309,6 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
     the start of the command."""
     import time
 
-    from bnsl_dist._io import atomic_write_text
     from bnsl_dist.cli.data import load_data
     from bnsl_dist.exceptions import InvalidConfigError
 
@@ -367,11 +375,10 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
                     margin=_GATHER_MARGIN,
                     on_progress=progress.within if progress.enabled else None,
                     on_cache=built.append)
-    out = Path(output)
     # the limit asked for (serially learn_in_time got it less _SERIAL_MARGIN)
     result["time_limit"] = float(time_limit)
     result["wall_seconds"] = time.time() - started
-    atomic_write_text(out, json.dumps(result, indent=1) + "\n")
+    out = Path(write_result(output, result))
     if save_cache is not None:
         from bnsl_dist.cache import write_jkl
 
