@@ -285,6 +285,27 @@ def test_cell_log_says_the_time_left(two_set_grid, tmp_path):
         if not known:
             assert eta == "", (i, r.output)
         else:
-            assert re.fullmatch(r"; about \d+ s left on 1 worker"
-                                + (rf" \({len(left) - len(known)} cells not counted\)"
-                                   if len(known) < len(left) else ""), eta), (i, r.output)
+            want = (r"; about \d+ s left on 1 worker" if len(known) == len(left) else
+                    rf"; {len(known)} cells like the stored ones: about \d+ s on 1 worker; "
+                    rf"{len(left) - len(known)} with nothing to go by yet")
+            assert re.fullmatch(want, eta), (i, r.output)
+
+
+def test_dry_run_of_an_iteration_grid_says_its_bound_is_a_bound(tmp_path):
+    """The smoke grid (54 cells of 200 iterations capped at 60 s) ran in 13 s; its dry
+    run said "estimated wall time on 2 workers: 27.0 min at most". The cap's sum is
+    now called an upper bound, with why, and the expected time is said to be unknown
+    until cells like them are stored."""
+    from pathlib import Path
+
+    smoke = Path(__file__).resolve().parents[1] / "configs" / "grids" / "smoke.yaml"
+    r = CliRunner().invoke(main, ["grid", "run", str(smoke), "--results", str(tmp_path),
+                                  "--dry-run", "--workers", "2"])
+    assert r.exit_code == 0, r.output
+    assert ("search time budgets: 54.0 min of worker time at most, 27.0 min on 2 workers "
+            "at most (an upper bound: every cell running to its seconds cap; 54 of 54 "
+            "cells have an iteration budget, which usually ends them far sooner)"
+            ) in r.output, r.output  # 54 cells x 60 s
+    assert "estimated wall time" not in r.output
+    assert "expected time: no estimate yet (no stored cell like any of the 54 to run" \
+        in r.output

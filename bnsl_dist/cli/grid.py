@@ -202,9 +202,12 @@ def _cell_log(cells: Sequence[Any], done: Sequence[str], pending: Sequence[Any],
         if not to_run or not known:
             return ""
         n = workers() or 1
-        return (f"; about {format_duration(seconds / n)} left on {n} worker"
-                f"{'s' if n > 1 else ''}" + (f" ({unknown} cells not counted)"
-                                             if unknown else ""))
+        on = f"on {n} worker{'s' if n > 1 else ''}"
+        if not unknown:
+            return f"; about {format_duration(seconds / n)} left {on}"
+        # the cells with no stored cell like them are not "0 s": say they are unknown
+        return (f"; {known} cells like the stored ones: about "
+                f"{format_duration(seconds / n)} {on}; {unknown} with nothing to go by yet")
 
     def log(rec: Any) -> None:
         stored.append(rec.key)

@@ -178,21 +178,8 @@ def format_plan(plan: GridPlan, n_workers: int,
              f"  caches to build: {len(plan.caches_to_build)}"
              + (f" (est. {_fmt_seconds(plan.cache_seconds)} of worker time)"
                 if plan.caches_to_build else ""),
-             ("  M-step time budgets x the EM iteration cap (E-steps not counted): "
-              if g.kind == "sem" else "  search time budgets: ")
-             + f"{_fmt_seconds(plan.search_seconds)} of worker time"
-             + (" at most (iteration budgets may end runs earlier)"
-                if any(c.budget_iterations for c in plan.pending) else ""),
-             f"  estimated wall time on {n_workers} workers: "
-             f"{_fmt_seconds(plan.estimated_seconds(n_workers))}"
-             + (" at most" if g.kind == "sem" or any(c.budget_iterations
-                                                      for c in plan.pending) else "")]
-    seconds, known, unknown = sum_known({c.key: (left or {}).get(c.key) for c in plan.pending})
-    if known:
-        lines.append(f"  from the stored cells' wall times: {format_duration(seconds)} of "
-                     f"worker time, {format_duration(seconds / max(1, n_workers))} on "
-                     f"{n_workers} workers"
-                     + (f" ({unknown} cells with nothing to go by)" if unknown else ""))
+             ]
+    lines += _time_lines(plan, n_workers, left)
     if stop_in is not None:
         lines.append("  " + stop_note(plan.pending, left or {}, n_workers, stop_in))
     by_alg: dict[str, int] = {}
@@ -202,6 +189,40 @@ def format_plan(plan: GridPlan, n_workers: int,
     for name, n in by_alg.items():
         lines.append(f"    {name}: {n} cells")
     return "\n".join(lines)
+
+
+def _time_lines(plan: GridPlan, n_workers: int,
+                left: Mapping[str, float | None] | None) -> list[str]:
+    """The plan's time, each figure with how it is derived: a time-budgeted grid's
+    budgets are its time; iteration budgets (and SEM's EM cap) give only an upper bound,
+    from the seconds caps (a smoke grid's 54 cells capped at 60 s read "27 min at most"
+    and ran in 13 s); the stored cells' wall times give the expected time of the cells
+    like them, and the cells with none like them are said to have no estimate."""
+    sem = plan.grid.kind == "sem"
+    what = ("M-step time budgets x the EM iteration cap (E-steps not counted)" if sem
+            else "search time budgets")
+    capped = sum(bool(c.budget_iterations) for c in plan.pending)
+    on = f"{_fmt_seconds(plan.estimated_seconds(n_workers))} on {n_workers} workers"
+    if sem or capped:
+        why = (f"{capped} of {len(plan.pending)} cells have an iteration budget, which "
+               f"usually ends them far sooner" if capped else "EM usually converges sooner")
+        lines = [f"  {what}: {_fmt_seconds(plan.search_seconds)} of worker time at most, "
+                 f"{on} at most (an upper bound: every cell running to its seconds cap; "
+                 f"{why})"]
+    else:
+        lines = [f"  {what}: {_fmt_seconds(plan.search_seconds)} of worker time",
+                 f"  estimated wall time: {on} (the time budgets and the caches' "
+                 f"estimate, shared evenly)"]
+    seconds, known, unknown = sum_known({c.key: (left or {}).get(c.key) for c in plan.pending})
+    if known:
+        lines.append(f"  from the stored cells' wall times: {format_duration(seconds)} of "
+                     f"worker time, {format_duration(seconds / max(1, n_workers))} on "
+                     f"{n_workers} workers"
+                     + (f" ({unknown} cells with nothing to go by)" if unknown else ""))
+    elif unknown and left is not None:
+        lines.append(f"  expected time: no estimate yet (no stored cell like any of the "
+                     f"{unknown} to run; --dry-run says more once some are stored)")
+    return lines
 
 
 def stop_note(pending: Sequence[Cell], left: Mapping[str, float | None], n_workers: int,
