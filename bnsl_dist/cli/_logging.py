@@ -53,10 +53,10 @@ def log_to(path: str | os.PathLike[str]) -> Path:
     p = Path(path).expanduser()
     if "debug" not in _state:
         return p
-    from bnsl_dist.orchestrate._logs import LOGGERS  # imports distributed: its logging
-    # set-up first, ours after
+    from bnsl_dist.orchestrate._logs import LOGGERS, LogFile  # imports distributed: its
+    # logging set-up first, ours after
     p.parent.mkdir(parents=True, exist_ok=True)
-    file = logging.FileHandler(p, delay=True)  # no file until a record comes
+    file = LogFile(str(p))  # no file until a record comes
     handlers: list[logging.Handler] = [file]
     if _state["debug"]:
         handlers.append(logging.StreamHandler())

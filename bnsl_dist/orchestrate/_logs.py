@@ -17,10 +17,21 @@ from typing import Any
 from distributed import Client
 from distributed.diagnostics.plugin import WorkerPlugin
 
-__all__ = ["LOGGERS", "WorkerLogs", "mirror_logging"]
+__all__ = ["LOGGERS", "LogFile", "WorkerLogs", "mirror_logging"]
 
 #: The loggers of dask and the libraries under it.
 LOGGERS = ("distributed", "tornado", "bokeh", "asyncio")
+
+
+class LogFile(logging.FileHandler):
+    """A log file, created when the first record comes, that drops a record it cannot
+    write (a full disk) instead of printing logging's error traceback on stderr."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, delay=True)
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's
+        pass
 
 
 class WorkerLogs(WorkerPlugin):
@@ -35,7 +46,7 @@ class WorkerLogs(WorkerPlugin):
     def setup(self, worker: Any) -> None:
         fmt = logging.Formatter(f"%(asctime)s worker {worker.address} %(name)s "
                                 f"%(levelname)s: %(message)s")
-        handlers: list[logging.Handler] = [logging.FileHandler(self.path, delay=True)]
+        handlers: list[logging.Handler] = [LogFile(self.path)]
         if self.to_stderr:
             handlers.append(logging.StreamHandler())
         for h in handlers:

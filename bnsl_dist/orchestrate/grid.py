@@ -63,6 +63,7 @@ import dask
 from distributed import Client, Future, as_completed, performance_report
 
 from bnsl_dist.exceptions import BNSLError, InvalidConfigError
+from bnsl_dist.orchestrate._disk import resumable_when_full
 from bnsl_dist.orchestrate.explore import explore_job, store_job_cache, submit_cache_build
 from bnsl_dist.orchestrate.staging import StagedFile, Staging, has_shared_fs
 from bnsl_dist.orchestrate.summary import run_report, scheduler_cpu_seconds, task_seconds
@@ -528,7 +529,10 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     for fut, c in zip(client.compute(tasks, optimize_graph=False), ordered, strict=True):
         futures[fut] = c.key
     del cache_futs  # cells hold their cache futures; release ours
-    lost = _drain(client, futures, by_key, store, summary, bar, on_result, no_worker_timeout)
+    with resumable_when_full(store.root, lambda: len(store.done_keys() & set(by_key)),
+                             len(cells), lambda: client.cancel(list(futures))):
+        lost = _drain(client, futures, by_key, store, summary, bar, on_result,
+                      no_worker_timeout)
     stage.wait()
     for err in stage.errors:  # the cells ran on the bytes; the next run rebuilds it
         print(f"could not write the cache {err}", file=sys.stderr)
