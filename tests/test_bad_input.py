@@ -269,7 +269,7 @@ def test_os_error_deep_inside_is_one_line_and_debug_shows_it(tmp_path, monkeypat
 
     monkeypatch.setattr(bnsl_dist.cache, "write_jkl", full)
     args = ["cache", "build", "nltcs", "--scores-per-variable", "3", "--max-indegree", "1",
-            "-o", str(out)]
+            "-o", str(out), "-q"]  # -q: no phase lines before the error
     _one_line_error(_run(args), str(out), "No space left on device")
     res = _run(["--debug", *args])
     assert res.exit_code == 2 and "Traceback" in res.stderr and "OSError" in res.stderr

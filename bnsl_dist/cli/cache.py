@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any
 
@@ -47,16 +46,20 @@ def cache_group() -> None:
               help="Write no '#' lines (plain GOBNILP input).")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The .jkl file to write (.gz compresses); written atomically.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def build_cmd(data: str, method: str, score: str, ess: float, max_indegree: int | None,
               seconds: float | None, scores: int | None, candidate_limit: int,
               max_open: int | None, cache_dir: str | None, no_comments: bool, output: str,
-              **options: Any) -> None:
+              quiet: bool, **options: Any) -> None:
     """Explore the parent sets of every variable of DATA (a file, or a name from
     `bnsl-dist data list`) and write the cache; print a JSON summary."""
     from bnsl_dist.cache import build_cache, write_jkl
+    from bnsl_dist.cli._progress import Phases
     from bnsl_dist.cli.data import load_data
     from bnsl_dist.exceptions import InvalidConfigError
+    from bnsl_dist.search.warmup import kernels_phase, warm_up
 
+    phases = Phases(enabled=not quiet)
     if seconds is not None and scores is not None:
         raise InvalidConfigError("give either --seconds-per-variable or --scores-per-variable, "
                                  "not both")
@@ -70,16 +73,21 @@ def build_cmd(data: str, method: str, score: str, ess: float, max_indegree: int 
     kwargs = dict(method=method, score=score, ess=ess, max_indegree=max_indegree,
                   seconds_per_variable=seconds, scores_per_variable=scores,
                   candidate_limit=candidate_limit, max_open=max_open,
-                  progress=sys.stderr.isatty())
+                  progress=phases.enabled)  # the bar: on a terminal, without -q
     d = load_data(data)
     t0 = time.perf_counter()
+    with phases.phase(kernels_phase()):  # compiled once here: local workers load them
+        warm_up((method,))
+    building = f"building the cache: {method} selection over {d.n_vars} variables"
     if not on_dask:
+        phases.note(building)  # on a terminal the bar shows the variables explored
         cache = build_cache(d, **kwargs)  # type: ignore[arg-type]
     else:
         from bnsl_dist.orchestrate.cluster import connect
         from bnsl_dist.orchestrate.explore import build_cache_distributed
 
-        with connect(**conn, announce=True) as client:
+        with connect(**conn, announce=not quiet) as client:
+            phases.note(building)
             cache = build_cache_distributed(client, d, cache_dir=cache_dir,
                                             **kwargs)  # type: ignore[arg-type]
     wall = time.perf_counter() - t0

@@ -66,9 +66,11 @@ def grid_group() -> None:
                                message="{opt} must be a positive number, got {value}"),
               help="With --replay: grid seconds per real second (sleeps are divided by "
                    "it; reports/summary.json reads in grid seconds).")
+@click.option("--quiet", "-q", is_flag=True,
+              help="No progress (bar or line per cell); the summary and failures stay.")
 def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: bool,
             no_progress: bool, no_report: bool, only: str | None, stop_at: float | None,
-            replay: str | None, speed: float, shared_fs: bool | None,
+            replay: str | None, speed: float, shared_fs: bool | None, quiet: bool,
             **cluster: Any) -> None:
     """Run every cell of GRID.yaml whose result is not yet in --results.
 
@@ -97,7 +99,7 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
     piece = None if only is None else _piece(grid, only)
     cfg = load_cluster(cluster_file) if cluster_file else grid.cluster
     plan = plan_grid(grid, results, piece)
-    live = not no_progress and sys.stderr.isatty()
+    live = not (no_progress or quiet) and sys.stderr.isatty()
     walls: dict[str, float] = {}  # the stored cells' wall seconds, read once
     left = None  # the pending cells' expected wall seconds, from them
     if dry_run or stop_at is not None or not live:
@@ -129,8 +131,8 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
         if stop_at is not None and left is not None:
             click.echo(stop_note(plan.pending, left, connected_workers(client) or 1,
                                  stop_at - time.time()), err=True)
-        log = None if live else _cell_log(plan.cells, plan.done, plan.pending, walls,
-                                          lambda: connected_workers(client))
+        log = None if live or quiet else _cell_log(plan.cells, plan.done, plan.pending,
+                                                   walls, lambda: connected_workers(client))
         summary = run_grid(client, grid, results, progress=live, report=not no_report,
                            datasets=piece, on_result=log, stop_at=stop_at, expected=left,
                            shared_fs=shared_fs if shared_fs is not None

@@ -58,10 +58,12 @@ from bnsl_dist.cli._specs import cache_options_with, cache_spec
                    "given: see below).")
 @click.option("--batch-size", type=int, default=20_000, show_default=True,
               help="Records per E-step task.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iterations: int,
                time_limit: float | None, e_step: str, imputation: str, accumulate: bool,
                search_seconds: float | None, search_iterations: int | None,
-               seed: int, serial: bool, batch_size: int, **options: Any) -> None:
+               seed: int, serial: bool, batch_size: int, quiet: bool,
+               **options: Any) -> None:
     """Learn a bounded-treewidth network from DATA with missing values (?, empty, NA)
     by SEM-kMAX and write the completed data to OUTPUT.
 
@@ -104,13 +106,19 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
     if search_seconds is not None or search_iterations is not None:
         budget = Budget(seconds=search_seconds, max_iterations=search_iterations)
 
-    def report(it: object) -> None:
+    def report(it: object) -> None:  # a line per EM iteration (a phase), unless -q
         click.echo(f"iteration {it.iteration}: score {it.score:.3f}, {it.n_arcs} arcs "  # type: ignore[attr-defined]
                    f"(+{it.arcs_added}/-{it.arcs_removed})", err=True)  # type: ignore[attr-defined]
 
+    if not quiet:
+        from bnsl_dist.search.warmup import kernels_phase
+
+        click.echo(kernels_phase(), err=True)  # a fresh machine compiles: say so first
+
     kwargs = dict(k=k, rng=seed, max_iterations=max_iterations, e_step=e_step,
                   imputation=imputation, accumulate=accumulate,
-                  cache=cache, search_budget=budget, on_iteration=report,
+                  cache=cache, search_budget=budget,
+                  on_iteration=None if quiet else report,
                   time_limit=time_limit, started=started)
     if not serial and all(conn[k] is None for k in ("workers", "scheduler", "scheduler_file")):
         from bnsl_dist.sem.structural_em import prefer_serial
@@ -122,7 +130,7 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
         from bnsl_dist.orchestrate.cluster import connect
         from bnsl_dist.orchestrate.sem import structural_em_distributed
 
-        with connect(**conn) as client:
+        with connect(**conn, announce=not quiet) as client:
             res = structural_em_distributed(client, d, batch_size=batch_size,
                                             **kwargs)  # type: ignore[arg-type]
     write_csv(res.completed, output)

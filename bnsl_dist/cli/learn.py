@@ -28,6 +28,7 @@ from bnsl_dist.cli._common import (
     pop_cluster_kwargs,
     write_result,
 )
+from bnsl_dist.cli._progress import Phases
 from bnsl_dist.cli._specs import (
     cache_options_with,
     cache_spec,
@@ -130,6 +131,7 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
     from bnsl_dist.exceptions import InvalidConfigError
     from bnsl_dist.pipeline.learn import learn, learn_cells, prepare_cache
     from bnsl_dist.pipeline.specs import DataRef
+    from bnsl_dist.search.warmup import algorithm_spec, kernels_phase, warm_up
 
     started = time.time()
     conn = pop_cluster_kwargs(options, serial)
@@ -142,7 +144,7 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
                                      "file, not -")
         check_output_file(Path(output).with_suffix("." + export), "--export")
     _check_distinct_outputs(output, save_cache, export)
-    progress = _Progress(enabled=not quiet)
+    progress = Phases(enabled=not quiet)
     if time_limit is not None:
         _learn_in_time(ctx, source, time_limit, started, conn, serial, seeds, base_seed,
                        save_cache, output, export, progress, options)
@@ -177,6 +179,9 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
     n_seeds = seeds if seeds is not None else 1 if serial or search.budget.seconds is None \
         else None
     shared: ParentSetCache | None
+    with progress.phase(kernels_phase()):  # compiled once here: local workers load them
+        warm_up(("independence",) if data is not None and cache.path is None else (),
+                [algorithm_spec(search.algorithm, search.params, search.k)])
     if serial:
         cells = learn_cells(data, cache, search, n_seeds or 1, base_seed=base_seed,
                             screening=screening)
@@ -266,44 +271,10 @@ def _search_phase(cells: Any) -> str:
     return f"searching: {cells[0].algorithm}, {len(cells)} seed(s) x {per}"
 
 
-class _Progress:
-    """What learn is doing, on stderr while it runs: a spinner with the phase, variables
-    explored, best score so far and time left — only on a terminal and without -q."""
-
-    def __init__(self, enabled: bool) -> None:
-        from bnsl_dist._console import stderr_console
-
-        self.console = stderr_console()
-        self.summary = enabled  # the closing line, on stderr unless -q (a TTY or not)
-        self.enabled = enabled and self.console.is_terminal
-        self._status: Any = None
-
-    def phase(self, text: str) -> Any:
-        import contextlib
-
-        if not self.enabled:
-            return contextlib.nullcontext()
-        self._status = self.console.status(text)
-        return self._status
-
-    def within(self, p: Any) -> None:
-        """A :class:`bnsl_dist.within.Progress` report."""
-        if self._status is None:
-            return
-        parts = [p.stage]
-        if p.total:
-            parts.append(f"{p.done}/{p.total} variables")
-        if p.best_score is not None:
-            parts.append(f"best {p.best_score:,.2f}")
-        if p.time_left is not None:
-            parts.append(f"{p.time_left:.1f} s left")
-        self._status.update(" · ".join(parts))
-
-
 def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: float,
                    conn: dict[str, Any], serial: bool, seeds: int | None, base_seed: int,
                    save_cache: str | None, output: str, export: str | None,
-                   progress: _Progress, options: dict[str, Any]) -> None:
+                   progress: Phases, options: dict[str, Any]) -> None:
     """``learn --time-limit``: :func:`bnsl_dist.within.learn_within` per seed on one shared
     cache (built in slices by every worker on a cluster), within the limit counted from
     the start of the command."""
@@ -350,7 +321,7 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
                                                         "scheduler_file")) \
             and time_limit < LOCAL_CLUSTER_MIN_LIMIT:
         serial = True  # a local cluster's start would eat a short limit
-        if progress.enabled:
+        if progress.reporting:
             progress.console.print(f"--time-limit {time_limit:g} s < "
                                    f"{LOCAL_CLUSTER_MIN_LIMIT:g} s: one seed in this "
                                    f"process (a local cluster takes seconds to start; "
@@ -366,14 +337,14 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
         from bnsl_dist.orchestrate.cluster import connect
         from bnsl_dist.orchestrate.within import learn_in_time_distributed
 
-        with connect(**conn, announce=progress.enabled) as client:
+        with connect(**conn, announce=progress.reporting) as client:
             n = seeds or max(1, len(client.scheduler_info().get("workers", {})))
             with progress.phase(f"learning within the time limit: {n} seed(s) on the "
                                 f"cluster"):
                 result = learn_in_time_distributed(
                     client, data, time_limit, n, base_seed, opts, started=started,
                     margin=_GATHER_MARGIN,
-                    on_progress=progress.within if progress.enabled else None,
+                    on_progress=progress.within if progress.reporting else None,
                     on_cache=built.append)
     # the limit asked for (serially learn_in_time got it less _SERIAL_MARGIN)
     result["time_limit"] = float(time_limit)

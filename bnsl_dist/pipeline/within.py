@@ -27,7 +27,7 @@ from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.pipeline.learn import SCHEMA_VERSION
 from bnsl_dist.pipeline.provenance import provenance
 from bnsl_dist.scores.local import LocalScorer
-from bnsl_dist.search.warmup import compile_clock, warm_up
+from bnsl_dist.search.warmup import compile_clock, kernels_phase, warm_up
 from bnsl_dist.within import (
     Progress,
     cache_from_lists,
@@ -148,6 +148,8 @@ def learn_in_time(data: CategoricalData, time_limit: float | None, n_seeds: int 
     check_time_limit(time_limit)
     t0 = time.time() if started is None else started
     opts = dict(options or {})
+    if on_progress is not None:  # a fresh machine compiles for a minute: say so first
+        on_progress(Progress(kernels_phase(), 0, 0, None, time.time() - t0, None))
     with compile_clock() as compiled:  # not counted in the limit (README, learn_within)
         warm_up(cache_methods=("independence",), algorithms=stage_algorithms(
             str(opts.get("search", "winasobs-ent")), opts.get("search_params"),
@@ -162,6 +164,7 @@ def learn_in_time(data: CategoricalData, time_limit: float | None, n_seeds: int 
             on_progress(Progress("cache", i, n, None, now - t0,
                                  None if deadline is None else max(0.0, deadline - now)))
 
+    explored(0)  # the stage starts (the first report came after its first variable)
     part = explore_slice(data, range(n),
                          None if deadline is None else cache_deadline(deadline, opts),
                          deadline, opts, on_variable=explored)

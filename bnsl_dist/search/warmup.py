@@ -21,7 +21,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["AlgorithmSpec", "algorithm_spec", "warm_up", "CompileClock", "compile_clock"]
+__all__ = ["AlgorithmSpec", "algorithm_spec", "warm_up", "CompileClock", "compile_clock",
+           "COMPILING", "kernels_cached", "kernels_phase"]
+
+#: What a command says while numba compiles its kernels (an empty disk cache).
+COMPILING = ("compiling the numba kernels: once per machine (about a minute on 2 cores); "
+             "later runs and local workers load them")
 
 #: (algorithm name, canonical JSON of its parameters, k or None)
 AlgorithmSpec = tuple[str, str, int | None]
@@ -90,6 +95,27 @@ def warm_up(cache_methods: Iterable[str] = (), algorithms: Iterable[AlgorithmSpe
         except Exception as exc:  # noqa: BLE001 - reported, never raised
             problems[name] = f"{type(exc).__name__}: {exc}"
     return problems
+
+
+def kernels_cached() -> bool:
+    """Whether numba's disk cache holds this package's compiled kernels (the index file
+    of a scoring kernel every job runs): False on a fresh install, a new numba or an
+    emptied ``__pycache__`` / ``NUMBA_CACHE_DIR``, where :func:`warm_up` compiles."""
+    import os
+
+    from bnsl_dist.scores import _kernels
+
+    try:
+        kernel: Any = _kernels.family_score  # numba's own layout (0.5x-0.6x)
+        index = kernel._cache._cache_file._index_path
+    except AttributeError:  # another numba's layout: say nothing wrong, say "loading"
+        return True
+    return os.path.exists(index)
+
+
+def kernels_phase() -> str:
+    """The phase a command names before :func:`warm_up`: :data:`COMPILING`, or loading."""
+    return "loading the numba kernels" if kernels_cached() else COMPILING
 
 
 @dataclass

@@ -29,7 +29,7 @@ def test_build_writes_the_library_cache(data_file, tmp_path):
     res = CliRunner().invoke(main, ["cache", "build", str(data_file), "--method", "sequential",
                                     "--max-indegree", "2", "--score", "bdeu", "-o", str(out)])
     assert res.exit_code == 0, res.output
-    summary = json.loads(res.output)
+    summary = json.loads(res.stdout)  # the phases are on stderr
     ref = build_cache(read_data(data_file), method="sequential", max_indegree=2, score="bdeu")
     got = read_jkl(out)
     assert summary["n_sets"] == ref.n_sets == got.n_sets
