@@ -53,7 +53,7 @@ def log_to(path: str | os.PathLike[str]) -> Path:
     p = Path(path).expanduser()
     if "debug" not in _state:
         return p
-    from bnsl_dist.orchestrate._logs import LOGGERS, LogFile  # imports distributed: its
+    from bnsl_dist.orchestrate._logs import LogFile, route  # imports distributed: its
     # logging set-up first, ours after
     p.parent.mkdir(parents=True, exist_ok=True)
     file = LogFile(str(p))  # no file until a record comes
@@ -63,13 +63,7 @@ def log_to(path: str | os.PathLike[str]) -> Path:
     for h in handlers:
         h.setFormatter(logging.Formatter(_FORMAT))
     old = _state.get("file")
-    for name in LOGGERS:
-        log = logging.getLogger(name)
-        for h in list(log.handlers):
-            log.removeHandler(h)
-        for h in handlers:
-            log.addHandler(h)
-        log.propagate = False
+    route(handlers)
     if isinstance(old, logging.Handler):
         old.close()
     _state["file"] = file

@@ -76,8 +76,11 @@ def build_cmd(data: str, method: str, score: str, ess: float, max_indegree: int 
                   progress=phases.enabled)  # the bar: on a terminal, without -q
     d = load_data(data)
     t0 = time.perf_counter()
-    with phases.phase(kernels_phase()):  # compiled once here: local workers load them
-        warm_up((method,))
+    if conn["scheduler"] is None and conn["scheduler_file"] is None:
+        # this process, or a local cluster still to start: compiled once, here, and its
+        # workers load them (a running cluster is checked first)
+        with phases.phase(kernels_phase()):
+            warm_up((method,))
     building = f"building the cache: {method} selection over {d.n_vars} variables"
     if not on_dask:
         phases.note(building)  # on a terminal the bar shows the variables explored

@@ -179,9 +179,12 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
     n_seeds = seeds if seeds is not None else 1 if serial or search.budget.seconds is None \
         else None
     shared: ParentSetCache | None
-    with progress.phase(kernels_phase()):  # compiled once here: local workers load them
-        warm_up(("independence",) if data is not None and cache.path is None else (),
-                [algorithm_spec(search.algorithm, search.params, search.k)])
+    if conn["scheduler"] is None and conn["scheduler_file"] is None:
+        # this process, or a local cluster still to start: compiled once, here, and its
+        # workers load them (a running cluster is checked first: register_warmup)
+        with progress.phase(kernels_phase()):
+            warm_up(("independence",) if data is not None and cache.path is None else (),
+                    [algorithm_spec(search.algorithm, search.params, search.k)])
     if serial:
         cells = learn_cells(data, cache, search, n_seeds or 1, base_seed=base_seed,
                             screening=screening)

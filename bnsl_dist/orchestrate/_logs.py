@@ -17,10 +17,27 @@ from typing import Any
 from distributed import Client
 from distributed.diagnostics.plugin import WorkerPlugin
 
-__all__ = ["LOGGERS", "LogFile", "WorkerLogs", "mirror_logging"]
+__all__ = ["LOGGERS", "LogFile", "WorkerLogs", "mirror_logging", "route"]
 
 #: The loggers of dask and the libraries under it.
 LOGGERS = ("distributed", "tornado", "bokeh", "asyncio")
+
+
+def route(handlers: list[logging.Handler]) -> None:
+    """Make ``handlers`` the only ones of :data:`LOGGERS` and of every logger under them
+    that has its own (dask's configuration gives ``distributed.client``,
+    ``tornado.application`` ... a stderr handler each, not propagating)."""
+    names = set(LOGGERS) | {n for n in logging.root.manager.loggerDict
+                            if n.split(".")[0] in LOGGERS}
+    for name in sorted(names):
+        log = logging.getLogger(name)
+        if name not in LOGGERS and log.propagate and not log.handlers:
+            continue  # its records reach its parent's handlers
+        for h in list(log.handlers):
+            log.removeHandler(h)
+        for h in handlers:
+            log.addHandler(h)
+        log.propagate = False
 
 
 class LogFile(logging.FileHandler):
@@ -51,13 +68,7 @@ class WorkerLogs(WorkerPlugin):
             handlers.append(logging.StreamHandler())
         for h in handlers:
             h.setFormatter(fmt)
-        for name in LOGGERS:
-            log = logging.getLogger(name)
-            for h in list(log.handlers):
-                log.removeHandler(h)
-            for h in handlers:
-                log.addHandler(h)
-            log.propagate = False
+        route(handlers)
 
 
 def mirror_logging(client: Client) -> None:

@@ -59,3 +59,23 @@ def test_importing_the_package_leaves_dask_logging_alone():
             "assert logging.getLogger('distributed').handlers == before\n"
             "assert logging.getLogger('distributed').level <= logging.WARNING")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_no_dask_logger_keeps_a_terminal_handler(tmp_path):
+    """dask gives distributed.client, tornado.application ... stderr handlers of their own
+    (not propagating): a lost scheduler's tornado traceback reached the terminal."""
+    code = (
+        "import logging, sys\n"
+        "from bnsl_dist.cli import _logging\n"
+        "_logging.configure(False)\n"
+        f"_logging.log_to({str(tmp_path / 'd.log')!r})\n"
+        "bad = [n for n, lg in logging.root.manager.loggerDict.items()\n"
+        "       if isinstance(lg, logging.Logger) and n.split('.')[0] in\n"
+        "       ('distributed', 'tornado', 'bokeh', 'asyncio')\n"
+        "       and any(type(h) is logging.StreamHandler for h in lg.handlers)]\n"
+        "assert not bad, bad\n"
+        "logging.getLogger('tornado.application').error('boom')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert "tornado.application ERROR: boom" in (tmp_path / "d.log").read_text()

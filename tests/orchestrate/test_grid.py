@@ -410,19 +410,20 @@ def test_workers_that_join_late_are_waited_for(caches, tmp_path, monkeypatch):
     grid = small_grid(caches, name="late", seeds=(0,), splits=("test",),
                       algorithms=[{"name": "kg", "k": [2]}])
     checks: list[int | None] = []
-    real = G.connected_workers
+    real = G._worker_threads  # the run's look at its workers (and their threads)
     with LocalCluster(n_workers=0, processes=False, threads_per_worker=1,
                       dashboard_address=None) as cluster, Client(cluster) as client:
 
         def connected(c):
-            n = real(c)
-            checks.append(n)
+            threads = real(c)
+            checks.append(None if threads is None else len(threads))
             if checks.count(0) == 4:  # workerless for 3 checks of the drain, 1 s apart
                 cluster.scale(1)
                 client.wait_for_workers(1)
-            return n
+                threads = real(c)
+            return threads
 
-        monkeypatch.setattr(G, "connected_workers", connected)
+        monkeypatch.setattr(G, "_worker_threads", connected)
         summary = G.run_grid(client, grid, tmp_path, progress=False, report=False,
                              no_worker_timeout=0.01)
     assert checks[:4] == [0, 0, 0, 0]
