@@ -12,7 +12,7 @@ import contextlib
 import time
 from typing import Any
 
-from bnsl_dist._console import stderr_console
+from bnsl_dist.orchestrate._console import stderr_console
 
 __all__ = ["Phases"]
 

@@ -47,7 +47,7 @@ def _is_cache(spec: str) -> bool:
 def _summary(result: Any, out: Path, source: str) -> None:
     from rich.table import Table
 
-    from bnsl_dist._console import stderr_console
+    from bnsl_dist.orchestrate._console import stderr_console
 
     con = stderr_console()
     unit = "s" if result.unit == "seconds" else " it"

@@ -356,7 +356,7 @@ def _progress(enabled: bool, total: int) -> Any:
         TimeRemainingColumn,
     )
 
-    from bnsl_dist._console import stderr_console
+    from bnsl_dist.orchestrate._console import stderr_console
 
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), TimeRemainingColumn(),

@@ -410,20 +410,19 @@ def test_workers_that_join_late_are_waited_for(caches, tmp_path, monkeypatch):
     grid = small_grid(caches, name="late", seeds=(0,), splits=("test",),
                       algorithms=[{"name": "kg", "k": [2]}])
     checks: list[int | None] = []
-    real = G._worker_threads  # the run's look at its workers (and their threads)
+    real = G.connected_workers
     with LocalCluster(n_workers=0, processes=False, threads_per_worker=1,
                       dashboard_address=None) as cluster, Client(cluster) as client:
 
         def connected(c):
-            threads = real(c)
-            checks.append(None if threads is None else len(threads))
+            n = real(c)
+            checks.append(n)
             if checks.count(0) == 4:  # workerless for 3 checks of the drain, 1 s apart
                 cluster.scale(1)
                 client.wait_for_workers(1)
-                threads = real(c)
-            return threads
+            return n
 
-        monkeypatch.setattr(G, "_worker_threads", connected)
+        monkeypatch.setattr(G, "connected_workers", connected)
         summary = G.run_grid(client, grid, tmp_path, progress=False, report=False,
                              no_worker_timeout=0.01)
     assert checks[:4] == [0, 0, 0, 0]
