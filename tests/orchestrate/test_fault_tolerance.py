@@ -131,6 +131,31 @@ def test_worker_killed_mid_grid(cluster, caches, tmp_path):
     assert got == undisturbed
 
 
+def test_utilisation_after_a_lost_worker_is_at_most_one(cluster, caches, tmp_path):
+    """A worker killed and not replaced mid-grid: the busy worker-seconds over the
+    worker-seconds available stay at most 1 (the survivors as the denominator read
+    1.39), and the busy seconds hold every stored cell's own time."""
+    from bnsl_dist.orchestrate.grid import run_grid
+
+    grid = small_grid(caches, name="lose-worker", iterations=1500, algorithms=SLOW,
+                      seeds=(0, 1, 2))
+    killed: list[bool] = []
+
+    def kill_first_worker(rec) -> None:
+        if not killed:
+            killed.append(True)
+            _kill(cluster.workers[0])
+
+    with _client(cluster, 2) as client:
+        summary = run_grid(client, grid, tmp_path / "res", progress=False, report=False,
+                           on_result=kill_first_worker)
+    assert killed and not summary.failed
+    assert summary.busy_seconds is not None
+    assert summary.busy_seconds >= sum(r.elapsed for r in
+                                       ResultStore(tmp_path / "res").read_results())
+    assert summary.utilisation is not None and 0 < summary.utilisation <= 1
+
+
 def test_client_killed_mid_grid_rerun_computes_only_missing(cluster, caches, tmp_path):
     from bnsl_dist.orchestrate.grid import run_grid
 
