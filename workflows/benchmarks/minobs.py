@@ -79,19 +79,34 @@ def _lines(path: Path) -> list[str]:
 
 
 def read_families(path: Path) -> Families:
-    """A minimal .jkl reader: per variable, {parent set: score}. Variables by index."""
+    """A minimal .jkl reader: per variable, {parent set: score}. Variables by index, or
+    by name (then numbered in the order of their sections)."""
     lines = _lines(path)
     n = int(lines[0])
-    fams: Families = [{} for _ in range(n)]
+    heads: list[tuple[str, int, int]] = []
     i = 1
     for _ in range(n):
-        var, k = (int(t) for t in lines[i].split())
-        i += 1
-        for line in lines[i:i + k]:
+        var, count = lines[i].split()
+        heads.append((var, i + 1, int(count)))
+        i += 1 + int(count)
+    names = {var: v for v, (var, _, _) in enumerate(heads)}
+    index = int if all(h[0].isdigit() for h in heads) else names.__getitem__
+    fams: Families = [{} for _ in range(n)]
+    for var, first, k in heads:
+        for line in lines[first:first + k]:
             tok = line.split()
-            fams[var][frozenset(int(t) for t in tok[2:2 + int(tok[1])])] = float(tok[0])
-        i += k
+            key = frozenset(index(t) for t in tok[2:2 + int(tok[1])])
+            fams[index(var)][key] = float(tok[0])
     return fams
+
+
+def write_plain(fams: Families, path: Path) -> None:
+    """The cache as MINOBS reads it: variables by index, no comments."""
+    out = [str(len(fams))]
+    for v, sets in enumerate(fams):
+        out.append(f"{v} {len(sets)}")
+        out += [f"{s!r} {len(ps)} " + " ".join(map(str, sorted(ps))) for ps, s in sets.items()]
+    path.write_text("\n".join(out) + "\n")
 
 
 def score_dag(fams: Families, parents: list[list[int]]) -> float:
@@ -213,8 +228,8 @@ def measure(names: list[str], tools: list[str], minobs: str, seconds: float,
         for name in names:
             path = cache_path(name)
             fams = read_families(path)
-            plain = tmp / f"{name}.jkl"  # MINOBS reads plain text without comments
-            plain.write_text("\n".join(_lines(path)) + "\n")
+            plain = tmp / f"{name}.jkl"
+            write_plain(fams, plain)
             runs: dict[str, list[dict[str, Any]]] = {t: [] for t in ["minobs", *tools]}
             for seed in seeds:
                 for tool in runs:
@@ -314,10 +329,12 @@ def main(argv: list[str] | None = None) -> None:
     result = {"seconds": a.seconds, "optima_seconds": a.optima_seconds, "seeds": a.seeds,
               "cpu": cpu, "tools": a.tools, "optima_tools": a.optima_tools, "note": a.note,
               "minobs": a.minobs,
-              "table": measure(a.caches, a.tools, a.minobs, a.seconds, a.seeds, cpu),
-              "optima": measure(a.optima, a.optima_tools, a.minobs, a.optima_seconds,
-                                a.seeds, cpu)}
-    print(write_report(a.name, result, markdown(result)))
+              "table": {}, "optima": {}}
+    for part, names, tools, seconds in (("table", a.caches, a.tools, a.seconds),
+                                        ("optima", a.optima, a.optima_tools,
+                                         a.optima_seconds)):
+        result[part] = measure(names, tools, a.minobs, seconds, a.seeds, cpu)
+        print(write_report(a.name, result, markdown(result)))  # each part when done
 
 
 if __name__ == "__main__":

@@ -153,6 +153,13 @@ class Memetic:
         self._check()
         fc = cache.flat
         n = fc.n
+        child = np.empty((1, n), dtype=np.int64)
+        mark = np.empty(n, dtype=np.bool_)
+        # compiled or loaded here, not at the first child after the population fills (a
+        # warm-up's few iterations would not reach them); types as in the loop
+        ident, none = np.arange(n, dtype=np.int64), np.empty(0, dtype=np.int64)
+        MK.order_crossover(ident, ident, np.int64(0), np.int64(0), mark, child[0])
+        MK.move_variables(ident, none, none, child[0])
         watch = budget.stopwatch()
         weights, _ = entropy_weights(cache, None)
         masks = obs_masks(fc)
@@ -164,8 +171,6 @@ class Memetic:
         pop = _Population(int(self.population))
         chosen = np.empty(n, dtype=np.int64)
         order = np.empty(n, dtype=np.int64)
-        child = np.empty((1, n), dtype=np.int64)
-        mark = np.empty(n, dtype=np.bool_)
         one_score = np.empty(1, dtype=np.float64)
         best = -np.inf
         stall = 0
