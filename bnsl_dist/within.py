@@ -7,7 +7,8 @@
    not use (its open list ran empty) goes to the next ones. By default sets dominated
    by a subset one member smaller are not expanded (``expand_dominated=False``, see
    :func:`~bnsl_dist.cache.independence.explore_independence`);
-2. **search** — a cache optimizer (default Win-ASOBS-ENT, docs/ALGORITHMS.md §4);
+2. **search** — a cache optimizer (default ``DEFAULT_ALGORITHM``, the memetic search over
+   orders of :mod:`~bnsl_dist.search.ordering.memetic`, docs/ALGORITHMS.md §4);
 3. **polish** — tabu local search over DAGs scored from the data
    (:func:`~bnsl_dist.search.local.tabu_search`): one climb from the search's best DAG,
    one from the empty DAG, then restarts from the better end. It reaches families the
@@ -41,7 +42,13 @@ from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.graph.dag import DAG
 from bnsl_dist.scores.local import LocalScorer
 from bnsl_dist.scores.registry import score_names
-from bnsl_dist.search.base import AnytimeTrace, Budget, Incumbent, make_optimizer
+from bnsl_dist.search.base import (
+    DEFAULT_ALGORITHM,
+    AnytimeTrace,
+    Budget,
+    Incumbent,
+    make_optimizer,
+)
 from bnsl_dist.search.local import cache_candidates, tabu_search
 from bnsl_dist.search.warmup import AlgorithmSpec, algorithm_spec, compile_clock, warm_up
 
@@ -89,7 +96,7 @@ def _check_shares(shares: Sequence[float]) -> tuple[float, float, float]:
     return float(shares[0]), float(shares[1]), float(shares[2])
 
 
-def stage_algorithms(search: str = "winasobs-ent",
+def stage_algorithms(search: str = DEFAULT_ALGORITHM,
                      search_params: Mapping[str, Any] | None = None,
                      polish: bool = True) -> list[AlgorithmSpec]:
     """The optimizers whose kernels the search and polish stages run (to warm them)."""
@@ -173,7 +180,7 @@ def learn_within(data: CategoricalData, time_limit: float | None = None,
                  ess: float = 1.0, max_indegree: int | None = None,
                  scores_per_variable: int | None = None, search_iterations: int | None = None,
                  polish_iterations: int | None = None,
-                 shares: Sequence[float] = DEFAULT_SHARES, search: str = "winasobs-ent",
+                 shares: Sequence[float] = DEFAULT_SHARES, search: str = DEFAULT_ALGORITHM,
                  search_params: Mapping[str, Any] | None = None, polish: bool = True,
                  polish_candidates: str = "auto", polish_from: str = "both",
                  candidate_limit: int = 256,

@@ -83,7 +83,7 @@ def test_learn_from_data_with_exports(runner, tmp_path):
     ["--export", "bif"],  # a cache has no data for CPTs
     ["--algorithm", "kmax", "-k", "0"],
     ["--algorithm", "kmax"],  # no k
-    ["-k", "2"],  # asobs-ent takes no k
+    ["-k", "2"],  # memetic (the default) takes no k
     ["--seeds", "0"],
     ["--seed", "-1"],  # the base seed of the SeedSequence streams: non-negative
     ["--workers", "0"],
@@ -328,7 +328,7 @@ def test_cache_option_help_states_each_commands_defaults():
     ("learn", ["--algorithm", "kmax"], "-k: algorithm 'kmax' needs"),  # was "(top level)"
     ("learn", ["--algorithm", "asobs", "-k", "2"], "-k: algorithm 'asobs' takes no"),
     ("learn", ["--algorithm", "asobs-entt"], "--algorithm: unknown algorithm 'asobs-entt'"),
-    ("learn", ["--param", "foo=1"], "--param: algorithm 'asobs-ent' has no parameter 'foo'"),
+    ("learn", ["--param", "foo=1"], "--param: algorithm 'memetic' has no parameter 'foo'"),
     ("learn", ["--time-limit", "5", "--ess", "0"], "--ess:"),
     ("impute", ["--scores-per-variable", "0"], "--scores-per-variable:"),
 ])

@@ -36,6 +36,7 @@ from bnsl_dist.cli._specs import (
     screening_options,
     screening_spec,
 )
+from bnsl_dist.search.base import DEFAULT_ALGORITHM
 
 __all__ = ["learn_cmd", "algorithms_cmd", "parse_param"]
 
@@ -72,7 +73,7 @@ def _summary(result: Any, out: Path, source: str) -> None:
 
 @click.command("learn")
 @click.argument("source", metavar="DATA|CACHE", type=str)
-@click.option("--algorithm", "-a", default="asobs-ent", show_default=True,
+@click.option("--algorithm", "-a", default=DEFAULT_ALGORITHM, show_default=True,
               help="A registered optimizer (`bnsl-dist algorithms` lists them).")
 @click.option("-k", "k", type=click.IntRange(min=1), default=None,
               help="Treewidth bound (for the optimizers that declare one: kg, kmax, ...).")

@@ -23,6 +23,7 @@ from bnsl_dist.pipeline.within import (
     run_in_time,
     shared_cache,
 )
+from bnsl_dist.search.base import DEFAULT_ALGORITHM
 from bnsl_dist.within import Progress, stage_algorithms
 
 __all__ = ["learn_in_time_distributed"]
@@ -90,7 +91,7 @@ def learn_in_time_distributed(client: Any, data: CategoricalData, time_limit: fl
     polish = bool(opts.get("polish", True))
     w0 = time.time()
     register_warmup(client, cache_methods=("independence",), algorithms=stage_algorithms(
-        str(opts.get("search", "winasobs-ent")), opts.get("search_params"), polish))
+        str(opts.get("search", DEFAULT_ALGORITHM)), opts.get("search_params"), polish))
     # the workers' compiling (an empty numba cache) is not counted, as serially
     compiled = min(time.time() - w0, compiled_since(client, w0))
     deadline = None if time_limit is None else t0 + float(time_limit) - margin + compiled

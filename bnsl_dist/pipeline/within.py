@@ -27,6 +27,7 @@ from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.pipeline.learn import SCHEMA_VERSION
 from bnsl_dist.pipeline.provenance import provenance
 from bnsl_dist.scores.local import LocalScorer
+from bnsl_dist.search.base import DEFAULT_ALGORITHM
 from bnsl_dist.search.warmup import compile_clock, kernels_phase, warm_up
 from bnsl_dist.within import (
     Progress,
@@ -152,7 +153,7 @@ def learn_in_time(data: CategoricalData, time_limit: float | None, n_seeds: int 
         on_progress(Progress(kernels_phase(), 0, 0, None, time.time() - t0, None))
     with compile_clock() as compiled:  # not counted in the limit (README, learn_within)
         warm_up(cache_methods=("independence",), algorithms=stage_algorithms(
-            str(opts.get("search", "winasobs-ent")), opts.get("search_params"),
+            str(opts.get("search", DEFAULT_ALGORITHM)), opts.get("search_params"),
             bool(opts.get("polish", True))))
     deadline = None if time_limit is None else t0 + float(time_limit) + compiled.seconds
     n = data.n_vars

@@ -27,6 +27,7 @@ from bnsl_dist.graph.dag import DAG
 
 __all__ = [
     "Budget",
+    "DEFAULT_ALGORITHM",
     "Stopwatch",
     "Incumbent",
     "AnytimeTrace",
@@ -41,6 +42,11 @@ __all__ = [
     "optimizer_stream",
     "DEFAULT_CHECKPOINTS",
 ]
+
+#: The search ``learn`` runs without ``--algorithm``, and the search stage of
+#: ``learn_within`` (``learn --time-limit``): the strongest one measured at equal seconds
+#: on caches of 20 to 839 variables (workflows/benchmarks/minobs.py).
+DEFAULT_ALGORITHM = "memetic"
 
 #: Checkpoint budgets (seconds) at which distributed runs report the best DAG.
 DEFAULT_CHECKPOINTS: tuple[float, ...] = (1.0, 10.0, 60.0, 600.0, 3600.0)

@@ -150,7 +150,7 @@ def client(request):
 
 @pytest.mark.dask
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("algorithm", ["asobs-ent", "obs"])
+@pytest.mark.parametrize("algorithm", ["asobs-ent", "obs", "memetic"])
 def test_dask_equals_serial_with_iteration_budgets(client, cache_file, algorithm):
     from bnsl_dist.orchestrate.anytime import learn_distributed
 

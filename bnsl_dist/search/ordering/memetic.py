@@ -1,0 +1,212 @@
+"""Memetic search over orders: a population of locally optimal orders, recombined.
+
+Every order the search evaluates goes through the same local search, Win-ASOBS's: an
+ASOBS pass (acyclic back-arcs), adjacent swaps from a topological order of its DAG,
+then the window search (blocks of up to ``max_window`` variables moved step by step,
+the families updated incrementally; :mod:`~bnsl_dist.search.ordering.asobs`). The
+orders it starts from are, first, ASOBS-ENT's entropy-weighted samples until the
+population holds ``population`` distinct local optima; then children of the
+population:
+
+- with probability ``crossover``, an order crossover of two parents, each the better of
+  two members drawn at random: a random segment of the first parent is kept in place
+  and the other variables follow the second parent's relative order, so that runs of
+  well-placed variables survive (Lee & van Beek 2017 recombine locally optimal orders
+  the same way);
+- else a mutation of one parent: ``mutation``·n variables (at least 2) moved to random
+  positions, a kick larger than one move of the local search.
+
+A child's local optimum replaces the worst member when it is better and its score is
+not already in the population (distinct scores keep the population diverse). After
+``restart`` children in a row without a new best, the population keeps its best
+``keep`` members and is filled again from fresh samples.
+
+On large caches a local search takes seconds and the population fills slowly: the
+search is then Win-ASOBS-ENT (the samples and the local search are the same), and the
+recombination starts once the population is full.
+
+One iteration is one local search (of a sample or of a child); incumbents are yielded
+whenever the local search passes the best so far, with the iteration they come from.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+
+import numpy as np
+from numpy.typing import NDArray
+
+from bnsl_dist.cache.parent_sets import ParentSetCache
+from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.search.base import Budget, Incumbent, register
+from bnsl_dist.search.ordering import _kernels as K
+from bnsl_dist.search.ordering import _memetic_kernels as MK
+from bnsl_dist.search.ordering.asobs import SEARCH_FROM, candidate_bitsets, window_refine
+from bnsl_dist.search.ordering.obs import _clock, _ClosurePick, _incumbent, exact_total, obs_masks
+from bnsl_dist.search.ordering.samplers import entropy_orders, entropy_weights
+
+__all__ = ["Memetic"]
+
+
+class _Population:
+    """Locally optimal orders and their scores; at most ``size``, distinct scores."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.orders: list[NDArray[np.int64]] = []
+        self.scores: list[float] = []
+
+    def full(self) -> bool:
+        return len(self.orders) >= self.size
+
+    def offer(self, score: float, order: NDArray[np.int64]) -> None:
+        tol = 1e-9 * max(1.0, abs(score))
+        if any(abs(score - s) <= tol for s in self.scores):
+            return
+        if not self.full():
+            self.orders.append(order.copy())
+            self.scores.append(score)
+            return
+        worst = int(np.argmin(self.scores))
+        if score > self.scores[worst]:
+            self.orders[worst] = order.copy()
+            self.scores[worst] = score
+
+    def keep_best(self, keep: int) -> None:
+        top = np.argsort(self.scores, kind="stable")[::-1][:keep]
+        self.orders = [self.orders[i] for i in top]
+        self.scores = [self.scores[i] for i in top]
+
+    def pick(self, rng: np.random.Generator) -> NDArray[np.int64]:
+        """The better of two members drawn at random (binary tournament)."""
+        i, j = rng.integers(len(self.orders), size=2)
+        return self.orders[i if self.scores[i] >= self.scores[j] else j]
+
+
+@register("memetic")
+class Memetic:
+    """Memetic search: a population of Win-ASOBS local optima, order crossover and
+    mutation (see the module docstring).
+
+    Parameters
+    ----------
+    population : int
+        Distinct local optima kept.
+    crossover : float
+        Probability that a child is a crossover (else a mutation).
+    mutation : float
+        Share of the variables a mutation moves (at least 2).
+    restart : int
+        Children in a row without a new best before the population is renewed.
+    keep : int
+        Members kept at a renewal.
+    max_window : int
+        Largest block moved by the window search.
+    high_entropy : {"last", "first"}
+        Direction of the entropy-weighted samples (as ASOBS-ENT's).
+
+    References
+    ----------
+    C. Lee, P. van Beek, "Metaheuristics for score-and-search Bayesian network structure
+    learning", Canadian AI 2017 (memetic search over orders, MINOBS); M. Scanagatta,
+    G. Corani, M. Zaffalon, "Improved local search in Bayesian networks structure
+    learning", AMBN 2017 (window local search); M. Scanagatta et al., NIPS 2015
+    (ASOBS).
+    """
+
+    name = "memetic"
+    exact = False
+
+    def __init__(self, *, population: int = 20, crossover: float = 0.5,
+                 mutation: float = 0.02, restart: int = 200, keep: int = 4,
+                 max_window: int = 5, high_entropy: str = "last") -> None:
+        self.population = population
+        self.crossover = crossover
+        self.mutation = mutation
+        self.restart = restart
+        self.keep = keep
+        self.max_window = max_window
+        self.high_entropy = high_entropy
+        self._check()
+
+    def _check(self) -> None:
+        if int(self.population) < 2:
+            raise InvalidConfigError("memetic: population must be >= 2")
+        if not 0.0 <= float(self.crossover) <= 1.0:
+            raise InvalidConfigError("memetic: crossover must be in [0, 1]")
+        if not 0.0 <= float(self.mutation) <= 1.0:
+            raise InvalidConfigError("memetic: mutation must be in [0, 1]")
+        if int(self.restart) < 1:
+            raise InvalidConfigError("memetic: restart must be >= 1")
+        if not 1 <= int(self.keep) <= int(self.population):
+            raise InvalidConfigError("memetic: keep must be in [1, population]")
+        if int(self.max_window) < 1:
+            raise InvalidConfigError("memetic: max_window must be >= 1")
+        if self.high_entropy not in ("first", "last"):
+            raise InvalidConfigError(f"memetic: high_entropy must be 'first' or 'last', "
+                                     f"got {self.high_entropy!r}")
+
+    def run(self, cache: ParentSetCache, budget: Budget,
+            rng: np.random.Generator) -> Generator[Incumbent, None, int]:
+        """Yield improving incumbents; return the number of local searches run."""
+        self._check()
+        fc = cache.flat
+        n = fc.n
+        child = np.empty((1, n), dtype=np.int64)
+        mark = np.empty(n, dtype=np.bool_)
+        # compiled or loaded here, not at the first child after the population fills (a
+        # warm-up's few iterations would not reach them); types as in the loop
+        ident, none = np.arange(n, dtype=np.int64), np.empty(0, dtype=np.int64)
+        MK.order_crossover(ident, ident, np.int64(0), np.int64(0), mark, child[0])
+        MK.move_variables(ident, none, none, child[0])
+        watch = budget.stopwatch()
+        weights, _ = entropy_weights(cache, None)
+        masks = obs_masks(fc)
+        cand = candidate_bitsets(fc)
+        max_size = int(fc.sizes.max()) if fc.sizes.size else 0
+        pick = _ClosurePick(K.CLOSURE_BITSETS if n <= SEARCH_FROM
+                            else (K.CLOSURE_SEARCH, K.CLOSURE_BLOCKS))
+        n_moves = max(2, math.ceil(float(self.mutation) * n))
+        pop = _Population(int(self.population))
+        chosen = np.empty(n, dtype=np.int64)
+        order = np.empty(n, dtype=np.int64)
+        one_score = np.empty(1, dtype=np.float64)
+        best = -np.inf
+        stall = 0
+        while not watch.done():
+            if not pop.full() or n < 2:
+                child[:] = entropy_orders(rng, 1, weights, str(self.high_entropy))
+            elif rng.random() < float(self.crossover):
+                lo, hi = np.sort(rng.integers(n + 1, size=2))
+                MK.order_crossover(pop.pick(rng), pop.pick(rng), lo, hi, mark, child[0])
+            else:
+                MK.move_variables(pop.pick(rng), rng.integers(n, size=n_moves),
+                                  rng.integers(n, size=n_moves), child[0])
+            it = watch.iterations + 1
+            kernel = pick.next()
+            t0 = _clock()
+            K.run_orders_masked(child, True, True, 1_000_000, fc.offsets, fc.par_offsets,
+                                fc.par_flat, *masks, max_size, fc.scores, one_score, chosen,
+                                order, kernel)
+            pick.record(kernel, _clock() - t0, 1)
+            score = exact_total(fc, chosen)
+            improved = score > best
+            if improved:
+                best = score
+                yield _incumbent(cache, watch, score, chosen, it)
+            for s, ch in window_refine(fc, order, chosen, watch, rng,
+                                       max_window=int(self.max_window), cand=cand):
+                score = s
+                if s > best:
+                    best = s
+                    improved = True
+                    yield _incumbent(cache, watch, s, ch, it)
+            watch.tick()
+            pop.offer(score, order)
+            stall = 0 if improved else stall + 1
+            if stall >= int(self.restart) and pop.full():
+                pop.keep_best(int(self.keep))
+                stall = 0
+        return watch.iterations
+

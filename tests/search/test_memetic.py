@@ -1,0 +1,93 @@
+"""The memetic search over orders: its kernels against plain-Python oracles, the known
+optima it must reach, and its seed contract (the generic optimizer contract is in
+test_contract.py, serial = Dask in tests/orchestrate/test_anytime.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.search import Budget, make_optimizer
+from bnsl_dist.search.ordering import _memetic_kernels as MK
+from tests.naive import load_jkl, random_cache
+
+
+def _naive_crossover(a: list[int], b: list[int], lo: int, hi: int) -> list[int]:
+    kept = a[lo:hi]
+    rest = [v for v in b if v not in kept]
+    return rest[:lo] + kept + rest[lo:]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_order_crossover_equals_the_naive_one(seed):
+    rnd = np.random.default_rng(seed)
+    n = int(rnd.integers(1, 12))
+    a, b = rnd.permutation(n), rnd.permutation(n)
+    lo, hi = sorted(rnd.integers(n + 1, size=2).tolist())
+    out = np.empty(n, dtype=np.int64)
+    MK.order_crossover(a, b, lo, hi, np.empty(n, dtype=np.bool_), out)
+    assert out.tolist() == _naive_crossover(a.tolist(), b.tolist(), lo, hi)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_move_variables_equals_list_moves(seed):
+    rnd = np.random.default_rng(seed)
+    n = int(rnd.integers(1, 12))
+    order = rnd.permutation(n)
+    src, dst = rnd.integers(n, size=4), rnd.integers(n, size=4)
+    expect = order.tolist()
+    for s, d in zip(src.tolist(), dst.tolist(), strict=True):
+        expect.insert(d, expect.pop(s))
+    out = np.empty(n, dtype=np.int64)
+    MK.move_variables(order, src, dst, out)
+    assert out.tolist() == expect
+
+
+def _final(cache, iters: int, seed: int = 0, **params):
+    return list(make_optimizer("memetic", **params).run(
+        cache, Budget(max_iterations=iters), np.random.default_rng(seed)))[-1]
+
+
+@pytest.mark.parametrize(("name", "optimum"), [("wine.BIC.3.jkl.gz", -1258.4459086),
+                                               ("child-5000.blip.jkl.gz", -71542.801)])
+def test_reaches_bundled_optima(name, optimum):
+    cache = load_jkl(name, bundled=True)
+    for seed in range(3):
+        inc = _final(cache, 60, seed)
+        assert inc.score == pytest.approx(optimum, abs=1e-3), seed
+        assert inc.iterations <= 60
+
+
+SHARED = {"asia_10000.dat.3": -22466.3965465,
+          "minobs_asia_1000_1.BDeu": -2333.8214091, "minobs_asia_250_1.BDeu": -594.2942017,
+          "minobs_cancer_1000_1.BDeu": -2148.4965592,
+          "minobs_earthquake_250_1.BDeu": -114.7500201,
+          "minobs_sachs_1000_1.BDeu": -7664.0481910, "minobs_sachs_250_1.BDeu": -1970.5675718,
+          "minobs_survey_1000_1.BDeu": -4003.6501759, "minobs_survey_250_1.BDeu": -1011.1887092}
+
+
+def test_reaches_the_shared_caches_optima(shared_data):
+    for stem, optimum in SHARED.items():
+        cache = load_jkl(shared_data / "jkl" / f"{stem}.jkl.gz")
+        assert _final(cache, 60).score == pytest.approx(optimum, abs=1e-6), stem
+
+
+def test_same_seed_same_run_and_seeds_differ():
+    cache = random_cache(30, 3, max_sets_per_var=10, max_indegree=3)
+
+    def trace(seed):
+        return [(i.score, i.dag, i.iterations) for i in make_optimizer(
+            "memetic", population=4).run(cache, Budget(max_iterations=40),
+                                         np.random.default_rng(seed))]
+
+    assert trace(5) == trace(5)
+    assert trace(5) != trace(6)
+
+
+@pytest.mark.parametrize("bad", [{"population": 1}, {"crossover": 1.5}, {"mutation": -0.1},
+                                 {"restart": 0}, {"keep": 0}, {"keep": 30},
+                                 {"max_window": 0}, {"high_entropy": "middle"}])
+def test_bad_parameters_are_refused(bad):
+    with pytest.raises(InvalidConfigError, match="memetic"):
+        make_optimizer("memetic", **bad)
