@@ -1,4 +1,4 @@
-"""`grid run --datasets`: a grid runs in pieces; the pieces' records are the whole
+"""`grid run --datasets` (and ``--labels``): a grid runs in pieces; the pieces' records are the whole
 grid's (same keys), and the stored grid stays the whole one."""
 
 from __future__ import annotations
@@ -44,6 +44,22 @@ def test_dry_run_of_a_piece_and_unknown_names(two_set_grid, tmp_path):
     r = run(main, ["grid", "run", str(two_set_grid), "--results", str(tmp_path / "r"),
                    "--dry-run", "--datasets", "b,nope"])
     assert r.exit_code == 2 and "--datasets: nope not in grid pieces" in r.output
+
+
+def test_dry_run_of_a_piece_by_label(two_set_grid, tmp_path):
+    run = CliRunner().invoke
+    r = run(main, ["grid", "run", str(two_set_grid), "--results", str(tmp_path / "r"),
+                   "--dry-run", "--labels", "obs"])
+    assert r.exit_code == 0, r.output
+    assert "2 cells" in r.output and "obs: 2 cells" in r.output
+    assert "asobs: " not in r.output
+    r = run(main, ["grid", "run", str(two_set_grid), "--results", str(tmp_path / "r"),
+                   "--dry-run", "--labels", "obs", "--datasets", "a"])
+    assert r.exit_code == 0 and "1 cells" in r.output, r.output
+    r = run(main, ["grid", "run", str(two_set_grid), "--results", str(tmp_path / "r"),
+                   "--dry-run", "--labels", "asobs-ent"])
+    assert r.exit_code == 2
+    assert "--labels: asobs-ent not in grid pieces (it has asobs, obs)" in r.output
 
 
 @pytest.mark.dask

@@ -48,6 +48,8 @@ def grid_group() -> None:
                    "themselves; else data and caches travel through Dask and this "
                    "process writes every file. Default: the cluster YAML's shared_fs, "
                    "else only for a local cluster.")
+@click.option("--labels", "only_labels", default=None, metavar="LABEL[,LABEL...]",
+              help="Run only the cells of these algorithm labels (a piece, as --datasets).")
 @click.option("--stop-at", "stop_at", type=StopTime(), default=None,
               help="End by WHEN (a batch job's time limit): a duration (2h30m, 90min), a "
                    "clock time (02:10) or a date and time (2026-11-28T02:10). No cell "
@@ -69,14 +71,14 @@ def grid_group() -> None:
 @click.option("--quiet", "-q", is_flag=True,
               help="No progress (bar or line per cell); the summary and failures stay.")
 def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: bool,
-            no_progress: bool, no_report: bool, only: str | None, stop_at: float | None,
-            replay: str | None, speed: float, shared_fs: bool | None, quiet: bool,
-            **cluster: Any) -> None:
+            no_progress: bool, no_report: bool, only: str | None, only_labels: str | None,
+            stop_at: float | None, replay: str | None, speed: float, shared_fs: bool | None,
+            quiet: bool, **cluster: Any) -> None:
     """Run every cell of GRID.yaml whose result is not yet in --results.
 
-    A big grid can run in pieces (--datasets, --stop-at, or stop it and rerun: finished
-    cells are skipped). Exit status: 0 when every cell is stored, 1 when a cell failed
-    (each failed cell's key and first error line printed as it fails, one line each;
+    A big grid can run in pieces (--datasets, --labels, --stop-at, or stop it and rerun:
+    finished cells are skipped). Exit status: 0 when every cell is stored, 1 when a cell
+    failed (each failed cell's key and first error line printed as it fails, one line each;
     dask's own log records go to dask.log in --results), 2 on bad input or a lost
     cluster, 3 when --stop-at left cells not started (rerun to resume; before 1).
     Every run writes reports/summary.json: workers, makespan_s, busy_s, utilisation,
@@ -97,8 +99,9 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
         check_output_dir(results, "--results")
     grid = load_grid(grid_file)  # every name checked: algorithms, parameters, data sets
     piece = None if only is None else _piece(grid, only)
+    labels = None if only_labels is None else _piece(grid, only_labels, "labels")
     cfg = load_cluster(cluster_file) if cluster_file else grid.cluster
-    plan = plan_grid(grid, results, piece)
+    plan = plan_grid(grid, results, piece, labels)
     live = not (no_progress or quiet) and sys.stderr.isatty()
     walls: dict[str, float] = {}  # the stored cells' wall seconds, read once
     left = None  # the pending cells' expected wall seconds, from them
@@ -125,6 +128,10 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
 
     log_to(Path(results) / LOG_NAME)  # dask's own records: there, not on the terminal
     if replay is not None:
+        if labels is not None:
+            from bnsl_dist.exceptions import InvalidConfigError
+
+            raise InvalidConfigError("--labels: a replay runs whole data sets (--datasets)")
         _replay(grid, results, replay, speed, conn, piece, stop_at, live, no_report)
         return
     with open_client(cfg, **conn) as client:
@@ -134,8 +141,8 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
         log = None if live or quiet else _cell_log(plan.cells, plan.done, plan.pending,
                                                    walls, lambda: connected_workers(client))
         summary = run_grid(client, grid, results, progress=live, report=not no_report,
-                           datasets=piece, on_result=log, stop_at=stop_at, expected=left,
-                           shared_fs=shared_fs if shared_fs is not None
+                           datasets=piece, labels=labels, on_result=log, stop_at=stop_at,
+                           expected=left, shared_fs=shared_fs if shared_fs is not None
                            else cfg.shared_fs if cfg is not None else None)
     click.echo(str(summary))
     report = Path(results) / "reports" / "summary.json"
@@ -199,7 +206,7 @@ def _cell_log(cells: Sequence[Any], done: Sequence[str], pending: Sequence[Any],
     def left() -> str:
         est = {k: s for k, s in estimate_left(cells, StoreStatus(tuple(stored), (),
                                                                  tuple(to_run)), walls).items()
-               if k in to_run}   # not the cells of other pieces (--datasets)
+               if k in to_run}   # not the cells of other pieces (--datasets, --labels)
         seconds, known, unknown = sum_known(est)
         if not to_run or not known:
             return ""
@@ -231,15 +238,17 @@ def _cell_log(cells: Sequence[Any], done: Sequence[str], pending: Sequence[Any],
     return log
 
 
-def _piece(grid: Any, only: str) -> set[str]:
-    """The data sets named in ``only`` (comma-separated), each checked against ``grid``."""
+def _piece(grid: Any, only: str, what: str = "datasets") -> set[str]:
+    """The data sets (``what="labels"``: algorithm labels) named in ``only``
+    (comma-separated), each checked against ``grid``."""
     from bnsl_dist.exceptions import InvalidConfigError
 
     names = [n.strip() for n in only.split(",") if n.strip()]
-    have = [d.name for d in grid.datasets]
+    have = ([d.name for d in grid.datasets] if what == "datasets"
+            else list(dict.fromkeys(a.display for a in grid.algorithms)))
     unknown = [n for n in names if n not in have]
     if unknown or not names:
-        raise InvalidConfigError(f"--datasets: {', '.join(unknown) or repr(only)} not in "
+        raise InvalidConfigError(f"--{what}: {', '.join(unknown) or repr(only)} not in "
                                  f"grid {grid.name} (it has {', '.join(have)})")
     return set(names)
 

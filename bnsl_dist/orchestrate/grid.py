@@ -123,18 +123,22 @@ class GridPlan:
         return (self.search_seconds + self.cache_seconds) / max(1, n_workers)
 
 
-def grid_cells(grid: GridConfig, datasets: Collection[str] | None = None) -> list[Cell]:
-    """The cells of ``grid``; with ``datasets``, only those of the data sets so named (a
-    piece of the grid: cell keys do not depend on the selection)."""
-    return [c for c in expand_grid(grid) if datasets is None or c.dataset in datasets]
+def grid_cells(grid: GridConfig, datasets: Collection[str] | None = None,
+               labels: Collection[str] | None = None) -> list[Cell]:
+    """The cells of ``grid``; with ``datasets`` (``labels``), only those of the data sets
+    (algorithm labels) so named (a piece of the grid: cell keys do not depend on the
+    selection)."""
+    return [c for c in expand_grid(grid) if (datasets is None or c.dataset in datasets)
+            and (labels is None or c.label in labels)]
 
 
 def plan_grid(grid: GridConfig, results_dir: str | os.PathLike[str],
-              datasets: Collection[str] | None = None) -> GridPlan:
-    """Expand ``grid`` (the ``datasets`` piece of it) and compare it with what
-    ``results_dir`` holds (no Dask)."""
+              datasets: Collection[str] | None = None,
+              labels: Collection[str] | None = None) -> GridPlan:
+    """Expand ``grid`` (the ``datasets`` and ``labels`` piece of it) and compare it with
+    what ``results_dir`` holds (no Dask)."""
     store = ResultStore(results_dir)
-    cells = grid_cells(grid, datasets)
+    cells = grid_cells(grid, datasets, labels)
     st = store.status(c.key for c in cells)
     done = set(st.done)
     pending = tuple(c for c in cells if c.key not in done)
@@ -631,12 +635,13 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
              no_worker_timeout: float = NO_WORKER_TIMEOUT,
              fan_out_seconds: float = FAN_OUT_SECONDS,
              datasets: Collection[str] | None = None,
+             labels: Collection[str] | None = None,
              stop_at: float | None = None,
              expected: Mapping[str, float | None] | None = None,
              compute: Mapping[str, Callable[..., Any]] | None = None,
              time_scale: float = 1.0, shared_fs: bool | None = None) -> GridSummary:
-    """Run every pending cell of ``grid`` (of its ``datasets`` only, when given: a piece
-    of it; the whole grid is stored either way) on ``client``'s cluster into
+    """Run every pending cell of ``grid`` (of its ``datasets`` and ``labels`` only, when
+    given: a piece of it; the whole grid is stored either way) on ``client``'s cluster into
     ``results_dir``.
 
     Parameters
@@ -695,7 +700,7 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
     t0 = time.perf_counter()
     store = ResultStore(results_dir)
     store.save_text(f"grids/{grid.name}.json", grid.model_dump_json(indent=1) + "\n")
-    cells = grid_cells(grid, datasets)
+    cells = grid_cells(grid, datasets, labels)
     done = store.done_keys()
     pending = [c for c in cells if c.key not in done]
     if not pending:

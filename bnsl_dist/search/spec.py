@@ -113,7 +113,10 @@ def declared_params(params: dict[str, Any], info: ValidationInfo,
 
 class SearchSpec(Spec):
     """A registered optimizer, its declared parameters, its treewidth bound ``k`` (for
-    the optimizers that declare one) and the budget of each run."""
+    the optimizers that declare one) and the budget of each run. ``params`` also holds
+    the parameters the optimizer pins (its ``pinned_params``: those whose default once
+    changed, e.g. ASOBS-ENT's ``high_entropy``), so that a cell's key and record name
+    them."""
 
     algorithm: AlgorithmName = "asobs-ent"
     params: dict[str, JSONValue] = Field(default_factory=dict)
@@ -128,6 +131,9 @@ class SearchSpec(Spec):
     @model_validator(mode="after")
     def _k(self) -> SearchSpec:
         registry_check(self.algorithm, {}, self.k)
+        pin = getattr(optimizer_info(self.algorithm).cls, "pinned_params", None)
+        if pin is not None:  # frozen: the validated dict is replaced, never shared
+            object.__setattr__(self, "params", {**pin(self.params), **self.params})
         return self
 
     def optimizer(self) -> Any:

@@ -574,7 +574,7 @@ def test_weighted_orders_follow_successive_sampling():
 def test_entropy_weights_sources_and_zero_entropy():
     cache = random_cache(4, 0)
     w, last = entropy_weights(cache, [0.5, 0.0, 1.0, 2.0])
-    assert last and 0.0 < w[1] < 1e-6 and w[0] == 0.5
+    assert not last and 0.0 < w[1] < 1e-6 and w[0] == 0.5  # default: processed first
     w, _ = entropy_weights(cache)  # the proxy: minus the empty set's score
     assert list(w) == [-cache.score_of(v, ()) for v in range(4)]
     cache.entropies = np.array([1.0, 2.0, 3.0, 4.0])
@@ -592,11 +592,13 @@ def test_entropy_weights_sources_and_zero_entropy():
     orders = weighted_orders(np.random.default_rng(0), 200, w)
     assert np.all(orders[:, -1] == 0)
     assert all(sorted(r) == [0, 1, 2, 3] for r in orders)
-    # ASOBS walks orders from the end: "first" mirrors the orders, "last" keeps them
+    # ASOBS walks orders from the end: "first" (the default) mirrors the orders, "last"
+    # keeps them
     last = entropy_orders(np.random.default_rng(5), 10, w, "last")
     first = entropy_orders(np.random.default_rng(5), 10, w, "first")
     assert (last == weighted_orders(np.random.default_rng(5), 10, w)).all()
     assert (first == last[:, ::-1]).all()
+    assert (entropy_orders(np.random.default_rng(5), 10, w) == first).all()
     with pytest.raises(InvalidConfigError):
         entropy_orders(np.random.default_rng(5), 1, w, "middle")
 
@@ -606,6 +608,13 @@ def test_named_variants_and_bad_parameters():
     assert get_optimizer("asobs-ent")().sampler == "entropy"
     assert get_optimizer("winasobs")().local_search == "window"
     assert get_optimizer("winasobs-ent")().local_search == "window"
+    for name, sampler, local, direction in [
+            ("asobs-ent", "entropy", "swap", "first"),
+            ("asobs-ent-last", "entropy", "swap", "last"),
+            ("winasobs-ent", "entropy", "window", "first"),
+            ("winasobs-ent-last", "entropy", "window", "last")]:
+        opt = get_optimizer(name)()
+        assert (opt.sampler, opt.local_search, opt.high_entropy) == (sampler, local, direction)
     cache = random_cache(5, 0)
     for bad in ({"sampler": "mi"}, {"local_search": "tabu"}, {"max_window": 0},
                 {"closure": "matrix"}, {"high_entropy": "middle"}):

@@ -9,10 +9,18 @@ Ancestor and descendant bitsets are kept transitively closed by a numba kernel; 
 ``SEARCH_FROM`` variables descendants are found by a labelled search or by bitsets
 over blocks of 512 positions, whichever runs faster on the first orders (same DAGs).
 
-ASOBS-ENT samples orders filled front to back with probabilities proportional to the
-entropies of the unplaced variables, so that high-entropy variables are processed
-LAST by default (``high_entropy="last"``; BLIP processes them first, which measures
-worse than uniform orders — see :mod:`~bnsl_dist.search.ordering.samplers`).
+ASOBS-ENT samples orders in which high-entropy variables tend to be processed FIRST, so
+that they get the most parent sets to choose from (nothing processed before them
+constrains them). The paper puts them "at the end of the order provided to ASOBS, so
+that they are offered plenty of different parent sets" (Scanagatta et al. 2018, §4.2),
+and BLIP does so; its sampling formula, though, fills an order front to back with
+probabilities proportional to the entropies of the unplaced variables, putting them at
+the front. ASOBS walks an order from its last variable to its first, so
+``high_entropy="first"`` mirrors the sampled orders
+(:func:`~bnsl_dist.search.ordering.samplers.entropy_orders`). ``asobs-ent-last`` and
+``winasobs-ent-last`` keep the other direction (high-entropy variables processed last,
+with the fewest choices), which the project ran as ``asobs-ent`` before; records of that
+time are read as ``asobs-ent-last`` (:mod:`bnsl_dist.results.legacy`).
 
 After each ASOBS pass a local improvement starts FROM the ASOBS solution (BLIP feeds its
 local search a mirrored order instead — a bug we do not copy): a topological order of
@@ -26,14 +34,16 @@ orders sooner (measured on book: -313159 instead of -313179 after the same 20 s)
 
 Registered names (same class, different defaults):
 
-==============  ==========  ============
-name            sampler     local_search
-==============  ==========  ============
-asobs           uniform     swap
-asobs-ent       entropy     swap
-winasobs        uniform     window
-winasobs-ent    entropy     window
-==============  ==========  ============
+==================  ==========  ============  ====================================
+name                sampler     local_search  high-entropy variables processed
+==================  ==========  ============  ====================================
+asobs               uniform     swap          (no entropy)
+asobs-ent           entropy     swap          first (the paper's ASOBS-ENT)
+asobs-ent-last      entropy     swap          last
+winasobs            uniform     window        (no entropy)
+winasobs-ent        entropy     window        first
+winasobs-ent-last   entropy     window        last
+==================  ==========  ============  ====================================
 
 Every parameter can be overridden on any of them (e.g. ``asobs`` with
 ``local_search="none"`` is the bare ASOBS pass of the paper).
@@ -41,7 +51,8 @@ Every parameter can be overridden on any of them (e.g. ``asobs`` with
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -54,7 +65,8 @@ from bnsl_dist.search.ordering import _window_kernels as WK
 from bnsl_dist.search.ordering.obs import exact_total, search_orders
 from bnsl_dist.search.ordering.samplers import entropy_orders, entropy_weights, uniform_orders
 
-__all__ = ["ASOBS", "ASOBSEnt", "WinASOBS", "WinASOBSEnt", "candidate_bitsets",
+__all__ = ["ASOBS", "ASOBSEnt", "ASOBSEntLast", "WinASOBS", "WinASOBSEnt", "WinASOBSEntLast",
+           "candidate_bitsets",
            "window_refine", "SEARCH_FROM"]
 
 _SAMPLERS = ("uniform", "entropy")
@@ -127,11 +139,11 @@ class ASOBS:
     sampler : {"uniform", "entropy"}
         How orders are sampled; "entropy": ASOBS-ENT (positions filled front to back
         with probability proportional to the entropy of the unplaced variables).
-    high_entropy : {"last", "first"}
-        Entropy sampler only: whether ASOBS processes high-entropy variables last
-        (default: the paper's sampler with the paper's end-to-front walk) or first
-        (BLIP's behaviour); see :mod:`~bnsl_dist.search.ordering.samplers` for why
-        "last" is the default.
+    high_entropy : {"first", "last"}, optional
+        Entropy sampler only: whether ASOBS processes high-entropy variables first
+        (giving them the most parent sets: the paper's ASOBS-ENT, BLIP's behaviour) or
+        last. Default: "last" for the ``*-last`` names, else "first". A spec of an
+        entropy-sampling ASOBS always names it (:meth:`pinned_params`).
     local_search : {"none", "swap", "window"}
         Improvement after each ASOBS pass (see the module docstring).
     entropies : sequence of float, optional
@@ -161,7 +173,7 @@ class ASOBS:
     M. Scanagatta, C. P. de Campos, G. Corani, M. Zaffalon, "Learning Bayesian networks
     with thousands of variables", NIPS 2015, §3 (ASOBS); M. Scanagatta, G. Corani,
     C. P. de Campos, M. Zaffalon, "Approximate structure learning for large Bayesian
-    networks", Machine Learning 107, 2018, §3.1 (entropy-based sampling, ASOBS-ENT);
+    networks", Machine Learning 107, 2018, §4.2 (entropy-based sampling, ASOBS-ENT);
     M. Scanagatta, G. Corani, M. Zaffalon, "Improved local search in Bayesian networks
     structure learning", AMBN 2017 (window local search).
     """
@@ -170,18 +182,20 @@ class ASOBS:
     exact = False
     _default_sampler = "uniform"
     _default_local = "swap"
+    _default_high_entropy = "first"
 
     def __init__(self, *, sampler: str | None = None, local_search: str | None = None,
                  entropies: Sequence[float] | None = None, max_window: int = 5,
                  max_sweeps: int = 1_000_000, closure: str = "auto",
-                 high_entropy: str = "last") -> None:
+                 high_entropy: str | None = None) -> None:
         self.sampler = self._default_sampler if sampler is None else sampler
         self.local_search = self._default_local if local_search is None else local_search
         self.entropies = entropies
         self.max_window = max_window
         self.max_sweeps = max_sweeps
         self.closure = closure
-        self.high_entropy = high_entropy
+        self.high_entropy = (self._default_high_entropy if high_entropy is None
+                             else high_entropy)
         self._check()  # where the spec is read (the registry builds one), not in each run
 
     def _check(self) -> None:
@@ -202,6 +216,17 @@ class ASOBS:
             raise InvalidConfigError(f"{self.name}: closure must be 'auto' or one of "
                                      f"{tuple(_CLOSURES)}, "
                                      f"got {self.closure!r}")
+
+    @classmethod
+    def pinned_params(cls, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The parameters a search spec of this optimizer always names with their value,
+        given the ``params`` it names: ``high_entropy`` when orders are sampled by
+        entropy. Its default changed (ASOBS-ENT processed high-entropy variables last
+        until it was made the paper's variant), so naming it makes the cells of the two
+        meanings differ in key and record (:class:`~bnsl_dist.search.spec.SearchSpec`)."""
+        if "high_entropy" in params or params.get("sampler", cls._default_sampler) != "entropy":
+            return {}
+        return {"high_entropy": cls._default_high_entropy}
 
     def run(self, cache: ParentSetCache, budget: Budget,
             rng: np.random.Generator) -> Generator[Incumbent, None, int]:
@@ -245,11 +270,18 @@ register("asobs")(ASOBS)
 
 @register("asobs-ent")
 class ASOBSEnt(ASOBS):
-    """ASOBS with entropy-weighted orders: high-entropy variables tend to the front of an
-    order and, ASOBS walking it back to front, are processed last (``high_entropy="last"``,
-    docs/ALGORITHMS.md §4; ``"first"`` is BLIP's direction, kept for comparison)."""
+    """ASOBS-ENT (Scanagatta et al. 2018, §4.2): entropy-weighted orders, high-entropy
+    variables processed first (``high_entropy="first"``, docs/ALGORITHMS.md §4)."""
 
     _default_sampler = "entropy"
+
+
+@register("asobs-ent-last")
+class ASOBSEntLast(ASOBSEnt):
+    """ASOBS with entropy-weighted orders processing high-entropy variables last (fewest
+    parent sets): the direction the project ran as ``asobs-ent`` before."""
+
+    _default_high_entropy = "last"
 
 
 @register("winasobs")
@@ -261,7 +293,15 @@ class WinASOBS(ASOBS):
 
 @register("winasobs-ent")
 class WinASOBSEnt(ASOBS):
-    """ASOBS followed by the window local search, entropy-weighted orders."""
+    """ASOBS followed by the window local search, entropy-weighted orders processing
+    high-entropy variables first."""
 
     _default_sampler = "entropy"
     _default_local = "window"
+
+
+@register("winasobs-ent-last")
+class WinASOBSEntLast(WinASOBSEnt):
+    """Win-ASOBS with entropy-weighted orders processing high-entropy variables last."""
+
+    _default_high_entropy = "last"

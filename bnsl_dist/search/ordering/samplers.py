@@ -6,21 +6,20 @@ draws would (results do not depend on batch sizes).
 
 The entropy sampler fills the positions of the order front to back, choosing each next
 variable among the unplaced ones with probability H(X_j) / Σ_unplaced H (docs/ALGORITHMS.md
-§4; Scanagatta et al. 2018, §3.2, eq. for w_j). Successive sampling without
+§4; Scanagatta et al. 2018, §4.2, eq. for w_j). Successive sampling without
 replacement equals sorting the keys ln(u_j) / H_j in decreasing order (Efraimidis &
 Spirakis): O(n log n) per order instead of BLIP's O(n²).
 
-Direction. ASOBS walks an order from its last variable to its first (the paper's
-"j = n, ..., 1", which makes ASOBS >= OBS for the same order), so high-entropy
-variables, which tend to sit at the front, are PROCESSED LAST
-(``high_entropy="last"``, the default of :func:`entropy_orders`; k-G_ENT, which adds
-variables front to back, names the same choice ``"late"`` and reverses its orders for
-it, ``"early"`` keeping them). BLIP walks the
-order front to back, so with the same sampler it processes them FIRST, the direction
-the paper's rationale was first read to name. Measured on BLIP's own caches (book, cwebkb, dna; same number of
-orders, 3 seeds; workflows/benchmarks/search.py), processing them first is WORSE
-than uniform orders (the ASOBS-ENT deficit BLIP shows) and processing them last is
-better, so "last" is the default and "first" stays available for comparison.
+Direction. A variable processed early by ASOBS has the most parent sets to choose
+from (few variables are its descendants yet), and ASOBS-ENT is meant to give those to
+the high-entropy variables (Scanagatta et al. 2018, §4.2; docs/ALGORITHMS.md §4).
+ASOBS walks an order from its last variable to its first (the paper's "j = n, ..., 1",
+which makes ASOBS >= OBS for the same order), and the sampler above puts high-entropy
+variables towards the front, so the paper's direction (``high_entropy="first"``, the
+default of :func:`entropy_orders`) mirrors the sampled orders; ``"last"`` keeps them,
+processing high-entropy variables last (ASOBS's ``*-last`` variants). k-G_ENT adds
+variables front to back and names the same choice ``"early"`` (its default: orders kept)
+and ``"late"`` (reversed).
 """
 
 from __future__ import annotations
@@ -90,9 +89,10 @@ def processed_last(high_entropy: str) -> bool:
 
 
 def entropy_orders(rng: np.random.Generator, n_orders: int, weights: NDArray[np.float64],
-                   high_entropy: str = "last") -> NDArray[np.int64]:
-    """ASOBS-ENT orders: :func:`weighted_orders`, mirrored when high-entropy variables
-    are to be processed first by ASOBS (``high_entropy="first"``, BLIP's behaviour)."""
+                   high_entropy: str = "first") -> NDArray[np.int64]:
+    """ASOBS-ENT orders, for ASOBS's back-to-front walk: :func:`weighted_orders`
+    mirrored, so that high-entropy variables tend to be processed first
+    (``high_entropy="first"``, the paper's ASOBS-ENT), or as drawn (``"last"``)."""
     orders = weighted_orders(rng, n_orders, weights)
     if not processed_last(high_entropy):
         orders = np.ascontiguousarray(orders[:, ::-1])
@@ -101,7 +101,7 @@ def entropy_orders(rng: np.random.Generator, n_orders: int, weights: NDArray[np.
 
 def entropy_weights(cache: ParentSetCache,
                     entropies: Sequence[float] | NDArray[np.float64] | None = None,
-                    high_entropy: str = "last") -> tuple[NDArray[np.float64], bool]:
+                    high_entropy: str = "first") -> tuple[NDArray[np.float64], bool]:
     """Sampling weights of the entropy-weighted orders (ASOBS-ENT, k-G_ENT), and whether
     high-entropy variables are to be processed last (:func:`processed_last`).
 
