@@ -34,7 +34,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,7 @@ import pyarrow.parquet as pq
 from bnsl_dist._io import atomic_write_bytes
 from bnsl_dist._json import canonical_json
 from bnsl_dist.exceptions import DataError, InvalidConfigError
+from bnsl_dist.results.legacy import revise_grids, revise_table
 from bnsl_dist.results.records import (
     RESULT_SCHEMA,
     CellFailure,
@@ -96,10 +97,19 @@ def _sorted_by_key(table: pa.Table) -> pa.Table:
 
 def _folder_records(root: Path) -> RecordSet:
     store = ResultStore(root)
-    table = _sorted_by_key(store.read_table())
-    return RecordSet(table, store.read_grids(),
-                     sorted(store.read_failures(), key=lambda f: f.key),
-                     store.read_cache_times(set(table.column("cache_key").to_pylist())))
+    table = _sorted_by_key(store.read_table(revise=False))
+    return _revised(RecordSet(table, store.read_grids(),
+                              sorted(store.read_failures(), key=lambda f: f.key),
+                              store.read_cache_times(set(table.column("cache_key").to_pylist()))))
+
+
+def _revised(recs: RecordSet) -> RecordSet:
+    """``recs`` with records of an earlier meaning of their algorithm's name, and the
+    grids stored with them, read under that meaning's name now (:mod:`.legacy`)."""
+    table, renamed = revise_table(recs.table)
+    if not renamed and table is recs.table:
+        return recs
+    return replace(recs, table=table, grids=revise_grids(recs.grids, renamed))
 
 
 def export_records(results: str | os.PathLike[str], out: str | os.PathLike[str], *,
@@ -290,7 +300,7 @@ def read_records(path: str | os.PathLike[str]) -> RecordSet:
     given = Path(path)
     recs, part = _read_one(given)
     if part is None:
-        return recs
+        return _revised(recs)
     first = given.with_name(str(part["first"]))
     sets: list[RecordSet] = []
     for i, p in enumerate(part_paths(first, int(part["of"])), start=1):
@@ -304,9 +314,9 @@ def read_records(path: str | os.PathLike[str]) -> RecordSet:
             raise DataError(f"not part {i} of {part['of']} of {first.name} "
                             f"(its part entry: {got})", path=str(p))
         sets.append(one)
-    return RecordSet(pa.concat_tables([r.table for r in sets]), sets[0].grids,
-                     [f for r in sets for f in r.failures],
-                     {k: v for r in sets for k, v in r.caches.items()})
+    return _revised(RecordSet(pa.concat_tables([r.table for r in sets]), sets[0].grids,
+                              [f for r in sets for f in r.failures],
+                              {k: v for r in sets for k, v in r.caches.items()}))
 
 
 def _read_one(p: Path) -> tuple[RecordSet, dict[str, Any] | None]:

@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 from bnsl_dist._io import atomic_write_text, atomic_writer
 from bnsl_dist.exceptions import DataError
+from bnsl_dist.results.legacy import revise_table
 from bnsl_dist.results.records import (
     CellFailure,
     CellResult,
@@ -184,16 +185,24 @@ class ResultStore:
 
     # ------------------------------------------------------------------ reading
     def read_table(self, keys: Iterable[str] | None = None,
-                   columns: Sequence[str] | None = None) -> pa.Table:
+                   columns: Sequence[str] | None = None, *, revise: bool = True) -> pa.Table:
         """All (or the given) results as one Arrow table with the result schema (only
         the ``columns`` named, read alone: a fifth of the time when the DAGs are left
-        on disk)."""
+        on disk). Records of an earlier meaning of their algorithm's name are read under
+        its name now (:func:`~bnsl_dist.results.legacy.revise_table`; ``revise=False``:
+        as stored)."""
         schema = result_schema(columns)
         wanted = sorted(self.done_keys() if keys is None else set(keys) & self.done_keys())
-        tables = [self._read_one(self.result_path(k), columns) for k in wanted]
+        read = None if columns is None else list(dict.fromkeys(
+            [*columns, *(("algorithm", "params") if revise and {"algorithm", "label",
+                         "params", "spec"} & set(columns) else ())]))
+        tables = [self._read_one(self.result_path(k), read) for k in wanted]
         if not tables:
             return schema.empty_table()
-        return pa.concat_tables(tables)
+        table = pa.concat_tables(tables)
+        if revise:
+            table = revise_table(table)[0]
+        return table if columns is None else table.select(list(columns))
 
     @staticmethod
     def _read_one(path: Path, columns: Sequence[str] | None = None) -> pa.Table:

@@ -1,0 +1,113 @@
+"""Records of ``asobs-ent`` from before it was the paper's variant (high-entropy
+variables processed last) are read as ``asobs-ent-last``, never as ``asobs-ent``; a grid
+resumed over them reruns the paper's variant (its keys differ)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bnsl_dist.pipeline.config import GridConfig, load_grid
+from bnsl_dist.pipeline.grid import expand_grid
+from bnsl_dist.results import ResultStore
+from bnsl_dist.results.export import export_records, load_records, read_records
+from bnsl_dist.results.legacy import revise_grids
+from tests.results import synthetic as S
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / "workflows" / "results"
+
+
+def test_committed_asobs_ent_records_read_as_the_last_variant():
+    recs = read_records(RESULTS / "asobs-ent-2018-reduced" / "records.parquet")
+    f = recs.frame()
+    # 75 experiments x (asobs, the old asobs-ent, ilp) + 15 x 5 k x 3 k-G variants
+    assert len(f) == 1350
+    assert "asobs-ent" not in set(f.algorithm) | set(f.label)
+    old = f[f.label == "asobs-ent-last"]
+    assert len(old) == 75 and set(old.algorithm) == {"asobs-ent-last"}
+    assert {json.loads(p)["high_entropy"] for p in old.params} == {"last"}
+    assert all(json.loads(s)["search"] == {**json.loads(s)["search"],
+                                           "algorithm": "asobs-ent-last",
+                                           "params": {"high_entropy": "last"}}
+               for s in old.spec)
+    # every other row as stored
+    assert set(f.label) == {"asobs", "asobs-ent-last", "ilp", "kg", "kg-ent", "kg-ent-late"}
+    grid = recs.grids["asobs-ent-2018-reduced"]
+    assert [a["name"] for a in grid["algorithms"]][:3] == ["asobs", "asobs-ent-last", "ilp"]
+    assert [(c["a"], c["b"]) for c in grid["comparisons"]][:2] == \
+        [("asobs-ent-last", "asobs"), ("asobs-ent-last", "ilp")]
+    GridConfig.model_validate(grid)  # still a valid grid
+
+
+def test_a_resumed_grid_reruns_the_papers_variant_only():
+    """The cells of the current grid: those of unchanged meaning (asobs, ilp, k-G) have
+    the committed records' keys (a resume skips them); none of asobs-ent (the paper's
+    variant, or -last) has (a resume runs them)."""
+    keys = set(read_records(RESULTS / "asobs-ent-2018-reduced" / "records.parquet")
+               .table.column("key").to_pylist())
+    cells = expand_grid(load_grid(REPO / "configs/grids/asobs-ent-2018-reduced.yaml"))
+    by_label: dict[str, list[bool]] = {}
+    for c in cells:
+        by_label.setdefault(c.label, []).append(c.key in keys)
+    assert all(by_label["asobs"]) and all(by_label["ilp"]) and all(by_label["kg-ent"])
+    assert len(by_label["asobs-ent"]) == 75 and not any(by_label["asobs-ent"])
+    assert not any(by_label["asobs-ent-last"])
+
+
+@pytest.mark.parametrize("folder", ["inference", "inference-2018-reduced"])
+def test_committed_inference_records_name_the_last_variant(folder):
+    recs = read_records(RESULTS / folder / "records.parquet")
+    f = recs.frame()
+    assert "asobs-ent" not in set(f.label) and (f.label == "asobs-ent-last").any()
+    for grid in recs.grids.values():
+        assert grid["inference"]["reference"] == "asobs-ent-last"
+        assert "asobs-ent-last" in {a["name"] for a in grid["algorithms"]}
+
+
+def _grid(*algorithms: dict) -> dict:
+    g = json.loads(S.grid_config().model_dump_json())
+    g["algorithms"] = list(algorithms)
+    g["comparisons"] = [{"a": "asobs-ent", "b": "asobs", "title": "T"}]
+    return g
+
+
+def test_folders_and_files_are_revised_alike(tmp_path):
+    old = S.record("asobs-ent", "asobs-ent", -5.0)
+    new = S.record("asobs-ent", "asobs-ent", -4.0, dataset="d2",
+                   params={"high_entropy": "first"})
+    win = S.record("w", "winasobs-ent", -6.0, dataset="d3")  # a label of its own: kept
+    plain = S.record("asobs", "asobs", -7.0)
+    st = S.write_store(tmp_path / "res", [old, new, win, plain])
+    st.save_text(f"grids/{S.GRID}.json", json.dumps(_grid({"name": "asobs-ent"},
+                                                          {"name": "asobs"})))
+    from_folder = load_records(tmp_path / "res")
+    from_file = read_records(export_records(tmp_path / "res", tmp_path / "r.parquet"))
+    for recs in (from_folder, from_file):
+        f = recs.frame().set_index("key")
+        assert f.loc[old.key, ["algorithm", "label"]].tolist() == ["asobs-ent-last"] * 2
+        assert json.loads(f.loc[old.key, "params"]) == {"high_entropy": "last"}
+        assert f.loc[new.key, ["algorithm", "label"]].tolist() == ["asobs-ent"] * 2
+        assert f.loc[win.key, ["algorithm", "label"]].tolist() == ["winasobs-ent-last", "w"]
+        assert f.loc[plain.key, ["algorithm", "label"]].tolist() == ["asobs", "asobs"]
+        g = recs.grids[S.GRID]
+        assert [a["name"] for a in g["algorithms"]] == ["asobs-ent-last", "asobs"]
+        assert g["comparisons"][0]["a"] == "asobs-ent-last"
+    # the folder read by the store directly: the rows revised too
+    t = ResultStore(tmp_path / "res").read_table(columns=["key", "label"])
+    assert dict(zip(*t.to_pydict().values(), strict=True))[old.key] == "asobs-ent-last"
+    assert t.column_names == ["key", "label"]
+    raw = ResultStore(tmp_path / "res").read_table(columns=["label"], revise=False)
+    assert "asobs-ent-last" not in raw.column("label").to_pylist()
+
+
+def test_a_grid_of_the_new_meaning_keeps_its_definition():
+    g = _grid({"name": "asobs-ent"}, {"name": "asobs-ent-last"}, {"name": "asobs"})
+    assert revise_grids({S.GRID: g}, {S.GRID: {"asobs-ent": "asobs-ent-last"}}) == {S.GRID: g}
+    old = _grid({"name": "asobs-ent"}, {"name": "asobs"})
+    got = revise_grids({S.GRID: old}, {S.GRID: {"asobs-ent": "asobs-ent-last"}})[S.GRID]
+    assert got["comparisons"] == [{"a": "asobs-ent-last", "b": "asobs",
+                                   "title": "T [ran as asobs-ent-last]"}]
+    assert old["algorithms"][0]["name"] == "asobs-ent"  # the caller's copy untouched
