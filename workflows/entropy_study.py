@@ -2,8 +2,9 @@
 
 On each synthetic network r0-r14 of the ASOBS-ENT grid (the caches its run built, found
 through the records of that run), the same number of uniform orders (ASOBS) and
-entropy-weighted orders (ASOBS-ENT, high-entropy variables processed last, the
-project's default) go through the bare ASOBS pass (no local search: the grid's first
+entropy-weighted orders processing high-entropy variables last (``asobs-ent-last``,
+the direction the grid's records of that time ran as ASOBS-ENT; the paper's ASOBS-ENT
+processes them first) go through the bare ASOBS pass (no local search: the grid's first
 incumbents). For every variable the pass's *constraint loss* is recorded: the score of
 its best cached set minus the score of the set it got (its best sets were blocked by
 descendants). Reported per network and per quintile of the variables' entropies (of the

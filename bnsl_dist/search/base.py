@@ -344,6 +344,14 @@ def get_optimizer(name: str) -> type:
 _INFO: dict[str, OptimizerInfo] = {}
 
 
+def _default(cls: type, p: inspect.Parameter) -> Any:
+    """``p``'s default; a None standing for a class's own default (``_default_<name>``,
+    as the named variants of one optimizer class set them) is that default."""
+    if p.default is None:
+        return getattr(cls, f"_default_{p.name}", None)
+    return p.default
+
+
 def optimizer_info(name: str) -> OptimizerInfo:
     """The declaration of a registered optimizer (unknown names: InvalidConfigError)."""
     if name not in _INFO:
@@ -352,7 +360,7 @@ def optimizer_info(name: str) -> OptimizerInfo:
         params = [p for p in inspect.signature(cls.__init__).parameters.values()  # type: ignore[misc]
                   if p.kind is inspect.Parameter.KEYWORD_ONLY]
         _INFO[name] = OptimizerInfo(name, cls, tuple(
-            Hyperparameter(p.name, hints.get(p.name, Any), p.default) for p in params))
+            Hyperparameter(p.name, hints.get(p.name, Any), _default(cls, p)) for p in params))
     return _INFO[name]
 
 

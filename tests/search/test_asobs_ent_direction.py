@@ -98,3 +98,18 @@ def test_specs_name_the_direction():
     assert spec("asobs").params == {} and spec("winasobs").params == {}
     assert spec("asobs-ent").optimizer().high_entropy == "first"
     assert spec("winasobs-ent-last").optimizer().high_entropy == "last"
+
+
+def test_the_registry_shows_each_names_defaults():
+    """`bnsl-dist algorithms` (and `learn --param`'s help) lists what each name runs."""
+    from bnsl_dist.search.base import optimizer_info
+
+    def defaults(name):
+        return {h.name: h.default for h in optimizer_info(name).hyperparameters}
+
+    assert {k: defaults("asobs-ent")[k] for k in ("sampler", "local_search", "high_entropy")} \
+        == {"sampler": "entropy", "local_search": "swap", "high_entropy": "first"}
+    assert defaults("winasobs-ent-last")["high_entropy"] == "last"
+    assert defaults("winasobs-ent-last")["local_search"] == "window"
+    assert defaults("asobs")["sampler"] == "uniform"
+    assert defaults("kg-ent")["entropies"] is None  # a None that is no class default

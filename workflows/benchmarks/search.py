@@ -18,10 +18,14 @@ Four parts, each written to ``out/search.json`` (and a markdown table,
   built (``shared/data/jkl/blip-is/``), seed 1, beside BLIP's own figures (seed 1,
   from $BNSL_SHARED_DATA/README.md §5b). ASOBS-ENT gets the entropies of the train split
   when ``shared/data/twenty`` is there (as BLIP does), else the empty-set proxy.
-  ``asobs-ent/first`` is ASOBS-ENT processing high-entropy variables first (BLIP).
+  ``asobs-ent`` processes high-entropy variables first (the paper's and BLIP's
+  direction); ``asobs-ent/last`` processes them last. The committed ``search.json``
+  predates that naming: its ``asobs-ent`` and ``winasobs-ent`` rows ran with
+  high-entropy variables last, its ``asobs-ent/first`` row first.
 * ``direction`` — why BLIP's ASOBS-ENT trails its uniform ASOBS: uniform orders vs
-  entropy orders whose high-entropy variables are processed first (BLIP) or last
-  (ours), at equal numbers of orders (3 seeds; load-independent).
+  entropy orders whose high-entropy variables are processed first (the paper's
+  ASOBS-ENT, BLIP) or last, at equal numbers of orders (3 seeds; load-independent).
+  ``asobs_ent_direction.py`` compares the directions at equal seconds.
 * ``mirror`` — the local search (OBS + swaps) started from a topological order of the
   ASOBS DAG (ours) or from that order mirrored (docs/ALGORITHMS.md §4 says BLIP does this),
   for uniform and entropy orders.
@@ -72,7 +76,7 @@ BLIP = {
                "winasobs-ent": (-425741.017, -425713.418)},
 }
 LONG_ALGOS = ["asobs", "asobs-ent", "winasobs-ent"]
-SHORT_ALGOS = ["obs", "hc-tabu", "asobs-ent/first"]  # "/first": high_entropy="first"
+SHORT_ALGOS = ["obs", "hc-tabu", "asobs-ent/last"]  # "/last": high_entropy="last"
 #: Equal numbers of orders for the direction study (3 seeds each).
 DIRECTION_ORDERS = {"dna": 300, "book": 150, "cwebkb": 80}
 
@@ -222,8 +226,9 @@ def part_blip(short: float, long: float, algos: list[str] | None = None
 
 
 def part_direction() -> list[dict[str, Any]]:
-    """Uniform orders vs entropy orders processing high-entropy variables first (BLIP)
-    or last (ours), at equal numbers of orders, 3 seeds, bare passes and with swaps."""
+    """Uniform orders vs entropy orders processing high-entropy variables first (the
+    paper's, BLIP) or last, at equal numbers of orders, 3 seeds, bare passes and with
+    swaps."""
     rows = []
     for cname, iters in DIRECTION_ORDERS.items():
         cache = _blip_cache(cname)
@@ -495,8 +500,8 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append("")
     if result.get("direction"):
         lines += ["### ASOBS-ENT direction (equal orders, mean best of 3 seeds)", "",
-                  "| cache | n | orders | per order | uniform | high-entropy first (BLIP) | "
-                  "high-entropy last (ours) |", "|---|---:|---:|---|---:|---:|---:|"]
+                  "| cache | n | orders | per order | uniform | high-entropy first (paper, BLIP) | "
+                  "high-entropy last |", "|---|---:|---:|---|---:|---:|---:|"]
         rows = result["direction"]
         for r in rows:
             if r["sampler"] != "uniform":

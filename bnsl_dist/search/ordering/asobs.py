@@ -181,7 +181,7 @@ class ASOBS:
     name = "asobs"
     exact = False
     _default_sampler = "uniform"
-    _default_local = "swap"
+    _default_local_search = "swap"
     _default_high_entropy = "first"
 
     def __init__(self, *, sampler: str | None = None, local_search: str | None = None,
@@ -189,7 +189,7 @@ class ASOBS:
                  max_sweeps: int = 1_000_000, closure: str = "auto",
                  high_entropy: str | None = None) -> None:
         self.sampler = self._default_sampler if sampler is None else sampler
-        self.local_search = self._default_local if local_search is None else local_search
+        self.local_search = self._default_local_search if local_search is None else local_search
         self.entropies = entropies
         self.max_window = max_window
         self.max_sweeps = max_sweeps
@@ -288,7 +288,7 @@ class ASOBSEntLast(ASOBSEnt):
 class WinASOBS(ASOBS):
     """ASOBS followed by the window local search, uniform orders."""
 
-    _default_local = "window"
+    _default_local_search = "window"
 
 
 @register("winasobs-ent")
@@ -297,7 +297,7 @@ class WinASOBSEnt(ASOBS):
     high-entropy variables first."""
 
     _default_sampler = "entropy"
-    _default_local = "window"
+    _default_local_search = "window"
 
 
 @register("winasobs-ent-last")
