@@ -20,41 +20,46 @@ REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "workflows" / "results"
 
 
-def test_committed_asobs_ent_records_read_as_the_last_variant():
+def test_committed_asobs_ent_records_name_their_direction():
+    """The ASOBS-ENT grid's records after the rerun of its 60 real experiments: every
+    ASOBS-ENT row names its direction; the paper's variant only where it ran (the rerun,
+    at 68ba326), the old rows of r0-r14 as asobs-ent-last (their keys: the old ones)."""
     recs = read_records(RESULTS / "asobs-ent-2018-reduced" / "records.parquet")
     f = recs.frame()
-    # 75 experiments x (asobs, the old asobs-ent, ilp) + 15 x 5 k x 3 k-G variants
-    assert len(f) == 1350
-    assert "asobs-ent" not in set(f.algorithm) | set(f.label)
-    old = f[f.label == "asobs-ent-last"]
-    assert len(old) == 75 and set(old.algorithm) == {"asobs-ent-last"}
-    assert {json.loads(p)["high_entropy"] for p in old.params} == {"last"}
-    assert all(json.loads(s)["search"] == {**json.loads(s)["search"],
-                                           "algorithm": "asobs-ent-last",
-                                           "params": {"high_entropy": "last"}}
-               for s in old.spec)
-    # every other row as stored
-    assert set(f.label) == {"asobs", "asobs-ent-last", "ilp", "kg", "kg-ent", "kg-ent-late"}
+    assert len(f) == 1410
+    ent = f[f.algorithm.str.startswith("asobs-ent")]
+    assert (ent.algorithm == ent.label).all()
+    direction = ent.params.map(lambda p: json.loads(p)["high_entropy"])
+    assert set(direction[ent.label == "asobs-ent"]) == {"first"}
+    assert set(direction[ent.label == "asobs-ent-last"]) == {"last"}
+    paper = ent[ent.label == "asobs-ent"]
+    assert len(paper) == 60 and not paper.dataset.str.fullmatch(r"r\d+").any()
+    assert set(paper.commit) == {"68ba326a29670263605591ddd184bfa354ea5304"}
+    old = ent[(ent.label == "asobs-ent-last") & ent.dataset.str.fullmatch(r"r\d+")]
+    assert len(old) == 15 and not set(old.commit) & set(paper.commit)
     grid = recs.grids["asobs-ent-2018-reduced"]
-    assert [a["name"] for a in grid["algorithms"]][:3] == ["asobs", "asobs-ent-last", "ilp"]
-    assert [(c["a"], c["b"]) for c in grid["comparisons"]][:2] == \
-        [("asobs-ent-last", "asobs"), ("asobs-ent-last", "ilp")]
-    GridConfig.model_validate(grid)  # still a valid grid
+    assert {"asobs-ent", "asobs-ent-last"} <= {a["name"] for a in grid["algorithms"]}
+    GridConfig.model_validate(grid)
 
 
-def test_a_resumed_grid_reruns_the_papers_variant_only():
-    """The cells of the current grid: those of unchanged meaning (asobs, ilp, k-G) have
-    the committed records' keys (a resume skips them); none of asobs-ent (the paper's
-    variant, or -last) has (a resume runs them)."""
+def test_a_resumed_grid_reruns_only_what_the_records_lack():
+    """The cells of the current grid: those of unchanged meaning (asobs, ilp, k-G) and
+    the paper's variant on the real data have the committed records' keys (a resume
+    skips them); the paper's variant on r0-r14, and asobs-ent-last wherever its row is
+    one of the old meaning (r0-r14), have not (a resume runs them)."""
     keys = set(read_records(RESULTS / "asobs-ent-2018-reduced" / "records.parquet")
                .table.column("key").to_pylist())
     cells = expand_grid(load_grid(REPO / "configs/grids/asobs-ent-2018-reduced.yaml"))
-    by_label: dict[str, list[bool]] = {}
+    stored: dict[tuple[str, bool], list[bool]] = {}
     for c in cells:
-        by_label.setdefault(c.label, []).append(c.key in keys)
-    assert all(by_label["asobs"]) and all(by_label["ilp"]) and all(by_label["kg-ent"])
-    assert len(by_label["asobs-ent"]) == 75 and not any(by_label["asobs-ent"])
-    assert not any(by_label["asobs-ent-last"])
+        synthetic = c.dataset.startswith("r") and c.dataset[1:].isdigit()
+        stored.setdefault((c.label, synthetic), []).append(c.key in keys)
+    for label in ("asobs", "ilp", "kg", "kg-ent", "kg-ent-late"):
+        assert all(stored[(label, False)]) and all(stored[(label, True)]), label
+    assert len(stored[("asobs-ent", False)]) == 60 and all(stored[("asobs-ent", False)])
+    assert all(stored[("asobs-ent-last", False)])
+    assert len(stored[("asobs-ent", True)]) == 15 and not any(stored[("asobs-ent", True)])
+    assert not any(stored[("asobs-ent-last", True)])
 
 
 @pytest.mark.parametrize("folder", ["inference", "inference-2018-reduced"])
