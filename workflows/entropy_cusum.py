@@ -60,12 +60,12 @@ def cusum(results: Path, dataset: str, split: str) -> dict[str, Any]:
     order = np.argsort(-ent, kind="stable")
     base = _local_scores(cache, rows.loc["asobs", "dag_json"])
     out: dict[str, Any] = {"dataset": dataset, "split": split, "n": int(ent.size),
-                           "entropy": ent[order].tolist()}
+                           "entropy": np.round(ent[order], 6).tolist()}
     for v in VARIANTS:
         delta = _local_scores(cache, rows.loc[v, "dag_json"]) - base
         c = np.cumsum(delta[order])
         top = max(1, ent.size // 5)
-        out[v] = {"cusum": c.tolist(), "total": float(c[-1]),
+        out[v] = {"cusum": np.round(c, 2).tolist(), "total": float(c[-1]),
                   "max": float(c.max()), "top_fifth": float(c[top - 1]),
                   "dag_delta": float(rows.loc[v, "best_score"] - rows.loc["asobs", "best_score"])}
         # the per-variable scores add up to the DAGs' scores (checks the lookups)
@@ -118,7 +118,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(args.out / "entropy_cusum.json", json.dumps(
         {"machine": machine(), "settings": {k: str(v) for k, v in vars(args).items()},
-         "rows": rows}, indent=1))
+         "rows": rows}, separators=(",", ":")) + "\n")
     atomic_write_text(args.out / "entropy_cusum.md", markdown(rows))
     plot(rows, args.out / "entropy_cusum.png")
     print(markdown(rows))
