@@ -224,9 +224,9 @@ def test_learn_without_a_solution_is_a_one_line_error(nltcs_cache, fake_optimize
 
     out = tmp_path / "r.json"
     res = CliRunner().invoke(main, ["learn", str(nltcs_cache), "--algorithm", "test-nothing",
-                                    "--iterations", "1", "--serial", "-o", str(out)])
+                                    "--iterations", "1", "--serial", "-q", "-o", str(out)])
     assert res.exit_code == 2, res.output
-    lines = res.stderr.strip().splitlines()
+    lines = res.stderr.strip().splitlines()  # -q: no phase lines, the error alone
     assert len(lines) == 1 and "no DAG within the budget" in lines[0], res.stderr
     assert "Traceback" not in res.output and not out.exists()
 

@@ -218,7 +218,7 @@ class QDSResult:
 
 
 def qds_learn(data: CategoricalData, budget: Budget, rng: np.random.Generator | int | None, *,
-              cache_builder: CacheBuilder, inner: str = "asobs-ent",
+              cache_builder: CacheBuilder, inner: str = "asobs-ent-last",
               inner_params: Mapping[str, Any] | None = None, k: int | None = None,
               epsilon: float | None = None, root_fraction: float | None = None,
               score: str = "bic", ess: float = 1.0) -> QDSResult:

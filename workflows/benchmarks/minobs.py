@@ -48,7 +48,7 @@ from workflows.benchmarks._common import SHARED_DATA, write_report
 
 BUNDLED = Path(__file__).resolve().parents[2] / "bnsl_dist" / "_bundled" / "jkl"
 TABLE = ["plants", "dna", "book", "cwebkb"]
-#: Small caches and their optima (shared/data/README.md §5: exact DP over each file;
+#: Small caches and their optima ($BNSL_SHARED_DATA/README.md §5: exact DP over each file;
 #: the MINOBS-anc ones published with their data).
 OPTIMA = {
     "wine.BIC.3": -1258.4459086, "asia_10000.dat.3": -22466.3965465,

@@ -296,7 +296,8 @@ class DataTabu:
     ----------
     start : str
         A registered cache optimizer whose best DAG starts the local search
-        (default "asobs-ent").
+        (default "asobs-ent-last", the ASOBS-ENT direction this default has always run:
+        high-entropy variables processed last; docs/ALGORITHMS.md §4).
     start_params : mapping, optional
         Its hyper-parameters.
     start_fraction : float
@@ -318,7 +319,7 @@ class DataTabu:
     exact: ClassVar[bool] = False
     needs_data: ClassVar[bool] = True
 
-    def __init__(self, *, start: str = "asobs-ent", start_params: Mapping[str, Any] | None = None,
+    def __init__(self, *, start: str = "asobs-ent-last", start_params: Mapping[str, Any] | None = None,
                  start_fraction: float = 0.3, start_iterations: int = 200,
                  tabu_length: int = 10, max_no_improve: int | None = None,
                  restarts: int | None = None, perturb: int | None = None,
