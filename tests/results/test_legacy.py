@@ -21,24 +21,24 @@ RESULTS = REPO / "workflows" / "results"
 
 
 def test_committed_asobs_ent_records_name_their_direction():
-    """The ASOBS-ENT grid's records after the rerun of its 60 real experiments and r0-r4:
+    """The ASOBS-ENT grid's records after the rerun of its 60 real experiments and r0-r9:
     every ASOBS-ENT row names its direction; the paper's variant only where it ran (the
-    rerun, at 68ba326), the old rows of r5-r14 as asobs-ent-last."""
+    rerun, at 68ba326), the old rows of r10-r14 as asobs-ent-last."""
     recs = read_records(RESULTS / "asobs-ent-2018-reduced" / "records.parquet")
     f = recs.frame()
-    assert len(f) == 1415
+    assert len(f) == 1420
     ent = f[f.algorithm.str.startswith("asobs-ent")]
     assert (ent.algorithm == ent.label).all()
     direction = ent.params.map(lambda p: json.loads(p)["high_entropy"])
     assert set(direction[ent.label == "asobs-ent"]) == {"first"}
     assert set(direction[ent.label == "asobs-ent-last"]) == {"last"}
     paper = ent[ent.label == "asobs-ent"]
-    assert len(paper) == 65  # the 60 real experiments and r0-r4
+    assert len(paper) == 70  # the 60 real experiments and r0-r9
     assert set(paper.commit) == {"68ba326a29670263605591ddd184bfa354ea5304"}
     old = ent[(ent.label == "asobs-ent-last") & ent.dataset.str.fullmatch(r"r\d+")]
-    assert len(old) == 15  # r5-r14 of the first run, r0-r4 of the rerun
+    assert len(old) == 15  # r10-r14 of the first run, r0-r9 of the rerun
     first = old[old.commit != "68ba326a29670263605591ddd184bfa354ea5304"]
-    assert sorted(first.dataset, key=lambda d: int(d[1:])) == [f"r{i}" for i in range(5, 15)]
+    assert sorted(first.dataset, key=lambda d: int(d[1:])) == [f"r{i}" for i in range(10, 15)]
     grid = recs.grids["asobs-ent-2018-reduced"]
     assert {"asobs-ent", "asobs-ent-last"} <= {a["name"] for a in grid["algorithms"]}
     GridConfig.model_validate(grid)
@@ -46,9 +46,9 @@ def test_committed_asobs_ent_records_name_their_direction():
 
 def test_a_resumed_grid_reruns_only_what_the_records_lack():
     """The cells of the current grid: those of unchanged meaning (asobs, ilp, k-G) and
-    the paper's variant where it ran (real data, r0-r4) have the committed records' keys
-    (a resume skips them); the paper's variant on r5-r14, and asobs-ent-last where its
-    row is one of the old meaning (r5-r14), have not (a resume runs them)."""
+    the paper's variant where it ran (real data, r0-r9) have the committed records' keys
+    (a resume skips them); the paper's variant on r10-r14, and asobs-ent-last where its
+    row is one of the old meaning (r10-r14), have not (a resume runs them)."""
     keys = set(read_records(RESULTS / "asobs-ent-2018-reduced" / "records.parquet")
                .table.column("key").to_pylist())
     cells = expand_grid(load_grid(REPO / "configs/grids/asobs-ent-2018-reduced.yaml"))
@@ -60,8 +60,8 @@ def test_a_resumed_grid_reruns_only_what_the_records_lack():
         assert all(stored[(label, False)]) and all(stored[(label, True)]), label
     assert len(stored[("asobs-ent", False)]) == 60 and all(stored[("asobs-ent", False)])
     assert all(stored[("asobs-ent-last", False)])
-    assert sum(stored[("asobs-ent", True)]) == 5 and len(stored[("asobs-ent", True)]) == 15
-    assert sum(stored[("asobs-ent-last", True)]) == 5  # r0-r4 rerun; r5-r14: old keys
+    assert sum(stored[("asobs-ent", True)]) == 10 and len(stored[("asobs-ent", True)]) == 15
+    assert sum(stored[("asobs-ent-last", True)]) == 10  # r0-r9 rerun; r10-r14: old keys
 
 
 @pytest.mark.parametrize("folder", ["inference", "inference-2018-reduced"])
