@@ -22,7 +22,7 @@ def load_data(spec: str, *, missing: Literal["error", "mask"] = "error",
               hint: str = COMPLETE_DATA_HINT, observed: bool = True) -> CategoricalData:
     """DATA as every command takes it, resolved as ``learn`` and grids resolve it
     (:func:`bnsl_dist.pipeline.run.load_data` of ``DataRef.parse(spec)``): a file, a
-    bundled data set (``nltcs``, ``nltcs/test``, ``wine``, ``child-5000``), any dataset
+    URL (read with fsspec), a bundled data set (``nltcs``, ``nltcs/test``, ``wine``, ``child-5000``), any dataset
     ``bnsl-dist data list`` shows, as ``NAME[/SPLIT]`` (default split: train), or a
     shared Twenty Datasets copy.
 

@@ -476,6 +476,7 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     (:class:`~bnsl_dist.orchestrate.staging.Staging`).
     """
     stage = staging or Staging(client, shared_fs=True)
+    stage.check(r for c in cells for r in (c.data, c.holdout))
     summary = GridSummary(total=len(cells), skipped=0)
     if stop_at is not None:  # checked on the workers, when each task starts
         build_cache = functools.partial(unless_late, stop_at, 0.0, build_cache)

@@ -163,6 +163,21 @@ class Staging:
             self._sent.add(key)
         return key
 
+    @staticmethod
+    def check(refs: Iterable[DataRef | None]) -> None:
+        """Fail now, before any task is submitted, if a URL among ``refs`` names no
+        file: the workers read it (sent or not), so the client only asks whether it
+        exists (:meth:`~bnsl_dist.pipeline.specs.DataRef.check`).
+
+        Raises
+        ------
+        DataError
+            One line naming the URL.
+        """
+        for ref in sorted({r for r in refs if r is not None and r.file is not None
+                           and is_url(r.file)}, key=lambda r: str(r.file)):
+            ref.check()
+
     def data(self, ref: DataRef) -> str | None:
         """The workers' key of the data ``ref`` names (``data-<content hash>``), read on
         the client and sent once; None for a URL (the workers read it)."""

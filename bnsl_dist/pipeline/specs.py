@@ -66,13 +66,19 @@ class DataRef(Spec):
 
     @classmethod
     def parse(cls, source: str, missing: Literal["error", "mask"] = "error") -> DataRef:
-        """A command-line DATA argument: a file, ``NAME`` or ``NAME/SPLIT``.
+        """A command-line DATA argument: a file, a URL (read with fsspec where the
+        data is read: :func:`~bnsl_dist.pipeline.staged.local_copy`), ``NAME`` or
+        ``NAME/SPLIT``.
 
         Raises
         ------
         DataError
             ``source`` is no file and cannot be ``NAME[/SPLIT]`` (e.g. ``/x/y.csv``).
         """
+        if is_url(source):  # asked whether it exists by check(), read by load_data
+            stem = source.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1].split(".")[0]
+            return make(cls, name=stem if _SLUG.match(stem) else "data", path=source,
+                        missing=missing)
         p = Path(source)
         if p.exists():
             stem = p.name.split(".")[0] or "data"

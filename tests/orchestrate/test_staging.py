@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bnsl_dist.data.io import write_csv
+from bnsl_dist.exceptions import DataError
 from bnsl_dist.orchestrate.grid import run_grid
 from bnsl_dist.pipeline.config import GridConfig
 from bnsl_dist.pipeline.grid import expand_grid
@@ -74,7 +75,7 @@ def blind(client, tmp_path):
     return folders
 
 
-def _grid(csv: Path) -> GridConfig:
+def _grid(csv: Path | str) -> GridConfig:
     return GridConfig.model_validate({
         "name": "staged", "seed": 2,
         "datasets": [{"name": "nl", "path": str(csv), "splits": ["train"]}],
@@ -139,3 +140,52 @@ def test_a_grid_cache_path_is_sent_too_and_the_shared_path_fails_blind(client, b
                        shared_fs=True)
     assert len(summary.failed) == 2
     assert all("blindfolded" in e for e in summary.errors.values())
+
+
+def _small_csv(path: Path) -> Path:
+    """The first 300 rows of 9 of NLTCS's variables (data no other test here sends)."""
+    d = load_data(DataRef(name="nltcs"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [",".join(d.names[:9])] + [",".join(map(str, r)) for r in d.codes[:300, :9]]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def _sent_keys(dask_worker) -> list[str]:
+    return sorted(getattr(dask_worker, "bnsl_inputs", {}))
+
+
+def test_a_grid_whose_data_is_a_url_is_read_by_the_workers(client, tmp_path):
+    """A ``file://`` data path, shared_fs off: the workers read it themselves (fsspec);
+    the client sends no data (no ``data-<hash>`` input on any worker) and every
+    record equals the same grid's with the plain path, run serially."""
+    csv = _small_csv(tmp_path / "data" / "small.csv")
+    url = csv.resolve().as_uri()
+    assert url.startswith("file:///")
+    by_path, by_url = _grid(csv), _grid(url)
+    path_cells, url_cells = expand_grid(by_path), expand_grid(by_url)
+    assert [c.data.file for c in url_cells] == [url] * len(url_cells)
+    serial = {u.key: comparable(run_cell(p))[1:] for p, u in zip(path_cells, url_cells,
+                                                                 strict=True)}
+    sent = f"data-{load_data(path_cells[0].data).content_hash()}"
+
+    summary = run_grid(client, by_url, tmp_path / "res", progress=False, report=False,
+                       shared_fs=False)
+    assert not summary.failed, summary.errors
+    assert len(summary.computed) == len(url_cells) == 6
+    assert {k: v[1:] for k, v in _records(tmp_path / "res").items()} == serial
+    assert all(sent not in keys for keys in client.run(_sent_keys).values())
+    # the plain path, the same run: the client sends the data (what the URL spared)
+    run_grid(client, by_path, tmp_path / "sent", progress=False, report=False,
+             shared_fs=False)
+    assert all(sent in keys for keys in client.run(_sent_keys).values())
+
+
+def test_a_missing_url_fails_in_one_line_before_any_cell_runs(client, tmp_path):
+    url = "file:///nonexistent/x.csv"
+    grid = _grid(url)
+    with pytest.raises(DataError) as exc:
+        run_grid(client, grid, tmp_path / "res", progress=False, report=False,
+                 shared_fs=False)
+    assert str(exc.value) == f"{url}: no such file"
+    assert not ResultStore(tmp_path / "res").done_keys()
