@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from bnsl_dist.data import bundled_path
+from bnsl_dist.search.base import DEFAULT_ALGORITHM
 from tests.naive import load_jkl
 from tests.test_cli_learn import WINE_OPT, _rescore
 
@@ -38,7 +39,7 @@ def test_dash_writes_the_result_json_on_stdout(tmp_path):
     assert _learn(*args, "-o", str(f), "-q").returncode == 0
     want = json.loads(f.read_text())
     assert got["dag"] == want["dag"] and got["score"] == want["score"]  # same run
-    title = f"bnsl-dist learn: asobs-ent on {long}"
+    title = f"bnsl-dist learn: {DEFAULT_ALGORITHM} on {long}"
     assert title in r.stderr.splitlines(), r.stderr  # one line: never wrapped off a TTY
     assert any("│ stdout" in ln for ln in r.stderr.splitlines())
 

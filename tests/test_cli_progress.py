@@ -17,6 +17,7 @@ from bnsl_dist.data import bundled_path, write_csv
 from bnsl_dist.data.masking import mask_mcar
 from bnsl_dist.model.bif import read_bif
 from bnsl_dist.model.sampling import sample
+from bnsl_dist.search.base import DEFAULT_ALGORITHM
 
 CLI = [sys.executable, "-c", "from bnsl_dist.cli import main; main()"]
 KERNELS = r"(loading the numba kernels|compiling the numba kernels: once per machine.*)"
@@ -38,7 +39,7 @@ def test_learn_says_each_phase_and_nothing_with_q(tmp_path):
     r = _cli("learn", "nltcs", "--iterations", "20", "--serial", "-o", str(out))
     got = _phases(r.stderr)
     assert len(got) == 3 and re.fullmatch(KERNELS, got[0]), r.stderr
-    assert got[1:] == ["building the cache", "searching: asobs-ent, 1 seed(s) x 20 iterations"]
+    assert got[1:] == ["building the cache", f"searching: {DEFAULT_ALGORITHM}, 1 seed(s) x 20 iterations"]
     r = _cli("learn", "nltcs", "--time-limit", "6", "-o", str(out))
     got = _phases(r.stderr)
     assert re.fullmatch(KERNELS, got[1]) and got[2] == "building the cache", r.stderr
