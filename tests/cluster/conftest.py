@@ -62,7 +62,8 @@ class Cluster:
                         "tls", "--no-dashboard", *self._sec()]
             else:
                 argv = [*py, "worker", self.address, "--nworkers", "1", "--nthreads", "1",
-                        "--host", ip, "--no-dashboard", "--local-directory", "/tmp/dask",
+                        "--host", ip, "--no-dashboard", "--local-directory",
+                        f"{self.hosts.scratch}/dask",
                         *self._sec()]
             self.procs.append(self.hosts.start(host, argv, self.logs / f"{host}.log",
                                                env=self.env))
@@ -111,8 +112,12 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
     from bnsl_dist.orchestrate.cluster import write_tls_credentials
 
     shared = os.environ.get("BNSL_SHARED_DATA")
+    # the private hosts' tmpfs goes over the tests' temporary folder (the client's data,
+    # results, caches), not over /tmp, where the checkout and its virtual environment
+    # may be (a CI clone): the hosts must run the installed software
     hosts = Hosts(["client", "scheduler", *WORKERS], private=["scheduler", *WORKERS],
-                  hidden=[shared] if shared and Path(shared).is_dir() else [])
+                  hidden=[shared] if shared and Path(shared).is_dir() else [],
+                  scratch=tmp_path_factory.getbasetemp())
     secrets = Path("/run") / hosts.tag  # outside /tmp: every host reads it
     logs = tmp_path_factory.mktemp("cluster-logs")
     try:

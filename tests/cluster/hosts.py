@@ -5,9 +5,11 @@ namespace with one veth port on that bridge and an address in a private /24 of i
 own; nothing is added to the namespace the tests run in, so no traffic leaves the
 namespaces made here (each host reaches the others and its own loopback, nothing
 else). A process on a *private* host also runs in its own mount namespace with a
-tmpfs over ``/tmp`` (the client's data, results and cache folders are under the
-tests' temporary folder), a tmpfs over each path of ``hidden``, its own ``HOME``, and
-no ``BNSL_SHARED_DATA``: it sees the installed software, not the client's files.
+tmpfs over ``scratch`` (the tests' temporary folder, which holds the client's data,
+results and cache folders; default ``/tmp``), which is also its ``TMPDIR``, working
+folder and ``HOME``, a tmpfs over each path of ``hidden``, and no ``BNSL_SHARED_DATA``:
+it sees the installed software (also a checkout or virtual environment under /tmp, as a
+CI clone may be), not the client's files.
 :meth:`Hosts.kill` ends every process of a host (``ip netns pids``), as a host lost.
 """
 
@@ -47,12 +49,13 @@ class Hosts:
     """Namespaced hosts ``names`` on one bridge (see the module's description)."""
 
     def __init__(self, names: Sequence[str], private: Sequence[str],
-                 hidden: Sequence[str] = ()) -> None:
+                 hidden: Sequence[str] = (), scratch: str | Path = "/tmp") -> None:
         self.tag = f"bn{os.getpid() % 100000}"
         self.prefix = f"10.{200 + os.getpid() % 50}.{os.getpid() % 250}"
         self.names = list(names)
         self.private = set(private)
         self.hidden = [str(h) for h in hidden]
+        self.scratch = str(scratch)
         self.logs: dict[str, Path] = {}
         self._made: list[str] = []
 
@@ -88,9 +91,10 @@ class Hosts:
         if host not in self.private:
             return ["ip", "netns", "exec", self.ns(host), *argv]
         hide = "".join(f"mount -t tmpfs tmpfs {shlex.quote(h)} && " for h in self.hidden)
-        prologue = ("mount -t tmpfs tmpfs /tmp && " + hide
-                    + "mkdir -p /tmp/home && export HOME=/tmp/home TMPDIR=/tmp && "
-                    "unset BNSL_SHARED_DATA && cd /tmp && exec \"$@\"")
+        tmp = shlex.quote(self.scratch)
+        prologue = (f"mount -t tmpfs tmpfs {tmp} && " + hide
+                    + f"mkdir -p {tmp}/home && export HOME={tmp}/home TMPDIR={tmp} && "
+                    f"unset BNSL_SHARED_DATA && cd {tmp} && exec \"$@\"")
         return ["ip", "netns", "exec", self.ns(host), "unshare", "-m", "--propagation",
                 "private", "sh", "-c", prologue, "sh", *argv]
 

@@ -34,7 +34,7 @@ def _same(rec) -> tuple:
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory) -> Path:
-    """nltcs/test as a CSV file of the client's (the workers' /tmp is their own)."""
+    """nltcs/test as a CSV file of the client's (hidden from the private hosts)."""
     csv = tmp_path_factory.mktemp("client-data") / "nl.csv"
     write_csv(load_data(DataRef(name="nltcs", split="test")), csv)
     return csv
