@@ -14,6 +14,7 @@ atomically; a short summary goes to stderr.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +133,7 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
     from bnsl_dist.exceptions import InvalidConfigError
     from bnsl_dist.pipeline.learn import learn, learn_cells, prepare_cache
     from bnsl_dist.pipeline.specs import DataRef
-    from bnsl_dist.search.warmup import algorithm_spec, kernels_phase, warm_up
+    from bnsl_dist.search.warmup import algorithm_spec
 
     started = time.time()
     conn = pop_cluster_kwargs(options, serial)
@@ -180,12 +181,8 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
     n_seeds = seeds if seeds is not None else 1 if serial or search.budget.seconds is None \
         else None
     shared: ParentSetCache | None
-    if conn["scheduler"] is None and conn["scheduler_file"] is None:
-        # this process, or a local cluster still to start: compiled once, here, and its
-        # workers load them (a running cluster is checked first: register_warmup)
-        with progress.phase(kernels_phase()):
-            warm_up(("independence",) if data is not None and cache.path is None else (),
-                    [algorithm_spec(search.algorithm, search.params, search.k)])
+    _warm_here(conn, progress, ("independence",) if data is not None and cache.path is None
+               else (), [algorithm_spec(search.algorithm, search.params, search.k)])
     if serial:
         cells = learn_cells(data, cache, search, n_seeds or 1, base_seed=base_seed,
                             screening=screening)
@@ -340,21 +337,14 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
     else:
         from bnsl_dist.orchestrate.cluster import connect
         from bnsl_dist.orchestrate.within import learn_in_time_distributed
-        from bnsl_dist.search.warmup import compile_clock, kernels_cached, kernels_phase, warm_up
         from bnsl_dist.within import stage_algorithms
 
-        compiled = 0.0
-        if conn.get("scheduler") is None and conn.get("scheduler_file") is None \
-                and not kernels_cached():
-            # a local cluster on a fresh machine: compile here, once, before it starts, so
-            # that its forkserver and workers load the kernels; not counted in the limit,
-            # as serially (counted, the workers' start ate a 10 s limit: an empty DAG)
-            with progress.phase(kernels_phase()), compile_clock() as clock:
-                warm_up(("independence",), stage_algorithms(
-                    str(opts.get("search", DEFAULT_ALGORITHM)), opts.get("search_params"),
-                    bool(opts.get("polish", True))))
-            compiled = clock.seconds
-            started += compiled
+        # not counted in the limit, as serially (counted, a fresh machine's compiling ate a
+        # 10 s limit: the empty DAG)
+        compiled = _warm_here(conn, progress, ("independence",), stage_algorithms(
+            str(opts.get("search", DEFAULT_ALGORITHM)), opts.get("search_params"),
+            bool(opts.get("polish", True))))
+        started += compiled
         with connect(**conn, announce=progress.reporting) as client:
             n = seeds or max(1, len(client.scheduler_info().get("workers", {})))
             with progress.phase(f"learning within the time limit: {n} seed(s) on the "
@@ -384,6 +374,21 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
         progress.console.print(f"best score {result['score']:.4f} ({arcs} arcs) in "
                                f"{result['wall_seconds']:.1f} s of {time_limit:g} s{note} "
                                f"-> {out}", soft_wrap=True)
+
+
+def _warm_here(conn: dict[str, Any], progress: Phases, cache_methods: Sequence[str],
+               algorithms: Sequence[Any]) -> float:
+    """This process, or a local cluster still to start: compile (or load) the kernels
+    once, here, so that the cluster's forkserver and workers load them (a running
+    cluster is warmed by ``register_warmup``). Returns the seconds spent compiling (0 on
+    a warm machine)."""
+    from bnsl_dist.search.warmup import compile_clock, kernels_phase, warm_up
+
+    if conn.get("scheduler") is not None or conn.get("scheduler_file") is not None:
+        return 0.0
+    with progress.phase(kernels_phase()), compile_clock() as clock:
+        warm_up(cache_methods, algorithms)
+    return clock.seconds
 
 
 #: ``learn --time-limit`` without a cluster option runs in its own process below this
