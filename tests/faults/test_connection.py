@@ -108,22 +108,12 @@ def test_cluster_start_timeout_checked_before_anything_starts(tmp_path, value):
 
 
 def test_scheduler_without_workers(grid_file, tmp_path):
-    sf = tmp_path / "scheduler.json"
-    p = subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1",
-                          "--port", "0", "--no-dashboard", "--scheduler-file", str(sf)],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        import time
+    from tests.faults.conftest import dask_scheduler
 
-        deadline = time.monotonic() + 60
-        while not (sf.is_file() and sf.stat().st_size > 0):
-            assert p.poll() is None and time.monotonic() < deadline
-            time.sleep(0.1)
+    sf = tmp_path / "scheduler.json"
+    with dask_scheduler(sf):
         r = _run(grid_file, tmp_path, "--scheduler-file", str(sf))
         _one_line_error(r, "has no worker after 2 s")
-    finally:
-        p.terminate()
-        p.wait(timeout=30)
     assert not (tmp_path / "res" / "failures").exists()
 
 

@@ -59,25 +59,14 @@ def test_grid_through_a_tls_cluster_and_plain_tcp_refused(tmp_path):
 
 def test_a_certificate_from_another_authority_is_refused(tmp_path):
     # It said "cannot reach the scheduler": the certificate was the matter
-    import subprocess
-    import sys
-    import time
-
     from bnsl_dist.orchestrate.cluster import write_tls_credentials
+    from tests.faults.conftest import dask_scheduler
 
     ours, theirs = write_tls_credentials(tmp_path / "a"), write_tls_credentials(tmp_path / "b")
     sf = tmp_path / "scheduler.json"
-    p = subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1",
-                          "--port", "0", "--protocol", "tls", "--no-dashboard",
-                          "--tls-ca-file", str(ours / "ca.pem"),
-                          "--tls-cert", str(ours / "cert.pem"),
-                          "--tls-key", str(ours / "key.pem"), "--scheduler-file", str(sf)],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while not (sf.is_file() and sf.stat().st_size > 0):
-            assert p.poll() is None and time.monotonic() < deadline
-            time.sleep(0.1)
+    with dask_scheduler(sf, "--protocol", "tls", "--tls-ca-file", str(ours / "ca.pem"),
+                        "--tls-cert", str(ours / "cert.pem"),
+                        "--tls-key", str(ours / "key.pem")):
         gfile = tmp_path / "grid.yaml"
         gfile.write_text(json.dumps({
             "name": "ca", "datasets": [{"name": "nltcs", "splits": ["test"]}],
@@ -90,6 +79,3 @@ def test_a_certificate_from_another_authority_is_refused(tmp_path):
                                       "--connect-timeout", "3"])
         assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
         assert "certificate was refused" in r.output and "tls://127.0.0.1:" in r.output
-    finally:
-        p.terminate()
-        p.wait(timeout=30)
