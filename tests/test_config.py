@@ -338,7 +338,7 @@ def test_sbatch_script_stops_before_the_time_limit_and_resumes(tmp_path, grid_rc
     bin_, log = tmp_path / "bin", tmp_path / "calls.log"
     bin_.mkdir()
     _stub(bin_, "squeue", '[[ "$*" == *%l* ]] && echo 11:00 || echo 2026-11-29T23:50:00')
-    _stub(bin_, "scontrol", f'echo "   StdOut={tmp_path}/bnsl-dist-7.out"')
+    _stub(bin_, "scontrol", f'echo "   StdOut={tmp_path}/77-7/bnsl-dist-7.out"')
     _stub(bin_, "srun", "exit 0")
     _stub(bin_, "dask", 'while [[ $# -gt 0 ]]; do [[ $1 == --scheduler-file ]] && '
                         'echo "{}" > "$2"; shift; done')
@@ -360,7 +360,7 @@ def test_sbatch_script_stops_before_the_time_limit_and_resumes(tmp_path, grid_rc
     # resubmitted with this job's shape, time limit and log, not the script's defaults
     assert [c for c in calls if c.startswith("sbatch")] == (
         [f"sbatch --nodes=1 --ntasks=2 --ntasks-per-node=2 --time=11:00 "
-         f"--output={tmp_path}/bnsl-dist-%j.out {script} g.yaml {tmp_path / 'res'}"]
+         f"--output={tmp_path}/77-7/bnsl-dist-%j.out {script} g.yaml {tmp_path / 'res'}"]
         if resubmit else [])
     assert ("cells left at the time limit" in r.stderr) == (grid_rc == 3)
 
