@@ -60,7 +60,7 @@ def test_learn_from_data_with_exports(runner, tmp_path):
     assert r["spec"]["data"]["name"] == "nltcs"
     assert r["spec"]["cache"]["scores_per_variable"] == 30
     prov = r["provenance"]
-    assert {"version", "commit", "dirty", "versions", "hostname"} <= set(prov)
+    assert {"version", "commit", "dirty", "versions", "hostname", "cpus"} <= set(prov)
     assert {"numpy", "pydantic", "python"} <= set(prov["versions"])
     net = read_bif(tmp_path / "r.bif")
     assert sorted(net.dag.arcs()) == sorted(

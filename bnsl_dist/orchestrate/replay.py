@@ -90,7 +90,7 @@ def replayed_record(cell: Cell, run: ReplayRun, real_seconds: float) -> CellResu
         extra=canonical_json({"replay": {"records": run.records, "speed": run.speed,
                                          "seconds_from": run.model.sources.get(cell.key)}}),
         versions=canonical_json(prov["versions"]), hostname=prov["hostname"],
-        commit=prov["commit"], dirty=prov["dirty"], spec=canonical_json(cell.json_dict()),
+        commit=prov["commit"], dirty=prov["dirty"], cpus=prov["cpus"], spec=canonical_json(cell.json_dict()),
         finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 
 

@@ -175,7 +175,8 @@ def _record_provenance(record: CellResult) -> dict[str, Any]:
     may have run other code, or none."""
     versions = json.loads(record.versions or "{}")
     return {"version": versions.get("bnsl_dist"), "commit": record.commit,
-            "dirty": record.dirty, "versions": versions, "hostname": record.hostname}
+            "dirty": record.dirty, "versions": versions, "hostname": record.hostname,
+            "cpus": record.cpus}
 
 
 def learn_cells(data: DataRef | None, cache: CacheSpec, search: SearchSpec, seeds: int, *,

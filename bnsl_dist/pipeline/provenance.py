@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import platform
 import socket
 import subprocess
@@ -77,11 +78,13 @@ def _static() -> dict[str, Any]:
             pass
     versions["bnsl_dist_source"] = source_digest()
     commit, dirty = git_state()
-    return {"version": __version__, "commit": commit, "dirty": dirty, "versions": versions}
+    return {"version": __version__, "commit": commit, "dirty": dirty, "versions": versions,
+            "cpus": os.cpu_count()}
 
 
 def provenance() -> dict[str, Any]:
     """``version``, ``commit`` and ``dirty`` (:func:`git_state`), dependency ``versions``
-    with ``bnsl_dist_source`` (:func:`source_digest` of the package's sources), as they
-    were at this process's first call, and ``hostname`` of this process."""
+    with ``bnsl_dist_source`` (:func:`source_digest` of the package's sources), ``cpus``
+    (the machine's logical core count, ``os.cpu_count()``: timed budgets depend on it),
+    as they were at this process's first call, and ``hostname`` of this process."""
     return {**_static(), "hostname": socket.gethostname()}

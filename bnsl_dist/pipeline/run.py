@@ -266,7 +266,7 @@ def trace_fields(trace: AnytimeTrace, budget: BudgetSpec) -> dict[str, Any]:
 def _provenance_fields(cell: Cell) -> dict[str, Any]:
     prov = provenance()
     return {"versions": canonical_json(prov["versions"]), "hostname": prov["hostname"],
-            "commit": prov["commit"], "dirty": prov["dirty"],
+            "commit": prov["commit"], "dirty": prov["dirty"], "cpus": prov["cpus"],
             "spec": canonical_json(cell.json_dict()), "finished_at": _now()}
 
 

@@ -68,7 +68,7 @@ _META_CONSTANTS = b"bnsl_dist.constants"
 _META_PART = b"bnsl_dist.part"
 _META_CACHES = b"bnsl_dist.caches"
 #: Columns stored once in the metadata when every row has the same value.
-_CONSTANT_CANDIDATES = ("versions", "hostname", "commit", "dirty")
+_CONSTANT_CANDIDATES = ("versions", "hostname", "commit", "dirty", "cpus")
 
 
 @dataclass

@@ -41,7 +41,8 @@ class CellResult:
     the whole cell (data, cache and run). Cells with ``k`` carry a treewidth
     certificate of the best DAG: an elimination order (``treewidth_order``) of width
     ``treewidth_bound``. Provenance: ``versions`` (package and dependencies, JSON),
-    ``commit`` and ``dirty`` (when run from a git checkout), ``hostname`` and ``spec``
+    ``commit`` and ``dirty`` (when run from a git checkout), ``hostname``, ``cpus`` (its
+    logical core count) and ``spec``
     (the fully resolved cell, JSON). ``params`` and ``extra`` (e.g. SEM imputation
     accuracy, screening) are JSON text.
     """
@@ -87,6 +88,7 @@ class CellResult:
     commit: str | None = None
     dirty: bool | None = None
     spec: str = "{}"
+    cpus: int | None = None
 
     def to_row(self) -> dict[str, Any]:
         row = asdict(self)
@@ -179,7 +181,7 @@ RESULT_SCHEMA = pa.schema([
     ("extra", pa.string()), ("versions", pa.string()), ("hostname", pa.string()),
     ("finished_at", pa.string()), ("incumbent_dags", pa.string()),
     ("treewidth_order", pa.list_(pa.int64())), ("commit", pa.string()),
-    ("dirty", pa.bool_()), ("spec", pa.string()),
+    ("dirty", pa.bool_()), ("spec", pa.string()), ("cpus", pa.int64()),
 ])
 
 
