@@ -60,3 +60,55 @@ def test_index_lists_every_results_folder():
     assert links, "the index links no COMPARISON.md"
     for link in links:
         assert (RESULTS / link).is_file(), f"{RESULTS / 'README.md'}: broken link {link}"
+
+
+#: What a reader of a committed result needs to judge it (issue 43 item 4): the code
+#: (commit, dirty), the versions of the libraries a timed result depends on, and the
+#: machine's core count.
+PROVENANCE_VERSIONS = ("python", "numpy", "numba", "dask", "ortools")
+
+
+def test_every_committed_record_carries_its_provenance():
+    import json
+
+    from bnsl_dist.results.export import read_records
+
+    files = sorted(RESULTS.glob("*/records.parquet"))
+    assert files, f"{RESULTS}: no committed records"
+    for records in files:
+        table = read_records(records).table
+        rows = table.select(["key", "commit", "dirty", "versions", "cpus"]).to_pylist()
+        for row in rows:
+            where = f"{records}: cell {row['key']}"
+            assert isinstance(row["commit"], str) and len(row["commit"]) == 40, \
+                f"{where}: no commit ({row['commit']!r})"
+            assert isinstance(row["dirty"], bool), f"{where}: no dirty flag"
+            versions = json.loads(row["versions"] or "{}")
+            missing = [p for p in PROVENANCE_VERSIONS if not versions.get(p)]
+            assert not missing, f"{where}: no version of {missing}"
+            assert isinstance(row["cpus"], int) and row["cpus"] >= 1, \
+                f"{where}: no core count ({row['cpus']!r})"
+
+
+def test_backfill_gives_cpus_to_a_single_host_file_only(tmp_path):
+    """workflows/backfill_cpus.py adds ``cpus`` to a records file of one named host,
+    leaves every row as it was, notes the backfill, and leaves a file of another host
+    alone."""
+    import pyarrow.parquet as pq
+
+    from bnsl_dist.results.export import read_records
+    from workflows.backfill_cpus import backfill
+
+    S.write_store(tmp_path / "res")
+    f = export_records(tmp_path / "res", tmp_path / "records.parquet")
+    before = read_records(f).table
+    hosts = set(before.column("hostname").to_pylist())
+    assert len(hosts) == 1 and set(before.column("cpus").to_pylist()) == {None}
+    (host,) = hosts
+    assert backfill(f, {"elsewhere": 8}).startswith("left alone")
+    assert backfill(f, {host: 12}) == f"cpus = 12 ({host})"
+    after = read_records(f).table
+    assert after.column("cpus").to_pylist() == [12] * before.num_rows
+    assert after.drop_columns(["cpus"]).equals(before.drop_columns(["cpus"]))
+    assert b"bnsl_dist.backfilled" in pq.read_schema(f).metadata
+    assert backfill(f, {host: 3}) == "has cpus"  # never overwritten
