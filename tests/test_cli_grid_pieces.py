@@ -234,7 +234,7 @@ def test_estimates_scale_with_the_sem_budget():
     """A SEM cell at a budget scale with no stored peer: the peers at other scales, each
     wall time divided by its scale, times the cell's scale."""
     from bnsl_dist.pipeline.config import GridConfig
-    from bnsl_dist.pipeline.grid import estimate_left
+    from bnsl_dist.pipeline.forecast import estimate_left
     from bnsl_dist.results.store import StoreStatus
 
     grid = GridConfig.model_validate({
@@ -259,7 +259,7 @@ def test_estimates_of_a_sem_cell_follow_its_missing_rate():
     """A SEM cell takes the mean of the stored cells at its own missing rate (and scale);
     at a rate with none stored, the mean over every rate."""
     from bnsl_dist.pipeline.config import GridConfig
-    from bnsl_dist.pipeline.grid import estimate_left
+    from bnsl_dist.pipeline.forecast import estimate_left
     from bnsl_dist.results.store import StoreStatus
 
     grid = GridConfig.model_validate({

@@ -367,7 +367,7 @@ def test_sbatch_script_stops_before_the_time_limit_and_resumes(tmp_path, grid_rc
 
 def test_slurm_job_script_from_cluster_config():
     pytest.importorskip("dask_jobqueue")
-    from bnsl_dist.orchestrate.grid import jobqueue_job_script
+    from bnsl_dist.orchestrate.jobqueue import jobqueue_job_script
 
     cfg = load_cluster(REPO / "configs/clusters/slurm.yaml")
     script = jobqueue_job_script(cfg.kind, cfg.jobqueue, scheduler="tcp://10.0.0.1:8786")

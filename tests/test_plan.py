@@ -12,8 +12,9 @@ from click.testing import CliRunner
 
 from bnsl_dist.cli import main
 from bnsl_dist.pipeline.config import GridConfig, load_grid
-from bnsl_dist.pipeline.cost import priorities
+from bnsl_dist.pipeline.cost import fits_threads, priorities
 from bnsl_dist.pipeline.grid import expand_grid
+from bnsl_dist.pipeline.learn import learn_cells
 from bnsl_dist.pipeline.plan import (
     Task,
     at_budget,
@@ -23,7 +24,9 @@ from bnsl_dist.pipeline.plan import (
     plan,
     replay_model,
 )
+from bnsl_dist.pipeline.specs import CacheSpec, DataRef, SearchSpec
 from bnsl_dist.results.export import read_records
+from bnsl_dist.search.spec import BudgetSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 KMAX = ROOT / "workflows" / "results" / "kmax-2018-reduced" / "records.parquet"
@@ -180,3 +183,35 @@ def test_a_built_cache_keeps_its_variables_seconds_and_the_records_carry_them(tm
     model = replay_model([cell], recs)
     assert model.caches[cell.cache_job.key] == tuple(times["variable_seconds"])
     assert model.cells[cell.key] == 1.5 and model.sources[cell.key] == "record"
+
+
+def _search(algorithm, iters):
+    return SearchSpec(algorithm=algorithm, budget=BudgetSpec.with_default_checkpoints(None, iters))
+
+
+def test_small_jobs_fit_threads():
+    """The rule against its estimate worked out by hand: (1e-8 s x variables x exact
+    scores x samples) + (1e-7 s x seeds x iterations x variables**2 x exact scores) <= 1 s,
+    and only for work bounded by exact budgets."""
+    def cells(spv=50, iters=20, seeds=2, algorithm="asobs-ent", **cache):
+        return learn_cells(DataRef(name="nltcs"), CacheSpec(scores_per_variable=spv, **cache),
+                           _search(algorithm, iters), seeds)
+
+    # the tiny job of issue 15: 1e-8*16*50*16181 + 1e-7*2*20*16*16*50 = 0.129 + 0.051 s
+    assert fits_threads(cells(), 16, 16181)
+    # 1e-8 * 16 * 50 * n = 1 s at n = 125 000 samples (no search: 1e-7*1*1*16*800 ~ 0)
+    assert fits_threads(cells(iters=1, seeds=1), 16, 124_000)
+    assert not fits_threads(cells(iters=1, seeds=1), 16, 126_000)
+    # 1e-7 * 2 * it * 16 * 800 = 1 s at it = 390.6 iterations (no samples)
+    assert fits_threads(cells(iters=390), 16, 1)
+    assert not fits_threads(cells(iters=391), 16, 1)
+    # book-sized (500 variables): far above
+    assert not fits_threads(cells(), 500, 8700)
+    # unbounded work: a time budget, a cache time budget, an exact optimizer, a cache file
+    seconds = learn_cells(DataRef(name="nltcs"), CacheSpec(scores_per_variable=50),
+                          SearchSpec(algorithm="asobs-ent", budget={"seconds": 0.1}), 2)
+    assert not fits_threads(seconds, 16, 10)
+    assert not fits_threads(cells(seconds_per_variable=0.01), 16, 10)
+    assert not fits_threads(cells(algorithm="dp"), 16, 10)
+    given = learn_cells(None, CacheSpec(path="c.jkl"), _search("asobs-ent", 20), 2)
+    assert not fits_threads(given, 16, 10)

@@ -83,16 +83,10 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
     cluster, 3 when --stop-at left cells not started (rerun to resume; before 1).
     Every run writes reports/summary.json: workers, makespan_s, busy_s, utilisation,
     lower_bound_s, efficiency, scheduler_ms_per_task, client_peak_rss_bytes."""
-    from bnsl_dist.orchestrate.cluster import default_n_workers
-    from bnsl_dist.orchestrate.grid import (
-        connected_workers,
-        format_plan,
-        open_client,
-        plan_grid,
-        run_grid,
-        stop_note,
-    )
+    from bnsl_dist.orchestrate.cluster import default_n_workers, open_client
+    from bnsl_dist.orchestrate.grid import connected_workers, run_grid
     from bnsl_dist.pipeline.config import load_cluster, load_grid
+    from bnsl_dist.pipeline.forecast import format_plan, plan_grid, stop_note
 
     conn = cluster_kwargs(**cluster)
     if not dry_run:
@@ -106,7 +100,7 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
     walls: dict[str, float] = {}  # the stored cells' wall seconds, read once
     left = None  # the pending cells' expected wall seconds, from them
     if dry_run or stop_at is not None or not live:
-        from bnsl_dist.pipeline.grid import estimate_left, stored_walls
+        from bnsl_dist.pipeline.forecast import estimate_left, stored_walls
         from bnsl_dist.results.store import StoreStatus
 
         walls = stored_walls(results, plan.done)
@@ -190,13 +184,13 @@ def _cell_log(cells: Sequence[Any], done: Sequence[str], pending: Sequence[Any],
               ) -> Callable[[Any], None]:
     """Without a live progress bar (--no-progress, or stderr not a terminal: a log file),
     one line on stderr per stored cell: time, count, the cell, its best score, its wall
-    seconds and the time left (:func:`~bnsl_dist.pipeline.grid.estimate_left` over the
+    seconds and the time left (:func:`~bnsl_dist.pipeline.forecast.estimate_left` over the
     cells stored before, whose wall seconds are ``walls``, and during the run, shared
     among the connected ``workers``)."""
     import json
     import time
 
-    from bnsl_dist.pipeline.grid import estimate_left, format_duration, sum_known
+    from bnsl_dist.pipeline.forecast import estimate_left, format_duration, sum_known
     from bnsl_dist.results.store import StoreStatus
 
     walls = dict(walls)  # the run's cells are added
@@ -298,15 +292,8 @@ def status_cmd(grid_file: str, results: str, by: tuple[str, ...], as_json: bool)
     algorithm, ... with --by)."""
     from bnsl_dist.exceptions import InvalidConfigError
     from bnsl_dist.pipeline.config import load_grid
-    from bnsl_dist.pipeline.grid import (
-        check_status_fields,
-        count_by,
-        estimate_from_store,
-        expand_grid,
-        format_duration,
-        grid_status,
-        sum_known,
-    )
+    from bnsl_dist.pipeline.forecast import estimate_from_store, format_duration, sum_known
+    from bnsl_dist.pipeline.grid import check_status_fields, count_by, expand_grid, grid_status
 
     try:
         check_status_fields(by)

@@ -3,7 +3,7 @@
 A one-data-set grid: the command line becomes the spec models (data, cache, optional
 screening, search) and one cell per seed — all validated before any data are read or
 a cluster starts. A small job (exact budgets, well under a second of serial work:
-:func:`bnsl_dist.orchestrate.anytime.fits_threads`) gets a local cluster of threads,
+:func:`bnsl_dist.pipeline.cost.fits_threads`) gets a local cluster of threads,
 without a dashboard; others worker processes, with a dashboard unless ``-q``. The cache is built once (one Dask task per variable unless
 --serial, or read from a ``.jkl``), then every seed's cell runs for the whole budget
 (``run_cell``: serially, or ``client.map`` on Dask) and the best DAG over the seeds is
@@ -251,12 +251,12 @@ _STAGE_BUDGETS = {"seconds": "--seconds", "iterations": "--iterations",
 def _local_threads(conn: dict[str, Any], data: Any, cache: Any, search: Any,
                    n_seeds: int | None, base_seed: int, screening: Any) -> bool:
     """Whether the local cluster is made of threads: a small job
-    (:func:`bnsl_dist.orchestrate.anytime.fits_threads`, from the data's size: the
+    (:func:`bnsl_dist.pipeline.cost.fits_threads`, from the data's size: the
     client reads them anyway) with no running cluster named."""
     if data is None or conn["scheduler"] is not None or conn["scheduler_file"] is not None:
         return False
-    from bnsl_dist.orchestrate.anytime import fits_threads
     from bnsl_dist.orchestrate.cluster import default_n_workers
+    from bnsl_dist.pipeline.cost import fits_threads
     from bnsl_dist.pipeline.learn import learn_cells
     from bnsl_dist.pipeline.run import load_data
 

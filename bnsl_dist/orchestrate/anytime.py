@@ -23,43 +23,7 @@ from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.pipeline.cell import Cell
 from bnsl_dist.pipeline.learn import LearnResult, prepare_cache, run_seed
 
-__all__ = ["THREADS_MAX_SECONDS", "fits_threads", "learn_distributed",
-           "prepare_cache_distributed"]
-
-#: A job whose serial work is estimated below this many seconds runs on a local cluster
-#: of threads: a cluster of processes costs more to start (its forkserver imports the
-#: package again and loads the kernels; measured 3-6 CPU seconds on 2 cores) than threads
-#: can lose to the GIL on such a job (at most its serial time).
-THREADS_MAX_SECONDS = 1.0
-#: Upper bounds of the serial seconds, measured on a loaded 2-core machine (nltcs,
-#: plants, book): per variable x exact score x sample of a cache build (6-9 ns), and per
-#: seed x iteration x variable**2 x exact score of a search (winasobs, the slowest
-#: optimizer per iteration: 40-100 ns; asobs(-ent), obs, kg, kmax, hc-tabu: 0.2-6 ns).
-_CACHE_SECONDS_PER_UNIT = 1e-8
-_SEARCH_SECONDS_PER_UNIT = 1e-7
-
-
-def fits_threads(cells: Sequence[Cell], n_vars: int, n_samples: int) -> bool:
-    """Whether ``learn`` of ``cells`` on data of ``n_vars`` x ``n_samples`` is small
-    enough for a local cluster of threads (:data:`THREADS_MAX_SECONDS`): only when its
-    work is bounded by exact budgets — a cache built from the data with an exact-score
-    budget, an iteration budget and an optimizer that is neither exact nor scored from
-    the data. Then the result is the same on threads or processes (the same seed, the
-    same result); only the wall time differs."""
-    from bnsl_dist.search.base import optimizer_info
-
-    c0 = cells[0]
-    cache, budget = c0.cache, c0.search.budget
-    info = optimizer_info(c0.algorithm)
-    if (c0.cache_job.given_path is not None or cache.scores_per_variable is None
-            or cache.seconds_per_variable is not None or budget.seconds is not None
-            or budget.iterations is None or info.exact
-            or getattr(info.cls, "needs_data", False)):
-        return False
-    scores = n_vars * cache.scores_per_variable
-    estimate = (_CACHE_SECONDS_PER_UNIT * scores * n_samples
-                + _SEARCH_SECONDS_PER_UNIT * len(cells) * budget.iterations * n_vars * scores)
-    return estimate <= THREADS_MAX_SECONDS
+__all__ = ["learn_distributed", "prepare_cache_distributed"]
 
 
 def prepare_cache_distributed(client: Any, cell: Cell) -> ParentSetCache:

@@ -22,7 +22,7 @@ numba's compiled kernels once (``_preload``), so workers start warm, in parallel
 ``processes=False`` its workers are threads of this process instead: nothing to start or
 import, the kernels this process loaded are shared, and the numba kernels release the
 GIL (``nogil=True``) but the Python between them does not — for small jobs
-(:func:`bnsl_dist.orchestrate.anytime.fits_threads`).
+(:func:`bnsl_dist.pipeline.cost.fits_threads`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dask
 from distributed import Client, LocalCluster
@@ -43,7 +43,11 @@ from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.orchestrate._logs import mirror_logging
 from bnsl_dist.orchestrate._probe import probe_scheduler
 
-__all__ = ["DEFAULT_TIMEOUT", "connect", "connect_timeout", "default_n_workers",
+if TYPE_CHECKING:
+    from bnsl_dist.pipeline.config import ClusterConfig
+
+__all__ = ["DEFAULT_TIMEOUT", "announce_client", "connect", "connect_timeout",
+           "default_n_workers", "open_client",
            "read_scheduler_file", "start_cluster", "stop_cluster", "temporary_security",
            "tls_security",
            "validate_address", "write_tls_credentials"]
@@ -189,7 +193,7 @@ def connect(*, workers: int | None = None, scheduler: str | None = None,
             from bnsl_dist.orchestrate.preflight import check_workers
 
             check_workers(client, f"the scheduler at {where}")  # before any work
-            _announce(client, announce)
+            announce_client(client, announce)
             yield client
         finally:
             with contextlib.suppress(Exception):
@@ -210,11 +214,47 @@ def connect(*, workers: int | None = None, scheduler: str | None = None,
     client = Client(cluster)
     try:
         mirror_logging(client)  # workers log where this process logs dask's records
-        _announce(client, announce, cluster, dashboard)
+        announce_client(client, announce, cluster, dashboard)
         yield client
     finally:
         client.close()
         cluster.close()
+
+
+@contextlib.contextmanager
+def open_client(cluster: ClusterConfig | None = None, *, workers: int | None = None,
+                scheduler: str | None = None, scheduler_file: str | None = None,
+                announce: bool = True, timeout: float | None = None,
+                tls_dir: str | None = None) -> Iterator[Client]:
+    """A client for the command line: explicit options first, else ``cluster``, else a
+    local cluster of single-threaded processes sized to the machine.
+
+    Clusters spanning hosts are encrypted by default: dask-jobqueue clusters get
+    temporary TLS credentials (``Security.temporary()``) unless the cluster YAML says
+    ``tls: false``; ``tls://`` addresses use ``tls_dir`` or dask's TLS configuration.
+    Their dashboards bind to 127.0.0.1 unless ``dashboard_address`` says otherwise
+    (:mod:`bnsl_dist.orchestrate.jobqueue`).
+    """
+    from bnsl_dist.pipeline.config import ClusterConfig
+
+    if scheduler or scheduler_file or workers or cluster is None \
+            or cluster.kind in ("local", "address", "scheduler-file"):
+        c = cluster or ClusterConfig()
+        if not (scheduler or scheduler_file or workers):
+            scheduler = c.address if c.kind == "address" else None
+            scheduler_file = os.path.expanduser(c.scheduler_file) \
+                if c.kind == "scheduler-file" and c.scheduler_file else None
+            workers = c.workers if c.kind == "local" else None
+        with connect(workers=workers, scheduler=scheduler, scheduler_file=scheduler_file,
+                     threads_per_worker=c.threads_per_worker, announce=announce,
+                     memory_limit=c.memory_limit, timeout=timeout,
+                     tls_dir=tls_dir) as client:
+            yield client
+        return
+    from bnsl_dist.orchestrate.jobqueue import open_batch_cluster
+
+    with open_batch_cluster(cluster, announce) as client:
+        yield client
 
 
 #: Set in the forkserver's environment (workers forked from it inherit it).
@@ -255,8 +295,10 @@ def _start_method() -> Iterator[None]:
         yield
 
 
-def _announce(client: Client, announce: bool, cluster: Any = None,
-              dashboard: bool = True) -> None:
+def announce_client(client: Client, announce: bool = True, cluster: Any = None,
+                    dashboard: bool = True) -> None:
+    """Print the cluster's workers and dashboard link on stderr (``announce``: whether
+    to). ``cluster``: a local cluster of ours, whose dashboard binds 127.0.0.1."""
     if not announce:
         return
     n = len(client.scheduler_info().get("workers", {}))

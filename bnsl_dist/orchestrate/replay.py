@@ -195,7 +195,7 @@ def replay_grid(client: Any, grid: GridConfig, results_dir: str | os.PathLike[st
     run = ReplayRun(replay_model(every, records), float(speed), records_name)
     expected = None
     if stop_at is not None:  # as a real run: the stored cells' wall times (grid seconds)
-        from bnsl_dist.pipeline.grid import estimate_from_store
+        from bnsl_dist.pipeline.forecast import estimate_from_store
 
         now = time.time()
         stop_at = now + (stop_at - now) / speed

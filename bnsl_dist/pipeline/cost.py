@@ -1,7 +1,8 @@
 """What a grid's work costs, before any of it runs (no Dask): the data's shape from the
 registry or a file's first line, a cell's time budget in worker seconds, a cache's
 estimated build work, the order work is handed out in (longest first), and the guided
-batches a large cache fans out in. The orchestration (:mod:`bnsl_dist.orchestrate.grid`,
+batches a large cache fans out in, and whether a small ``learn`` fits a local cluster of
+threads. The orchestration (:mod:`bnsl_dist.orchestrate.grid`,
 :mod:`bnsl_dist.orchestrate.explore`) submits by these; the planner
 (:mod:`bnsl_dist.pipeline.plan`) simulates the same submission with them."""
 
@@ -16,8 +17,9 @@ from bnsl_dist.pipeline.cell import CacheJob, Cell
 from bnsl_dist.pipeline.specs import DataRef
 
 __all__ = ["ASSUMED_ROWS", "FAN_OUT_SECONDS", "SCORE_SECONDS", "SCORE_SECONDS_PER_ROW",
-           "Priorities", "cache_sizes", "cache_work", "cell_budget_seconds", "cell_cost",
-           "guided_batches", "n_vars_hint", "priorities", "shape_hint"]
+           "THREADS_MAX_SECONDS", "Priorities", "builds_cache", "cache_sizes", "cache_work",
+           "cell_budget_seconds", "cell_cost", "fits_threads", "guided_batches",
+           "n_vars_hint", "priorities", "shape_hint"]
 
 
 def n_vars_hint(ref: DataRef | None) -> int | None:
@@ -56,6 +58,12 @@ def shape_hint(ref: DataRef) -> tuple[int | None, int | None]:
 class _Shape(NamedTuple):
     n_vars: int
     n_samples: int
+
+
+def builds_cache(cell: Cell) -> bool:
+    """Whether ``grid run`` builds the cell's cache as tasks of its own: not for a cache
+    file the spec names, nor for a SEM cell (its M-steps build theirs inside the cell)."""
+    return cell.kind != "sem" and cell.cache_job.given_path is None
 
 
 def cell_budget_seconds(cell: Cell) -> float | None:
@@ -108,7 +116,7 @@ SCORE_SECONDS_PER_ROW = 2.5e-9
 ASSUMED_ROWS = 10_000
 
 #: Caches estimated at this many worker seconds or more fan out
-#: (:func:`bnsl_dist.orchestrate.grid.run_cells`).
+#: (:func:`bnsl_dist.orchestrate.cells.run_cells`).
 FAN_OUT_SECONDS = 10.0
 
 
@@ -221,3 +229,44 @@ def priorities(cells: Sequence[Cell], sizes: Mapping[str, float], slots: int,
         p += 1
         out_cells[c.key] = p
     return Priorities(out_cells, out_caches, p + 1)
+
+
+#: A job whose serial work is estimated below this many seconds runs on a local cluster
+#: of threads (:func:`fits_threads`): a cluster of processes costs more to start (its
+#: forkserver imports the package again and loads the kernels: 3-6 CPU seconds on 2
+#: cores; a fresh cluster of processes +11.9 s wall / +6.1 CPU s over a serial run, of
+#: threads +1.1 s / +0.6 CPU s, ``python -m workflows.benchmarks.scaling --overhead-only``)
+#: than threads can lose to the GIL on such a job (at most its serial time).
+THREADS_MAX_SECONDS = 1.0
+#: Upper bounds of the serial seconds, measured on a loaded 2-core machine (nltcs,
+#: plants, book) when :func:`fits_threads` was written (no benchmark in
+#: ``workflows/benchmarks`` measures them again): per variable x exact score x sample of
+#: a cache build (6-9 ns; :data:`SCORE_SECONDS_PER_ROW`, measured by ``score_cost``, is
+#: the same cost per score and row), and per seed x iteration x variable**2 x exact score
+#: of a search (winasobs, the slowest optimizer per iteration: 40-100 ns; asobs(-ent),
+#: obs, kg, kmax, hc-tabu: 0.2-6 ns).
+CACHE_SECONDS_PER_UNIT = 1e-8
+SEARCH_SECONDS_PER_UNIT = 1e-7
+
+
+def fits_threads(cells: Sequence[Cell], n_vars: int, n_samples: int) -> bool:
+    """Whether ``learn`` of ``cells`` on data of ``n_vars`` x ``n_samples`` is small
+    enough for a local cluster of threads (:data:`THREADS_MAX_SECONDS`): only when its
+    work is bounded by exact budgets — a cache built from the data with an exact-score
+    budget, an iteration budget and an optimizer that is neither exact nor scored from
+    the data. Then the result is the same on threads or processes (the same seed, the
+    same result); only the wall time differs."""
+    from bnsl_dist.search.base import optimizer_info
+
+    c0 = cells[0]
+    cache, budget = c0.cache, c0.search.budget
+    info = optimizer_info(c0.algorithm)
+    if (c0.cache_job.given_path is not None or cache.scores_per_variable is None
+            or cache.seconds_per_variable is not None or budget.seconds is not None
+            or budget.iterations is None or info.exact
+            or getattr(info.cls, "needs_data", False)):
+        return False
+    scores = n_vars * cache.scores_per_variable
+    estimate = (CACHE_SECONDS_PER_UNIT * scores * n_samples
+                + SEARCH_SECONDS_PER_UNIT * len(cells) * budget.iterations * n_vars * scores)
+    return estimate <= THREADS_MAX_SECONDS

@@ -4,9 +4,8 @@ learner's cells marked)."""
 
 from __future__ import annotations
 
-import heapq
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from bnsl_dist.exceptions import DataError, InvalidConfigError
@@ -15,10 +14,8 @@ from bnsl_dist.pipeline.config import GridConfig
 from bnsl_dist.pipeline.specs import SearchSpec
 from bnsl_dist.results.store import ResultStore, StoreStatus
 
-__all__ = ["expand_grid", "grid_status", "count_by", "cell_field", "check_status_fields",
-           "complete_pieces", "estimate_left", "estimate_from_store", "stored_walls",
-           "sum_known", "format_duration", "started_by",
-           "STATUS_FIELDS"]
+__all__ = ["expand_grid", "grid_cells", "grid_status", "count_by", "cell_field",
+           "check_status_fields", "complete_pieces", "STATUS_FIELDS"]
 
 
 def expand_grid(grid: GridConfig) -> list[Cell]:
@@ -68,6 +65,15 @@ def expand_grid(grid: GridConfig) -> list[Cell]:
     return cells
 
 
+def grid_cells(grid: GridConfig, datasets: Collection[str] | None = None,
+               labels: Collection[str] | None = None) -> list[Cell]:
+    """The cells of ``grid``; with ``datasets`` (``labels``), only those of the data sets
+    (algorithm labels) so named (a piece of the grid: cell keys do not depend on the
+    selection)."""
+    return [c for c in expand_grid(grid) if (datasets is None or c.dataset in datasets)
+            and (labels is None or c.label in labels)]
+
+
 def grid_status(grid: GridConfig, results_dir: str | os.PathLike[str],
                 cells: Sequence[Cell] | None = None) -> StoreStatus:
     """Done / failed / pending cells of ``grid`` in ``results_dir`` (``cells``: the grid's
@@ -100,7 +106,8 @@ def cell_field(cell: Cell, name: str) -> Any:
 def count_by(cells: Sequence[Cell], status: StoreStatus, fields: Sequence[str],
              left: Mapping[str, float | None] | None = None) -> list[dict[str, Any]]:
     """Done, failed and pending cells per value of ``fields``, one row per group in the
-    order the grid first reaches it. With ``left`` (:func:`estimate_left`), each group
+    order the grid first reaches it. With ``left``
+    (:func:`~bnsl_dist.pipeline.forecast.estimate_left`), each group
     also has ``seconds_left``, the sum of its cells' estimates (None where a cell to run
     has none)."""
     check_status_fields(fields)
@@ -119,118 +126,6 @@ def count_by(cells: Sequence[Cell], status: StoreStatus, fields: Sequence[str],
              **({} if left is None else {"seconds_left": seconds.get(vals, 0.0)})}
             for vals, g in groups.items()]
 
-
-def estimate_left(cells: Sequence[Cell], status: StoreStatus,
-                  walls: Mapping[str, float]) -> dict[str, float | None]:
-    """The expected wall seconds of each cell still to run (pending or failed: a rerun
-    retries failures), from the stored cells' ``walls`` (key -> wall seconds): the mean
-    over the done cells of the same data set, split, algorithm label, treewidth, SEM
-    budget scale and SEM missing rate; failing those, at any missing rate (more missing
-    cells, longer E-steps and often more EM iterations: leaving each of the SEM grid's
-    1,080 cells out in turn, the mean relative error is 0.153 with the rate, 0.192
-    without, ``python -m workflows.benchmarks.estimate_left``); failing those, the same cells at any budget scale, each wall time scaled
-    by the ratio of the budget scales (an M-step's budgets, and so nearly its time, are
-    proportional to the scale); None when no stored cell is of the same data set,
-    algorithm and treewidth.
-
-    Examples
-    --------
-    >>> g = GridConfig.model_validate({
-    ...     "name": "toy", "datasets": [{"name": "nltcs"}],
-    ...     "cache": {"method": "sequential", "max_indegree": 2},
-    ...     "algorithms": [{"name": "kg", "k": [2, 3]}], "seeds": [0, 1],
-    ...     "budget": {"iterations": 10}})
-    >>> cells = expand_grid(g)                     # k=2 seeds 0, 1; k=3 seeds 0, 1
-    >>> st = StoreStatus(done=(cells[0].key, cells[1].key), failed=(),
-    ...                  pending=(cells[2].key, cells[3].key))
-    >>> estimate_left(cells, st, {cells[0].key: 3.0, cells[1].key: 5.0})[cells[2].key] is None
-    True
-    >>> st = StoreStatus(done=(cells[0].key,), failed=(), pending=tuple(c.key for c in cells[1:]))
-    >>> estimate_left(cells, st, {cells[0].key: 3.0})[cells[1].key]
-    3.0
-    """
-    def scale(c: Cell) -> float:
-        return 1.0 if c.sem is None else float(c.sem.budget_scale)
-
-    def rate(c: Cell) -> float | None:
-        return None if c.sem is None else float(c.sem.missing_rate)
-
-    def peers(c: Cell) -> tuple[Any, ...]:
-        return (c.dataset, c.split, c.label, c.search.k)
-
-    # the tiers, most alike first: (key, whether walls are pooled per unit of scale)
-    tiers: tuple[tuple[Callable[[Cell], tuple[Any, ...]], bool], ...] = (
-        (lambda c: (*peers(c), scale(c), rate(c)), False),
-        (lambda c: (*peers(c), scale(c)), False),
-        (peers, True))
-    done = set(status.done)
-    pooled: list[dict[tuple[Any, ...], list[float]]] = [{} for _ in tiers]
-    for c in cells:
-        if c.key in done and c.key in walls:
-            for (key, per_scale), by_key in zip(tiers, pooled, strict=True):
-                by_key.setdefault(key(c), []).append(
-                    walls[c.key] / scale(c) if per_scale else walls[c.key])
-    out: dict[str, float | None] = {}
-    for c in cells:
-        if c.key not in done:
-            out[c.key] = next((sum(w) / len(w) * (scale(c) if per_scale else 1.0)
-                               for (key, per_scale), by_key in zip(tiers, pooled, strict=True)
-                               if (w := by_key.get(key(c))) is not None), None)
-    return out
-
-
-def stored_walls(results_dir: str | os.PathLike[str], keys: Iterable[str]
-                 ) -> dict[str, float]:
-    """Key -> wall seconds of the stored results of ``keys`` (the rest of each record
-    left on disk)."""
-    t = ResultStore(results_dir).read_table(keys, columns=["key", "wall_seconds"])
-    return dict(zip(t.column("key").to_pylist(), t.column("wall_seconds").to_pylist(),
-                    strict=True))
-
-
-def estimate_from_store(results_dir: str | os.PathLike[str], cells: Sequence[Cell],
-                        status: StoreStatus) -> dict[str, float | None]:
-    """:func:`estimate_left` from the wall times stored in ``results_dir``."""
-    return estimate_left(cells, status, stored_walls(results_dir, status.done))
-
-
-def sum_known(left: Mapping[str, float | None]) -> tuple[float, int, int]:
-    """Seconds of the estimated cells of ``left``, their count and that of the others."""
-    known = [s for s in left.values() if s is not None]
-    return sum(known), len(known), len(left) - len(known)
-
-
-def started_by(expected: Sequence[float | None], workers: int, seconds: float) -> int:
-    """How many of the cells of ``expected`` (their wall seconds, in the order they are
-    handed out; None: unknown, counted as no time) ``workers`` run when none may start
-    unless it ends within ``seconds`` (``grid run --stop-at``): each free worker takes
-    the next cell and skips it at once if it would not end in time.
-
-    Examples
-    --------
-    >>> started_by([50, 40, 30, 20], workers=2, seconds=60)   # 50 | 40, then 20 on it
-    3
-    >>> started_by([70, 10, None], workers=1, seconds=60)
-    2
-    """
-    free = [0.0] * max(1, workers)  # the times the workers become free
-    started = 0
-    for e in expected:
-        t = heapq.heappop(free)
-        if t + (e or 0.0) <= seconds and t < seconds:
-            started += 1
-            t += e or 0.0
-        heapq.heappush(free, t)
-    return started
-
-
-def format_duration(seconds: float) -> str:
-    """``42 s``, ``3.5 min`` or ``7.2 h``."""
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def complete_pieces(results_dir: str | os.PathLike[str], fields: Sequence[str]

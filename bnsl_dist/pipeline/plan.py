@@ -13,7 +13,7 @@ to the per-variable budget the same way, else the build work estimated from its 
 (:func:`~bnsl_dist.pipeline.cost.cache_work`).
 
 :func:`grid_tasks` turns the cells into the tasks ``grid run`` submits
-(:func:`bnsl_dist.orchestrate.grid.run_cells`): one per cell, depending on its cache's
+(:func:`bnsl_dist.orchestrate.cells.run_cells`): one per cell, depending on its cache's
 task; a cache as one task, or as guided batches of variables and a storing task
 (:func:`~bnsl_dist.pipeline.cost.guided_batches`); the same priorities
 (:func:`~bnsl_dist.pipeline.cost.priorities`).
@@ -41,6 +41,7 @@ from typing import Any
 from bnsl_dist.pipeline.cell import Cell
 from bnsl_dist.pipeline.cost import (
     FAN_OUT_SECONDS,
+    builds_cache,
     cache_sizes,
     cache_work,
     cell_budget_seconds,
@@ -198,11 +199,6 @@ class ReplayModel:
         return out
 
 
-def _builds_cache(cell: Cell) -> bool:
-    """Whether ``grid run`` builds the cell's cache as tasks of its own."""
-    return cell.kind != "sem" and cell.cache_job.given_path is None
-
-
 _COLUMNS = ("key", "dataset", "split", "label", "k", "seed", "extra", "budget_seconds",
             "wall_seconds", "cache_key", "cache_seconds", "n_vars", "n_samples",
             "n_parent_sets", "spec")
@@ -237,7 +233,7 @@ def replay_model(cells: Sequence[Cell], records: Any = None) -> ReplayModel:
         m.memory[c.key] = BYTES_PER_VALUE * float((n or 0) * (n_rows or 0)) \
             + BYTES_PER_PARENT_SET * sets
         job = c.cache_job
-        if not _builds_cache(c) or job.key in m.caches:
+        if not builds_cache(c) or job.key in m.caches:
             continue
         if r is not None and float(r.get("cache_seconds") or 0.0) > 0:
             spec = json.loads(r.get("spec") or "{}").get("cache", {})
@@ -281,12 +277,12 @@ class Task:
 def grid_tasks(cells: Sequence[Cell], model: ReplayModel, workers: int, *,
                fan_out_seconds: float = FAN_OUT_SECONDS,
                built: Collection[str] = ()) -> list[Task]:
-    """The tasks :func:`bnsl_dist.orchestrate.grid.run_cells` submits for ``cells`` on
+    """The tasks :func:`bnsl_dist.orchestrate.cells.run_cells` submits for ``cells`` on
     ``workers`` (``built``: the keys of caches already stored), in submission order:
     caches (``cache-part-<cache>-<i>`` batches, then ``cache-<cache>``), then cells
     (``cell-<key>``), each in decreasing priority
     (:func:`~bnsl_dist.pipeline.cost.priorities`)."""
-    sizes, first = cache_sizes(cells, lambda c: "" if _builds_cache(c) else None)
+    sizes, first = cache_sizes(cells, lambda c: "" if builds_cache(c) else None)
     sizes = {ck: s for ck, s in sizes.items() if ck not in built}
     prio = priorities(cells, sizes, workers)
     tasks: list[Task] = []
@@ -420,7 +416,7 @@ def plan(cells: Sequence[Cell], workers: int, records: Any = None, *, grid: str 
 
 def format_plan_estimate(p: GridPlanEstimate) -> str:
     """What ``grid plan`` prints."""
-    from bnsl_dist.pipeline.grid import format_duration
+    from bnsl_dist.pipeline.forecast import format_duration
 
     src = ", ".join(f"{n} {s}" for s, n in sorted(p.sources.items()))
     return (f"grid {p.grid}: {p.cells} cells, {p.tasks} tasks on {p.workers} workers\n"

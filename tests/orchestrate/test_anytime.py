@@ -170,34 +170,3 @@ def test_dask_learn_from_data_builds_the_cache_once_and_equals_serial(client):
     cells = learn_cells(DataRef(name="nltcs", split="test"),
                         CacheSpec(scores_per_variable=60), _search("asobs", 40), 3)
     assert _strip_times(learn_distributed(client, cells)) == _strip_times(learn(cells))
-
-
-def test_small_jobs_fit_threads():
-    """The rule against its estimate worked out by hand: (1e-8 s x variables x exact
-    scores x samples) + (1e-7 s x seeds x iterations x variables**2 x exact scores) <= 1 s,
-    and only for work bounded by exact budgets."""
-    from bnsl_dist.orchestrate.anytime import fits_threads
-    from bnsl_dist.pipeline.specs import DataRef
-
-    def cells(spv=50, iters=20, seeds=2, algorithm="asobs-ent", **cache):
-        return learn_cells(DataRef(name="nltcs"), CacheSpec(scores_per_variable=spv, **cache),
-                           _search(algorithm, iters), seeds)
-
-    # the tiny job of issue 15: 1e-8*16*50*16181 + 1e-7*2*20*16*16*50 = 0.129 + 0.051 s
-    assert fits_threads(cells(), 16, 16181)
-    # 1e-8 * 16 * 50 * n = 1 s at n = 125 000 samples (no search: 1e-7*1*1*16*800 ~ 0)
-    assert fits_threads(cells(iters=1, seeds=1), 16, 124_000)
-    assert not fits_threads(cells(iters=1, seeds=1), 16, 126_000)
-    # 1e-7 * 2 * it * 16 * 800 = 1 s at it = 390.6 iterations (no samples)
-    assert fits_threads(cells(iters=390), 16, 1)
-    assert not fits_threads(cells(iters=391), 16, 1)
-    # book-sized (500 variables): far above
-    assert not fits_threads(cells(), 500, 8700)
-    # unbounded work: a time budget, a cache time budget, an exact optimizer, a cache file
-    seconds = learn_cells(DataRef(name="nltcs"), CacheSpec(scores_per_variable=50),
-                          SearchSpec(algorithm="asobs-ent", budget={"seconds": 0.1}), 2)
-    assert not fits_threads(seconds, 16, 10)
-    assert not fits_threads(cells(seconds_per_variable=0.01), 16, 10)
-    assert not fits_threads(cells(algorithm="dp"), 16, 10)
-    given = learn_cells(None, CacheSpec(path="c.jkl"), _search("asobs-ent", 20), 2)
-    assert not fits_threads(given, 16, 10)

@@ -99,7 +99,8 @@ def test_grid_equals_serial_and_resumes(client, caches, tmp_path):
 
 
 def test_failures_are_recorded_apart(client, caches, tmp_path):
-    from bnsl_dist.orchestrate.grid import grid_status, run_grid
+    from bnsl_dist.orchestrate.grid import run_grid
+    from bnsl_dist.pipeline.grid import grid_status
 
     grid = small_grid(caches, name="bad", seeds=(0,), splits=("test",),
                       algorithms=[{"name": "dp", "params": {"max_vars": 4}},
@@ -161,7 +162,8 @@ def test_cli_errors_are_one_line(tmp_path):
 
 
 def test_builds_each_cache_once(client, tmp_path):
-    from bnsl_dist.orchestrate.grid import plan_grid, run_grid
+    from bnsl_dist.orchestrate.grid import run_grid
+    from bnsl_dist.pipeline.forecast import plan_grid
 
     grid = GridConfig.model_validate({
         "name": "built", "datasets": [{"name": "nltcs", "splits": ["valid", "test"]}],
@@ -243,7 +245,8 @@ def test_long_cells_start_first(caches, tmp_path):
     """On one worker the cells start in decreasing cost order (budget x variables),
     whatever their order in the grid."""
     from bnsl_dist.orchestrate.cluster import connect
-    from bnsl_dist.orchestrate.grid import cell_cost, run_grid
+    from bnsl_dist.orchestrate.grid import run_grid
+    from bnsl_dist.pipeline.cost import cell_cost
 
     grid = small_grid(caches, name="order", seeds=(0, 1), splits=("test",),
                       algorithms=[{"name": "kg", "k": [2], "budget": {"iterations": 20}},
@@ -267,8 +270,8 @@ def test_long_cells_start_first(caches, tmp_path):
 def test_a_sem_tuning_study_orders_its_cells_by_budget_scale():
     """The SEM grid's cells share one time cap; their M-step budgets, and so their
     times, scale with the budget scale: the x2 cells of a data set cost the most."""
-    from bnsl_dist.orchestrate.grid import cell_cost
     from bnsl_dist.pipeline.config import load_grid
+    from bnsl_dist.pipeline.cost import cell_cost
 
     grid = load_grid(Path(__file__).resolve().parents[2] / "configs" / "grids"
                      / "sem-imputation-2018-reduced.yaml")
@@ -287,8 +290,8 @@ def test_a_sem_grid_plan_bounds_its_cells_by_their_m_step_budgets(tmp_path):
     seconds) gives no bound."""
     import yaml
 
-    from bnsl_dist.orchestrate.grid import format_plan, plan_grid
     from bnsl_dist.pipeline.config import load_grid
+    from bnsl_dist.pipeline.forecast import format_plan, plan_grid
 
     path = Path(__file__).resolve().parents[2] / "configs/grids/sem-imputation-2018-reduced.yaml"
     raw = yaml.safe_load(path.read_text())
@@ -405,12 +408,13 @@ def test_workers_that_join_late_are_waited_for(caches, tmp_path, monkeypatch):
     gave up with GridInterrupted "no worker left" before any worker had come)."""
     from distributed import Client, LocalCluster
 
+    import bnsl_dist.orchestrate.cells as C
     import bnsl_dist.orchestrate.grid as G
 
     grid = small_grid(caches, name="late", seeds=(0,), splits=("test",),
                       algorithms=[{"name": "kg", "k": [2]}])
     checks: list[int | None] = []
-    real = G.connected_workers
+    real = C.connected_workers
     with LocalCluster(n_workers=0, processes=False, threads_per_worker=1,
                       dashboard_address=None) as cluster, Client(cluster) as client:
 
@@ -422,7 +426,7 @@ def test_workers_that_join_late_are_waited_for(caches, tmp_path, monkeypatch):
                 client.wait_for_workers(1)
             return n
 
-        monkeypatch.setattr(G, "connected_workers", connected)
+        monkeypatch.setattr(C, "connected_workers", connected)  # the drain's
         summary = G.run_grid(client, grid, tmp_path, progress=False, report=False,
                              no_worker_timeout=0.01)
     assert checks[:4] == [0, 0, 0, 0]
@@ -482,7 +486,7 @@ def test_a_cache_of_exact_scores_is_sized_by_its_rows(tmp_path):
 
     import yaml
 
-    from bnsl_dist.orchestrate.grid import (
+    from bnsl_dist.pipeline.cost import (
         SCORE_SECONDS,
         SCORE_SECONDS_PER_ROW,
         cache_sizes,

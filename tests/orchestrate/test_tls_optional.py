@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from bnsl_dist.cli import main
 from bnsl_dist.exceptions import InvalidConfigError
-from bnsl_dist.orchestrate.grid import jobqueue_kwargs
+from bnsl_dist.orchestrate.jobqueue import jobqueue_kwargs
 from bnsl_dist.pipeline.config import load_cluster
 
 REPO = Path(__file__).resolve().parents[2]

@@ -27,7 +27,7 @@ def test_warm_up_reports_problems(monkeypatch):
 def test_busy_seconds_count_only_this_runs_compute():
     """Utilisation's numerator: compute of our task prefixes that started since the run
     began (a task of an earlier run still computing on a shared cluster is not ours)."""
-    from bnsl_dist.orchestrate.grid import _compute_spans
+    from bnsl_dist.orchestrate.cells import _compute_spans
 
     def rec(key, *spans, action="compute"):
         return {"key": key, "startstops": [{"action": action, "start": a, "stop": b}
@@ -55,7 +55,7 @@ def test_utilisation_counts_threads_and_the_workers_span():
     """Busy seconds over (wall × task slots); the wall is the longer of the client's
     clock and the tasks' span on the workers' clocks, so two workers busy all along
     read 1.00, never above, even when the workers' clocks run ahead of the client's."""
-    from bnsl_dist.orchestrate.grid import GridSummary
+    from bnsl_dist.orchestrate.outcomes import GridSummary
 
     s = GridSummary(total=2, skipped=0, seconds=1.0, busy_seconds=2.04, workers=2)
     assert s.utilisation == 1.02  # the client's clock alone: the failure this guards

@@ -1,6 +1,6 @@
 """Benchmark: how well the stored cells' wall times predict a cell's (the estimate behind
 `grid status`, `grid run --dry-run`, the cell log and `--stop-at`:
-:func:`bnsl_dist.pipeline.grid.estimate_left`).
+:func:`bnsl_dist.pipeline.forecast.estimate_left`).
 
 Leave one out over the committed records of a grid: each stored cell in turn is
 estimated from all the others, and its relative error |estimate - wall| / wall is
@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def main() -> None:
     from bnsl_dist.pipeline.config import load_grid
-    from bnsl_dist.pipeline.grid import estimate_left, expand_grid
+    from bnsl_dist.pipeline.forecast import estimate_left
+    from bnsl_dist.pipeline.grid import expand_grid
     from bnsl_dist.results.export import read_records
     from bnsl_dist.results.store import StoreStatus
 

@@ -222,9 +222,10 @@ def main() -> None:
     from bnsl_dist.orchestrate.anytime import learn_distributed
     from bnsl_dist.orchestrate.cluster import connect
     from bnsl_dist.orchestrate.explore import build_cache_distributed
-    from bnsl_dist.orchestrate.grid import FAN_OUT_SECONDS, run_grid
+    from bnsl_dist.orchestrate.grid import run_grid
     from bnsl_dist.orchestrate.workers import register_warmup
     from bnsl_dist.pipeline import CacheSpec, DataRef, SearchSpec, learn, learn_cells, load_data
+    from bnsl_dist.pipeline.cost import FAN_OUT_SECONDS
     from bnsl_dist.pipeline.grid import expand_grid
     from bnsl_dist.pipeline.run import ensure_cache, run_cell
     from bnsl_dist.search.warmup import algorithm_spec, warm_up

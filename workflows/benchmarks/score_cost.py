@@ -1,6 +1,6 @@
 """Benchmark: the seconds of one exact score in independence selection against the data's
 rows — the figures behind the grid's cache estimate
-(:data:`bnsl_dist.orchestrate.grid.SCORE_SECONDS_PER_ROW`, which decides which caches fan
+(:data:`bnsl_dist.pipeline.cost.SCORE_SECONDS_PER_ROW`, which decides which caches fan
 out and which start first).
 
 For each Twenty Dataset below, the training split's first variables are explored at

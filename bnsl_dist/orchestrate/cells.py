@@ -1,0 +1,286 @@
+"""Run cells on a Dask cluster and store each outcome as it arrives
+(:func:`run_cells`): each distinct cache built once as its own task(s), every cell a
+task depending on its cache's, all in one graph in the order of
+:func:`~bnsl_dist.pipeline.cost.priorities`; the loop that stores the outcomes and watches
+for a lost scheduler or the last worker gone (:func:`_drain`); ``--stop-at``'s check on
+the workers (:func:`unless_late`). The grid around it (expansion, warm-up, reports) is
+:func:`bnsl_dist.orchestrate.grid.run_grid`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import dask
+from distributed import Client, Future, as_completed
+
+from bnsl_dist.orchestrate._disk import resumable_when_full
+from bnsl_dist.orchestrate.explore import explore_job, store_job_cache, submit_cache_build
+from bnsl_dist.orchestrate.outcomes import (
+    GridInterrupted,
+    GridSummary,
+    NotStarted,
+    store_outcome,
+)
+from bnsl_dist.orchestrate.staging import StagedFile, Staging
+from bnsl_dist.orchestrate.summary import scheduler_cpu_seconds, task_seconds
+from bnsl_dist.pipeline.cell import Cell
+from bnsl_dist.pipeline.cost import (
+    FAN_OUT_SECONDS,
+    cache_sizes,
+    cache_work,
+    cell_cost,
+    n_vars_hint,
+    priorities,
+)
+from bnsl_dist.pipeline.run import ensure_cache, run_cell
+from bnsl_dist.results.records import CellResult
+from bnsl_dist.results.store import ResultStore
+
+__all__ = ["NO_WORKER_TIMEOUT", "connected_workers", "run_cells", "unless_late"]
+
+
+def unless_late(stop_at: float, expected: float, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``, unless it would not end by ``stop_at`` (a ``time.time()`` on this
+    worker's clock) if it takes ``expected`` seconds: then :class:`NotStarted`, before
+    any work.
+
+    Examples
+    --------
+    >>> unless_late(time.time() + 60, 1.0, max, 2, 3)
+    3
+    >>> unless_late(time.time() + 60, 120.0, max, 2, 3)
+    Traceback (most recent call last):
+    ...
+    bnsl_dist.orchestrate.outcomes.NotStarted: expected to take 120 s, 60 s before the stop time
+    """
+    left = stop_at - time.time()
+    if left <= 0 or expected > left:
+        raise NotStarted(f"expected to take {expected:.0f} s, {max(0.0, left):.0f} s "
+                         f"before the stop time")
+    return fn(*args)
+
+
+#: Seconds without any worker after which a grid gives up (workers seen before).
+NO_WORKER_TIMEOUT = 30.0
+
+
+def connected_workers(client: Client) -> int | None:
+    """Workers connected now; None when the scheduler does not answer."""
+    slots = _worker_slots(client)
+    return None if slots is None else slots[0]
+
+
+def _worker_slots(client: Client) -> tuple[int, int] | None:
+    """(workers, their threads in all) connected now; None when the scheduler does not
+    answer."""
+    if client.status != "running":
+        return None
+    try:
+        workers = client.scheduler_info().get("workers", {})
+    except Exception:  # noqa: BLE001 - a lost scheduler
+        return None
+    return len(workers), sum(int(w.get("nthreads", 1)) for w in workers.values())
+
+
+def _compute_spans(client: Client, since: float, prefixes: tuple[str, ...]
+                   ) -> dict[str, list[tuple[float, float]]] | None:
+    """Key -> (start, stop) of each compute of our tasks that started since ``since``
+    (:func:`~bnsl_dist.orchestrate.summary.task_seconds`); None when the scheduler does
+    not answer."""
+    try:
+        stream = client.get_task_stream(start=since)
+    except Exception:  # noqa: BLE001 - a lost scheduler
+        return None
+    return task_seconds(stream, since, prefixes)
+
+
+def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
+              cache_path: Callable[[Cell], str | None],
+              build_cache: Callable[..., str] = ensure_cache,
+              run: Callable[..., CellResult] = run_cell,
+              cost: Callable[[Cell], float] = cell_cost,
+              bar: Any = None, on_result: Callable[[CellResult], None] | None = None,
+              no_worker_timeout: float = NO_WORKER_TIMEOUT,
+              fan_out_seconds: float = FAN_OUT_SECONDS,
+              explore: Callable[..., Any] = explore_job,
+              store_cache: Callable[..., str] = store_job_cache,
+              stop_at: float | None = None,
+              expected: Mapping[str, float | None] | None = None,
+              staging: Staging | None = None) -> GridSummary:
+    """Run ``cells`` on the cluster and store each outcome as it arrives.
+
+    A cell needing a cache that ``cache_path(cell)`` names but that does not exist yet
+    depends on the task that builds and stores it, one per distinct cache: each cell
+    starts as soon as *its* cache exists (no barrier between cache and search phases).
+    The cache is one ``build_cache(cell.cache_job, path)`` task, or, when its estimated
+    work (:func:`~bnsl_dist.pipeline.cost.cache_work`) is at least ``fan_out_seconds`` and the cluster has two
+    workers or more, guided batches of ``explore(cache_job, variables)`` tasks and one
+    task that stores the file once they are done
+    (:func:`~bnsl_dist.orchestrate.explore.submit_cache_build`; ``fan_out_seconds=0``
+    fans out every cache of known size; those of unknown size stay one task), stored by
+    ``store_cache(cache_job, path, *batches)``. The file is the one ``ensure_cache``
+    writes, but for its timings. (``build_cache``, ``explore``, ``store_cache`` and
+    ``run`` are the seam a replay fills with sleeps: :mod:`bnsl_dist.orchestrate.replay`.)
+    Priorities (:func:`~bnsl_dist.pipeline.cost.priorities`, on the connected worker
+    threads): the storing tasks above all; the cells beyond one last wave of the
+    workers, those of the cheapest caches, as soon as their cache exists; then every
+    cache (the largest first, ``cost``'s longest cell where its work is unknown); then
+    the last wave, longest first (``cost``), so no short task holds a worker while a
+    long one waits and the last cells fill every worker. A failed batch fails its cache,
+    and each cell of it gets a failure record.
+
+    Only a cell's own exception makes a failure record, status ``killed`` when its
+    workers died under it as often as the scheduler allows (``KilledWorker``: e.g. an
+    out-of-memory kill; a cell waiting on such a worker counts those deaths too, so a
+    healthy one can share the status, and a rerun retries it like any failure). A cell the infrastructure cut off (cancelled, lost with the
+    scheduler) is counted as interrupted and left for a rerun; when the scheduler is
+    lost, or no worker is left for ``no_worker_timeout`` seconds (counted once a worker
+    has been seen: a batch cluster's jobs may queue before any worker joins), the remaining
+    cells are interrupted too.
+
+    With ``stop_at`` (a ``time.time()``), every task checks the clock when it starts on
+    its worker (:func:`unless_late`): a cell runs only if it would end by then at its
+    ``expected`` wall seconds (key -> seconds; unknown: 0), a cache (one task or a batch)
+    only if it starts before then; the others are :class:`NotStarted`, listed in the
+    summary's ``not_started`` (no record: they stay pending), as are the cells of a
+    cache not started. Running tasks are never stopped.
+
+    ``staging`` says how tasks get their data and caches: the paths (a shared file
+    system, the default) or sent through Dask, the client writing the caches
+    (:class:`~bnsl_dist.orchestrate.staging.Staging`).
+    """
+    stage = staging or Staging(client, shared_fs=True)
+    stage.check(r for c in cells for r in (c.data, c.holdout))
+    summary = GridSummary(total=len(cells), skipped=0)
+    if stop_at is not None:  # checked on the workers, when each task starts
+        build_cache = functools.partial(unless_late, stop_at, 0.0, build_cache)
+        explore = functools.partial(unless_late, stop_at, 0.0, explore)
+    t0 = time.perf_counter()
+    since = time.time()
+    with contextlib.suppress(Exception):  # installs the scheduler's task-stream plugin
+        client.get_task_stream(start=0, stop=0)
+    summary.workers, summary.threads = _worker_slots(client) or (0, 0)
+    cpu0 = scheduler_cpu_seconds(client)
+    by_key = {c.key: c for c in cells}
+    sizes, first = cache_sizes(cells, cache_path, cost)
+    cache_futs: dict[str, Future | StagedFile | str | None] = {}
+    for ck in first:
+        path = cache_path(first[ck])
+        if path is not None and Path(path).is_file():
+            cache_futs[ck] = stage.existing(path)
+            del sizes[ck]
+    prio = priorities(cells, sizes, summary.threads, cost)
+    # submitted in priority order too: an idle worker takes the first task that arrives
+    for ck in sorted(sizes, key=prio.caches.__getitem__, reverse=True):
+        job = first[ck].cache_job
+        path = cache_path(first[ck])
+        assert path is not None
+        work, n = cache_work(job), n_vars_hint(job.data)
+        if summary.workers >= 2 and work is not None and n is not None \
+                and work >= fan_out_seconds:
+            cache_futs[ck] = submit_cache_build(client, job, path, n, summary.workers,
+                                                priority=prio.caches[ck],
+                                                store_priority=prio.store, explore=explore,
+                                                store=store_cache, deps=summary.deps,
+                                                staging=stage)
+        else:
+            cache_futs[ck] = stage.build(build_cache, job, path, key=f"cache-{ck}",
+                                         pure=False, priority=prio.caches[ck])
+    futures: dict[Future, str] = {}
+    ordered = sorted(cells, key=lambda c: prio.cells[c.key], reverse=True)
+    tasks = []
+    for c in ordered:
+        task = stage.cell_task(run, c, cache_futs.get(c.cache_job.key))
+        if stop_at is not None:
+            task = (unless_late, stop_at, (expected or {}).get(c.key) or 0.0, *task)
+        with dask.annotate(priority=prio.cells[c.key]):
+            tasks.append(dask.delayed(task[0], pure=False)(*task[1:],
+                                                           dask_key_name=f"cell-{c.key}"))
+        dep = cache_futs.get(c.cache_job.key)
+        if isinstance(dep, StagedFile):
+            dep = dep.future
+        if isinstance(dep, Future):
+            summary.deps[f"cell-{c.key}"] = [str(dep.key)]
+    # one graph: Dask queues a large group of tasks without dependencies on the scheduler
+    # and hands each to the first free thread in priority order, but only when the group
+    # is large when it arrives (cells submitted one by one, the first went to workers at
+    # once and queued there behind others: tests/orchestrate/test_replay.py)
+    for fut, c in zip(client.compute(tasks, optimize_graph=False), ordered, strict=True):
+        futures[fut] = c.key
+    del cache_futs  # cells hold their cache futures; release ours
+    with resumable_when_full(store.root, lambda: len(store.done_keys() & set(by_key)),
+                             len(cells), lambda: client.cancel(list(futures))):
+        lost = _drain(client, futures, by_key, store, summary, bar, on_result,
+                      no_worker_timeout)
+    stage.wait()
+    for err in stage.errors:  # the cells ran on the bytes; the next run rebuilds it
+        print(f"could not write the cache {err}", file=sys.stderr)
+    summary.seconds = summary.cells_seconds = time.perf_counter() - t0
+    if lost is None:
+        workers, threads = _worker_slots(client) or (0, 0)
+        summary.workers = max(summary.workers, workers)
+        summary.threads = max(summary.threads, threads)
+        cpu1 = scheduler_cpu_seconds(client)
+        summary.scheduler_seconds = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
+        spans = _compute_spans(client, since, ("cell-", "cache-"))
+        if spans is not None:
+            summary.spans = spans
+            flat = [ab for ss in spans.values() for ab in ss]
+            summary.busy_seconds = sum(b - a for a, b in flat)
+            if flat:
+                summary.task_span_seconds = max(b for _, b in flat) - min(a for a, _ in flat)
+    else:
+        summary.interrupted.extend(futures.values())
+        with contextlib.suppress(Exception):
+            client.cancel(list(futures))
+    if summary.interrupted:
+        done = len(store.done_keys() & set(by_key))
+        raise GridInterrupted(
+            f"{lost or 'the cluster cut cells off'}: {done} of {len(cells)} pending cells "
+            f"stored ({len(summary.computed)} this run, {len(summary.failed)} failed, "
+            f"{len(summary.interrupted)} interrupted); rerun the same command to resume")
+    return summary
+
+
+def _drain(client: Client, futures: dict[Future, str], by_key: dict[str, Cell],
+           store: ResultStore, summary: GridSummary, bar: Any,
+           on_result: Callable[[CellResult], None] | None,
+           no_worker_timeout: float) -> str | None:
+    """Store outcomes as they come; the reason the cluster was lost, or None."""
+    ac = as_completed(list(futures), with_results=True)  # gathers in the background
+    next_check = time.monotonic() + 1.0
+    workerless_since: float | None = None
+    seen = summary.workers > 0  # a batch cluster's workers may still wait in its queue
+    while not ac.is_empty():
+        batch = ac.next_batch(block=False)
+        if not batch:
+            now = time.monotonic()
+            if now >= next_check:
+                next_check = now + 1.0
+                n = connected_workers(client)
+                if n is None:
+                    return "lost the scheduler"
+                seen = seen or n > 0
+                workerless_since = None if n or not seen else (workerless_since or now)
+                if workerless_since is not None and now - workerless_since > no_worker_timeout:
+                    return f"no worker left for {no_worker_timeout:g} s"
+            time.sleep(0.05)
+            continue
+        for fut, outcome in batch:
+            key = futures.pop(fut)
+            store_outcome(outcome, by_key[key], store, summary, bar, on_result)
+            fut.release()
+            if bar is not None:
+                bar.advance(bar.task_ids[0])
+    if summary.interrupted and connected_workers(client) is None:
+        return "lost the scheduler"
+    return None
+
+
