@@ -5,7 +5,7 @@ A reader turns one file into a :class:`RawTable` (columns of codes or labels, na
 declared arities, the missing mask); :mod:`bnsl_dist.data.io` then combines tables into
 :class:`~bnsl_dist.data.dataset.CategoricalData` the same way for every format. A file
 goes to the reader registered for its suffix (a trailing ``.gz`` removed, case ignored),
-or to the default reader (delimited text, :mod:`bnsl_dist.data.io`). A new format is one
+or to the default reader (delimited text, :mod:`bnsl_dist.data.formats.text`). A new format is one
 module in :mod:`bnsl_dist.data.formats` that calls :func:`register_reader`: every module
 there is imported when a reader is first looked up.
 """
@@ -24,10 +24,25 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["RawTable", "Reader", "register_reader", "reader_for", "base_suffix",
-           "column_label", "MissingPolicy", "LabelPolicy"]
+           "column_label", "is_code", "Factorized", "MissingPolicy", "LabelPolicy",
+           "MISSING_TOKENS"]
 
 MissingPolicy = Literal["error", "mask"]
 LabelPolicy = Literal["auto", "never", "always"]
+
+#: Tokens read as a missing value (only where the caller asks for a missing mask).
+MISSING_TOKENS = frozenset({"?", "", "NA"})
+
+#: A column as (the code of each row into ``uniques``, its distinct stripped tokens).
+Factorized = tuple[NDArray[np.intp], list[str]]
+
+
+def is_code(tok: str) -> bool:
+    """``tok`` is a state code as written: ASCII digits without a leading zero. Where a
+    file may hold labels, a column of other integer tokens ("01".."12", "-1", "+2") is one
+    of labels: read as codes, "01" became code 1 (written back as "1") and the arity the
+    largest value plus one, a state no row takes."""
+    return tok.isascii() and tok.isdigit() and (tok[0] != "0" or tok == "0")
 
 
 @dataclass
@@ -92,7 +107,6 @@ def base_suffix(path: Path) -> str:
 
 def _load_all() -> None:
     import bnsl_dist.data.formats as formats
-    import bnsl_dist.data.io  # noqa: F401  (the default reader)
 
     for mod in pkgutil.iter_modules(formats.__path__):
         importlib.import_module(f"{formats.__name__}.{mod.name}")

@@ -23,270 +23,44 @@ argument or ``$BNSL_SHARED_DATA``, never a path relative to the checkout.
 
 from __future__ import annotations
 
-import functools
 import gzip
 import hashlib
 import io
 import json
 import os
 import urllib.parse
-from dataclasses import dataclass
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import numpy as np
-import yaml
-from pydantic import (
-    ConfigDict,
-    Discriminator,
-    Field,
-    Tag,
-    ValidationError,
-    field_validator,
-)
 
 from bnsl_dist._io import atomic_write_bytes, open_text
 from bnsl_dist._json import json_digest
-from bnsl_dist._spec import NoBoolModel, UniqueKeyLoader
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.data.io import read_data, read_dataset
 from bnsl_dist.data.registry import bundled_path
-from bnsl_dist.exceptions import DataError, InvalidConfigError
+from bnsl_dist.datasets.schema import (
+    BifNetwork,
+    Catalog,
+    Entry,
+    FilesDataset,
+    Located,
+    SampledDataset,
+    Source,
+    catalog_dir,
+    load_catalog,
+)
+from bnsl_dist.exceptions import DataError
 from bnsl_dist.model.bif import read_bif, write_bif
 from bnsl_dist.model.generate import random_network
 from bnsl_dist.model.network import BayesianNetwork
 from bnsl_dist.model.sampling import sample
 
-__all__ = ["Catalog", "load_catalog", "catalog_dir", "data_root", "fetch", "load_registered",
-           "load_network", "shared_data_dir", "RECIPE_VERSION"]
+__all__ = ["Catalog", "SampledDataset", "load_catalog", "catalog_dir", "data_root", "fetch",
+           "load_registered", "load_network", "shared_data_dir", "RECIPE_VERSION"]
 
 #: Bumped whenever the generator or the sampler changes what a seed produces.
 RECIPE_VERSION = 1
-
-
-# ---------------------------------------------------------------------------- models
-class _Model(NoBoolModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Source(_Model):
-    """A download URL pattern with ``{name}`` and ``{split}`` placeholders."""
-
-    url: str
-    split_names: dict[str, str] = {}
-
-    @field_validator("url")
-    @classmethod
-    def _has_name(cls, v: str) -> str:
-        if "{name}" not in v and "{file}" not in v:
-            raise ValueError("the URL pattern needs a {name} placeholder")
-        return v
-
-
-class _Located(_Model):
-    """A file in the mirror layout, identified by the SHA-256 of its uncompressed bytes."""
-
-    path: str
-    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
-    url: str | None = None
-
-    @field_validator("path")
-    @classmethod
-    def _relative(cls, v: str) -> str:
-        if not v or v.startswith("/") or ".." in Path(v).parts or "\\" in v:
-            raise ValueError("must be a relative path inside the data root")
-        return v
-
-
-class FileSpec(_Located):
-    n_rows: Annotated[int, Field(gt=0)] | None = None
-
-
-class FilesDataset(_Model):
-    kind: Literal["files"]
-    title: str = ""
-    n_vars: Annotated[int, Field(gt=0)] | None = None
-    arity: Annotated[int, Field(gt=0)] | None = None
-    splits: Annotated[dict[str, FileSpec], Field(min_length=1)]
-
-
-class SampleSpec(_Model):
-    n_samples: Annotated[int, Field(gt=0)]
-    seed: Annotated[int, Field(ge=0)]
-
-
-class SampledDataset(_Model):
-    kind: Literal["sampled"]
-    title: str = ""
-    network: str
-    splits: Annotated[dict[str, SampleSpec], Field(min_length=1)]
-
-
-class BifNetwork(_Located):
-    kind: Literal["bif"]
-    title: str = ""
-    n_vars: Annotated[int, Field(gt=0)] | None = None
-    n_arcs: Annotated[int, Field(ge=0)] | None = None
-    n_parameters: Annotated[int, Field(gt=0)] | None = None
-
-
-class RandomNetwork(_Model):
-    kind: Literal["random"]
-    title: str = ""
-    n_vars: Annotated[int, Field(gt=0)]
-    max_indegree: Annotated[int, Field(ge=0)]
-    arity_range: tuple[Annotated[int, Field(gt=0)], Annotated[int, Field(gt=0)]] = (2, 4)
-    concentration: Annotated[float, Field(gt=0)] = 1.0
-    max_parent_configs: Annotated[int, Field(gt=0)] | None = None
-    seed: Annotated[int, Field(ge=0)]
-
-    @field_validator("arity_range")
-    @classmethod
-    def _ordered(cls, v: tuple[int, int]) -> tuple[int, int]:
-        if v[0] > v[1]:
-            raise ValueError(f"arity_range [{v[0]}, {v[1]}]: the lower end is above the upper")
-        return v
-
-
-def _kind(v: Any) -> Any:
-    return v.get("kind") if isinstance(v, dict) else getattr(v, "kind", None)
-
-
-# Tagged by a callable, not Field(discriminator="kind"): pydantic allows no before-validator
-# (NoBoolModel's) on a discriminator field.
-_ByKind = Discriminator(_kind)
-DatasetSpec = Annotated[Annotated[FilesDataset, Tag("files")]
-                        | Annotated[SampledDataset, Tag("sampled")], _ByKind]
-NetworkSpec = Annotated[Annotated[BifNetwork, Tag("bif")]
-                        | Annotated[RandomNetwork, Tag("random")], _ByKind]
-
-
-class Collection(_Model):
-    """One YAML file of the registry (``registry/*.yaml``)."""
-
-    collection: str
-    description: str = ""
-    citation: str = ""
-    sources: list[Source] = []
-    networks: dict[str, NetworkSpec] = {}
-    datasets: dict[str, DatasetSpec] = {}
-
-
-@dataclass(frozen=True)
-class Entry:
-    """A registered network or dataset, with the file and sources it came from."""
-
-    name: str
-    spec: Any  # FilesDataset | SampledDataset | BifNetwork | RandomNetwork
-    sources: tuple[Source, ...]
-    config: Path  # the YAML file that registers it
-
-
-@dataclass(frozen=True)
-class Catalog:
-    """Every registered network and dataset (two name spaces)."""
-
-    networks: dict[str, Entry]
-    datasets: dict[str, Entry]
-
-    def dataset(self, name: str) -> Entry:
-        if name not in self.datasets:
-            hint = " (a network: use load_network)" if name in self.networks else ""
-            raise DataError(f"no registered dataset {name!r}{hint}; run `bnsl-dist data list`")
-        return self.datasets[name]
-
-    def network(self, name: str) -> Entry:
-        if name not in self.networks:
-            raise DataError(f"no registered network {name!r}; run `bnsl-dist data list`")
-        return self.networks[name]
-
-
-def _field(loc: tuple[Any, ...]) -> str:
-    return ".".join(str(x) for x in loc)
-
-
-def _read_collection(label: str, text: str) -> Collection:
-    try:
-        raw = yaml.load(text, Loader=UniqueKeyLoader)  # safe; a key given twice: error
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f", line {mark.line + 1}" if mark is not None else ""
-        raise InvalidConfigError(f"{label}{where}: invalid YAML: "
-                                 f"{getattr(exc, 'problem', None) or exc}") from None
-    if not isinstance(raw, dict):
-        raise InvalidConfigError(f"{label}: expected a mapping at the top level")
-    try:
-        return Collection.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        more = f" (and {exc.error_count() - 1} more problem(s))" if exc.error_count() > 1 else ""
-        raise InvalidConfigError(f"{label}: field {_field(err['loc'])!r}: {err['msg']}{more}"
-                                 ) from None
-
-
-def catalog_dir() -> Traversable:
-    """``$BNSL_DATASETS``, or the registry shipped in the package (``registry/``)."""
-    env = os.environ.get("BNSL_DATASETS")
-    return Path(env) if env else resources.files("bnsl_dist.datasets") / "registry"
-
-
-def load_catalog(directory: str | os.PathLike[str] | Traversable | None = None) -> Catalog:
-    """Read and validate every ``*.yaml`` of ``directory`` (default: :func:`catalog_dir`).
-
-    Raises
-    ------
-    InvalidConfigError
-        Naming the file and the field: bad YAML, unknown or mistyped fields, a name
-        registered twice, a sampled dataset naming an unknown network.
-
-    Examples
-    --------
-    >>> cat = load_catalog()
-    >>> cat.dataset("nltcs").spec.kind, cat.network("r0").spec.n_vars
-    ('files', 2000)
-    """
-    if directory is None:
-        d = catalog_dir()
-    elif isinstance(directory, Traversable):
-        d = directory
-    else:
-        d = Path(directory)
-    files = sorted((f for f in d.iterdir() if f.name.endswith(".yaml")),
-                   key=lambda f: f.name) if d.is_dir() else []
-    texts = []
-    for f in files:
-        try:
-            texts.append((str(f), f.read_text(encoding="utf-8")))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InvalidConfigError(f"{f}: cannot read: {exc}") from None
-    return _load_catalog(str(d), tuple(texts))
-
-
-@functools.lru_cache(maxsize=8)
-def _load_catalog(directory: str, files: tuple[tuple[str, str], ...]) -> Catalog:
-    if not files:
-        raise InvalidConfigError(f"{directory}: no dataset registry (*.yaml) found")
-    networks: dict[str, Entry] = {}
-    datasets: dict[str, Entry] = {}
-    for label, text in files:
-        col = _read_collection(label, text)
-        srcs = tuple(col.sources)
-        for table, space, kind in ((col.networks, networks, "networks"),
-                                   (col.datasets, datasets, "datasets")):
-            for name, spec in table.items():
-                if name in space:
-                    raise InvalidConfigError(f"{label}: field '{kind}.{name}': already "
-                                             f"registered in {space[name].config}")
-                if not name or "/" in name:
-                    raise InvalidConfigError(f"{label}: field '{kind}.{name}': bad name")
-                space[name] = Entry(name, spec, srcs, Path(label))
-    for name, e in datasets.items():
-        if isinstance(e.spec, SampledDataset) and e.spec.network not in networks:
-            raise InvalidConfigError(f"{e.config}: field 'datasets.{name}.network': unknown "
-                                     f"network {e.spec.network!r}")
-    return Catalog(networks, datasets)
 
 
 # ---------------------------------------------------------------------------- files
@@ -347,7 +121,7 @@ def _sha_ok(path: Path, sha: str) -> bool:
     return ok
 
 
-def _urls(name: str, split: str | None, spec: _Located, sources: tuple[Source, ...]) -> list[str]:
+def _urls(name: str, split: str | None, spec: Located, sources: tuple[Source, ...]) -> list[str]:
     if spec.url:
         return [spec.url]
     out = []
@@ -385,7 +159,7 @@ def _download(urls: list[str], what: str) -> tuple[bytes, str]:
     raise DataError(f"{what}: download failed: " + "; ".join(errors))
 
 
-def _fetch_file(name: str, split: str | None, spec: _Located, sources: tuple[Source, ...],
+def _fetch_file(name: str, split: str | None, spec: Located, sources: tuple[Source, ...],
                 root: Path, mirror: Path | None, local: Path | None = None) -> Path:
     """Ensure ``root/spec.path`` holds the verified file; return its path.
 

@@ -24,27 +24,22 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any, Literal, TypeVar
+from collections.abc import Mapping
+from typing import Any, Literal
 
-import yaml
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
-    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 
-from bnsl_dist._spec import NoBoolModel, UniqueKeyLoader, field_path
+from bnsl_dist._spec import NoBoolModel, format_validation_error, load_yaml_model
 from bnsl_dist.cache.spec import ITERATION_CACHE_SCORES
-from bnsl_dist.exceptions import BNSLError, InvalidConfigError
 from bnsl_dist.pipeline.specs import (
     BudgetSpec,
     CacheSpec,
@@ -452,91 +447,6 @@ class GridConfig(_Model):
             if a.display == label:
                 return a
         raise KeyError(label)
-
-
-# ---------------------------------------------------------------------------- loading
-M = TypeVar("M", bound=BaseModel)
-
-
-def _yaml_nodes(text: str) -> yaml.Node | None:
-    try:
-        return yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return None
-
-
-def _line_of(node: yaml.Node | None, loc: Sequence[Any]) -> int | None:
-    """1-based line of the YAML node at a pydantic error location (best effort)."""
-    line = None if node is None else node.start_mark.line + 1
-    for part in loc:
-        if isinstance(node, yaml.MappingNode) and isinstance(part, str):
-            for knode, vnode in node.value:
-                if getattr(knode, "value", None) == part:
-                    node, line = vnode, knode.start_mark.line + 1
-                    break
-            else:
-                continue  # a pydantic-internal location step (union member, validator)
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
-            if 0 <= part < len(node.value):
-                node = node.value[part]
-                line = node.start_mark.line + 1
-            else:
-                break
-    return line
-
-
-def format_validation_error(exc: ValidationError, source: str,
-                            root: yaml.Node | None = None) -> str:
-    """One line per problem: ``FILE, line L: field.path: message`` (a list reported too
-    short only because its items failed is left out: the items' errors say why)."""
-    lines = []
-    errors = exc.errors()
-    for err in errors:
-        loc = err.get("loc", ())
-        if err.get("type") == "too_short" and any(
-                len(e["loc"]) > len(loc) and tuple(e["loc"][:len(loc)]) == tuple(loc)
-                for e in errors):
-            continue
-        line = _line_of(root, loc)
-        where = f"{source}, line {line}" if line is not None else source
-        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        lines.append(f"{where}: {field_path(loc)}: {msg}")
-    return "; ".join(lines)
-
-
-def load_yaml_model(path: str | os.PathLike[str], model: type[M]) -> M:
-    """Read a YAML file and validate it as ``model``.
-
-    Raises
-    ------
-    InvalidConfigError
-        The file is missing, is not YAML, or does not validate; the message names the
-        file, the field path and the line where known.
-    """
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InvalidConfigError(f"{p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidConfigError(f"{p}: cannot read: {exc}") from None
-    try:
-        obj = yaml.load(text, Loader=UniqueKeyLoader)  # a SafeLoader: no arbitrary objects
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{p}, line {mark.line + 1}" if mark is not None else str(p)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise InvalidConfigError(f"{where}: not valid YAML: {problem}") from None
-    if not isinstance(obj, Mapping):
-        raise InvalidConfigError(f"{p}: expected a mapping at the top level, got "
-                                 f"{type(obj).__name__}")
-    try:
-        return model.model_validate(obj)
-    except ValidationError as exc:
-        raise InvalidConfigError(format_validation_error(exc, str(p), _yaml_nodes(text))) \
-            from None
-    except BNSLError as exc:  # a registry that could not be read (dataset catalog)
-        raise InvalidConfigError(f"{p}: {exc}") from None
 
 
 def load_grid(path: str | os.PathLike[str]) -> GridConfig:

@@ -18,15 +18,17 @@ from click.testing import CliRunner
 from bnsl_dist.cli import main
 from bnsl_dist.data import bundled_path, read_data
 from bnsl_dist.datasets.catalog import (
+    data_root,
+    fetch,
+    load_network,
+    load_registered,
+)
+from bnsl_dist.datasets.schema import (
     FilesDataset,
     RandomNetwork,
     SampledDataset,
     catalog_dir,
-    data_root,
-    fetch,
     load_catalog,
-    load_network,
-    load_registered,
 )
 from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.model import read_bif

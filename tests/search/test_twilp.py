@@ -13,7 +13,7 @@ import pytest
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.graph import DAG
 from bnsl_dist.search import Budget, make_optimizer
-from bnsl_dist.search.exact._ilp_common import Families, greedy_dag
+from bnsl_dist.search.exact._ilp_families import Families, greedy_dag
 from bnsl_dist.search.exact.dp import exact_dp
 from bnsl_dist.search.exact.twilp import fit_treewidth, root_graph_arcs
 from tests.naive import naive_is_acyclic, random_cache

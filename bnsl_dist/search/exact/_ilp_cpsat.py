@@ -31,14 +31,8 @@ from typing import Any
 import numpy as np
 
 from bnsl_dist.search.base import Stopwatch
-from bnsl_dist.search.exact._ilp_common import (
-    Families,
-    Final,
-    Found,
-    bits,
-    eades_order,
-    repair,
-)
+from bnsl_dist.search.exact._ilp_common import Final, Found
+from bnsl_dist.search.exact._ilp_families import Families, bits, eades_order, repair
 from bnsl_dist.search.exact._ilp_separation import integer_clusters
 
 __all__ = ["cpsat_cuts", "cpsat_order", "Stopper", "SCALE", "DET_TIME_PER_ITERATION"]

@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bnsl_dist.graph.dag import strongly_connected_components
-from bnsl_dist.search.exact._ilp_common import Families, bits
+from bnsl_dist.search.exact._ilp_families import Families, bits
 
 __all__ = ["integer_clusters", "fractional_clusters", "subip_clusters"]
 

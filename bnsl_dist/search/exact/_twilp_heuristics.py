@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bnsl_dist.graph import eliminate, min_degree_order, min_fill_order, moral_graph
-from bnsl_dist.search.exact._ilp_common import Families, bits, eades_order
+from bnsl_dist.search.exact._ilp_families import Families, bits, eades_order
 
 __all__ = ["fit_treewidth", "feasibility_heuristic", "root_graph_arcs", "best_subset",
            "order_width"]

@@ -51,20 +51,25 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-from numpy.typing import NDArray
 
 from bnsl_dist.cache.parent_sets import ParentSetCache, bitset
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.graph.dag import DAG
 from bnsl_dist.search.base import AnytimeTrace, Budget, Incumbent, Stopwatch, register
 from bnsl_dist.search.exact import _astar_kernels as K
+from bnsl_dist.search.exact._order_graph import (
+    ST_BUDGET,
+    ST_MEMORY,
+    NodeLists,
+    SubState,
+    greedy_order,
+)
 from bnsl_dist.search.exact.heuristics import (
     HEURISTICS,
-    PatternDatabase,
     make_heuristic,
     rest_bound,
 )
-from bnsl_dist.search.exact.pops import Subproblem, decompose, top_p_bound, top_p_cache
+from bnsl_dist.search.exact.pops import decompose, top_p_bound, top_p_cache
 
 __all__ = ["AStar", "AWAStar", "BFBnB", "OrderGraphSearch", "SearchStats", "CONSTRAINTS"]
 
@@ -72,140 +77,6 @@ CONSTRAINTS = ("off", "on", "recursive")
 ALGORITHMS = ("astar", "awastar", "bfbnb")
 _NO_WINDOW = 1 << 40
 _CHUNK = 1 << 15
-_ST_BUDGET = 10
-_ST_MEMORY = 11
-
-
-def _load(keys: NDArray[np.uint64]) -> int:
-    """Most entries in the linear-probing table before it doubles."""
-    return len(keys) * 7 // 10
-
-
-class _Search:
-    """Open/closed lists of one subproblem's order-graph search (see the kernels)."""
-
-    def __init__(self, sub: Subproblem, heur: PatternDatabase, mode: int, recursive: bool,
-                 max_bytes: int) -> None:
-        self.sub, self.heur, self.mode, self.recursive = sub, heur, mode, recursive
-        self.max_bytes = max_bytes
-        cap = 1 << 8
-        self.keys = np.full(cap, K.EMPTY_KEY, dtype=np.uint64)
-        self.gval = np.zeros(cap)
-        self.last = np.full(cap, -1, dtype=np.int8)
-        self.flag = np.zeros(cap, dtype=np.uint8)
-        self.heap = np.zeros((cap, 4), dtype=np.int64)
-        self.susp = np.zeros(64, dtype=np.uint64)
-        self.ctr = np.zeros(K.N_COUNTERS, dtype=np.int64)
-        self.ctr[K.C_LEVEL] = -1
-        self.h_start = heur.value(int(sub.full))
-        K.tab_insert(self.keys, np.uint64(0))
-        self.ctr[K.C_ENTRIES] = 1
-        K.push_node(self.heap, self.ctr, mode, sub.m, 0, self.h_start, np.uint64(0), 0.0)
-        self.peak_bytes = self.nbytes
-
-    @property
-    def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.keys, self.gval, self.last, self.flag, self.heap,
-                                      self.susp))
-
-    @property
-    def expanded(self) -> int:
-        return int(self.ctr[K.C_EXPANDED])
-
-    @property
-    def generated(self) -> int:
-        return int(self.ctr[K.C_GENERATED])
-
-    def _grow(self) -> bool:
-        m = self.sub.m
-        new_cap = len(self.keys) * (2 if self.ctr[K.C_ENTRIES] + m > _load(self.keys) else 1)
-        new_h = len(self.heap) * (2 if self.ctr[K.C_HEAP] + m > len(self.heap) else 1)
-        new_s = len(self.susp) * (2 if self.ctr[K.C_SUSP] + 1 > len(self.susp) else 1)
-        extra = ((new_cap - len(self.keys)) * 18 + (new_h - len(self.heap)) * 32
-                 + (new_s - len(self.susp)) * 8)
-        if self.nbytes + extra > self.max_bytes:
-            return False
-        if new_cap != len(self.keys):
-            keys = np.full(new_cap, K.EMPTY_KEY, dtype=np.uint64)
-            gval, last = np.zeros(new_cap), np.full(new_cap, -1, dtype=np.int8)
-            flag = np.zeros(new_cap, dtype=np.uint8)
-            K.rehash(self.keys, self.gval, self.last, self.flag, keys, gval, last, flag)
-            self.keys, self.gval, self.last, self.flag = keys, gval, last, flag
-        if new_h != len(self.heap):
-            self._resize_heap(new_h)
-        if new_s != len(self.susp):
-            self.susp = np.concatenate([self.susp, np.zeros(new_s - len(self.susp), np.uint64)])
-        self.peak_bytes = max(self.peak_bytes, self.nbytes)
-        return True
-
-    def step(self, max_exp: int, ub: float, window: int, deadline: float = np.inf) -> int:
-        """Expand up to ``max_exp`` nodes, growing the lists as needed (not past the
-        ``deadline``, a perf_counter time); returns the kernel's status, or _ST_BUDGET /
-        _ST_MEMORY when the lists could not grow."""
-        s, h = self.sub, self.heur
-        target = self.expanded + max_exp
-        while True:
-            st = K.search_chunk(s.full, s.set_off, s.set_mask, s.set_cost, s.par, s.chi,
-                                self.recursive, h.var_group, h.var_bit, h.goff, h.table,
-                                self.keys, self.gval, self.last, self.flag, self.heap,
-                                self.susp, self.ctr, self.mode, window, ub,
-                                s.tol, target - self.expanded, _load(self.keys))
-            if st != K.ST_GROW:
-                return int(st)
-            if time.perf_counter() > deadline:
-                return _ST_BUDGET
-            if not self._grow():
-                return _ST_MEMORY
-
-    def begin_iteration(self) -> None:
-        """AWA*: frozen nodes reopen; the deepest expanded layer is forgotten."""
-        need = int(self.ctr[K.C_HEAP] + self.ctr[K.C_SUSP])
-        if len(self.heap) < need:
-            self._resize_heap(max(need, 2 * len(self.heap)))
-        self.peak_bytes = max(self.peak_bytes, self.nbytes)
-        s, h = self.sub, self.heur
-        K.restore_suspended(s.full, h.var_group, h.var_bit, h.goff, h.table, self.keys,
-                            self.gval, self.flag, self.heap, self.susp, self.ctr, self.mode)
-        self.ctr[K.C_LEVEL] = -1
-        self.ctr[K.C_FROZEN] = 0
-
-    def order_to(self, key: int) -> NDArray[np.int64]:
-        out = np.empty(bin(key).count("1"), dtype=np.int64)
-        K.trace_order(self.keys, self.last, np.uint64(key), out)
-        return out
-
-    def frontier_bound(self) -> float:
-        s, h = self.sub, self.heur
-        return float(K.frontier_min_f(s.full, h.var_group, h.var_bit, h.goff, h.table,
-                                      self.keys, self.gval, self.flag, self.heap, self.susp,
-                                      self.ctr, self.mode))
-
-    def best_partial(self) -> int | None:
-        """Best-first search: the open node of least f (None when the open list is empty)."""
-        K.drop_stale(self.heap, self.keys, self.gval, self.flag, self.ctr)
-        return int(self.heap[0, 2]) if self.ctr[K.C_HEAP] > 0 else None
-
-    def _resize_heap(self, size: int) -> None:
-        heap = np.zeros((size, 4), dtype=np.int64)
-        heap[:len(self.heap)] = self.heap
-        self.heap = heap
-
-
-def _greedy(sub: Subproblem, heur: PatternDatabase, recursive: bool,
-            prefix: NDArray[np.int64] | None = None) -> NDArray[np.int64]:
-    """A complete local order: ``prefix`` then the successor of least f at each step."""
-    out = np.empty(sub.m, dtype=np.int64)
-    key = 0
-    pos = 0
-    if prefix is not None:
-        out[:len(prefix)] = prefix
-        pos = len(prefix)
-        for x in prefix:
-            key |= 1 << int(x)
-    K.greedy_complete(np.uint64(key), sub.full, sub.set_off, sub.set_mask, sub.set_cost,
-                      sub.par, sub.chi, recursive, heur.var_group, heur.var_bit, heur.goff,
-                      heur.table, out, pos)
-    return out
 
 
 @dataclass
@@ -231,17 +102,6 @@ class SearchStats:
     def as_info(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items()
                 if k not in ("score", "bound") and (v is not None or not k.startswith("eps"))}
-
-
-class _SubState:
-    """Best order, its reduced cost, a proven lower bound and the solved flag."""
-
-    def __init__(self, sub: Subproblem, heur: PatternDatabase, recursive: bool) -> None:
-        self.order = _greedy(sub, heur, recursive)
-        self.cost = float(K.path_cost(self.order, sub.set_off, sub.set_mask, sub.set_cost))
-        self.lower = min(heur.value(int(sub.full)), self.cost)
-        self.solved = self.lower >= self.cost - sub.tol
-        self.search: _Search | None = None
 
 
 class OrderGraphSearch:
@@ -304,7 +164,7 @@ class OrderGraphSearch:
         self.stats.nodes_generated = self._generated_done + sum(
             st.search.generated for st in self.states if st.search is not None)
 
-    def _retire(self, st: _SubState) -> None:
+    def _retire(self, st: SubState) -> None:
         if st.search is not None:
             self._update_memory()
             self.stats.peak_memory_bytes = max(self.stats.peak_memory_bytes,
@@ -314,12 +174,12 @@ class OrderGraphSearch:
             st.search = None
 
     # ---------------------------------------------------------------- driving
-    def _drive(self, search: _Search, sw: Stopwatch, ub: float, window: int,
+    def _drive(self, search: NodeLists, sw: Stopwatch, ub: float, window: int,
                cap: int | None = None) -> int:
         used = 0
         while True:
             if sw.done():
-                return _ST_BUDGET
+                return ST_BUDGET
             # chunks of about 20 ms (or a quarter of the time left) at the measured rate
             chunk = max(16, min(_CHUNK, int(self._rate * min(0.02, sw.remaining() / 4))))
             left = sw.iterations_left()
@@ -327,7 +187,7 @@ class OrderGraphSearch:
                 chunk = min(chunk, left)
             if cap is not None:
                 if used >= cap:
-                    return _ST_BUDGET
+                    return ST_BUDGET
                 chunk = min(chunk, cap - used)
             e0 = search.expanded
             t0 = time.perf_counter()
@@ -338,7 +198,7 @@ class OrderGraphSearch:
             sw.tick(search.expanded - e0)
             used += search.expanded - e0
             self.stats.peak_memory_bytes = max(self.stats.peak_memory_bytes, search.peak_bytes)
-            if st in (K.ST_GOAL, K.ST_EMPTY, _ST_MEMORY):
+            if st in (K.ST_GOAL, K.ST_EMPTY, ST_MEMORY):
                 return st
 
     def _awa_iteration(self, k: int, sw: Stopwatch, window: int, cap: int | None = None) -> int:
@@ -359,12 +219,12 @@ class OrderGraphSearch:
             st.solved = True
         return status
 
-    def _new_search(self, k: int, mode: int) -> _Search:
-        return _Search(self.subs[k], self.heurs[k], mode, self.constraints == "recursive",
+    def _new_search(self, k: int, mode: int) -> NodeLists:
+        return NodeLists(self.subs[k], self.heurs[k], mode, self.constraints == "recursive",
                        self.max_bytes)
 
     def _stop(self, status: int) -> None:
-        self.stats.stopped = "memory" if status == _ST_MEMORY else "budget"
+        self.stats.stopped = "memory" if status == ST_MEMORY else "budget"
 
     def _run_to_end(self, k: int, sw: Stopwatch, mode: int) -> bool:
         """A* (best-first) or BFBnB (breadth-first) on subproblem k, pruning nodes whose f
@@ -384,7 +244,7 @@ class OrderGraphSearch:
             st.lower = max(st.lower, min(st.cost, search.frontier_bound()))
             key = search.best_partial() if mode == K.MODE_BEST_FIRST else None
             if key is not None:
-                order = _greedy(sub, self.heurs[k], self.constraints == "recursive",
+                order = greedy_order(sub, self.heurs[k], self.constraints == "recursive",
                                 search.order_to(key))
                 cost = float(K.path_cost(order, sub.set_off, sub.set_mask, sub.set_cost))
                 if cost < st.cost:
@@ -404,7 +264,7 @@ class OrderGraphSearch:
                 continue
             st.search = self._new_search(k, K.MODE_BEST_FIRST)
             status = self._awa_iteration(k, sw, 0)
-            if status in (_ST_BUDGET, _ST_MEMORY):
+            if status in (ST_BUDGET, ST_MEMORY):
                 self._stop(status)
                 return
             if st.solved:
@@ -417,7 +277,7 @@ class OrderGraphSearch:
             while not st.solved:
                 before = st.cost
                 status = self._awa_iteration(k, sw, window)
-                if status in (_ST_BUDGET, _ST_MEMORY):
+                if status in (ST_BUDGET, ST_MEMORY):
                     self._stop(status)
                     return
                 window += 1
@@ -438,9 +298,9 @@ class OrderGraphSearch:
                 status = self._awa_iteration(k, sw, window, self.bound_expansions - used)
                 used += st.search.expanded - e0
                 window += 1
-                if status == _ST_MEMORY or sw.done():
+                if status == ST_MEMORY or sw.done():
                     self._retire(st)
-                    self._stop(status if status == _ST_MEMORY else _ST_BUDGET)
+                    self._stop(status if status == ST_MEMORY else ST_BUDGET)
                     return
             self._retire(st)
         inc = self._incumbent(sw, work)
@@ -468,7 +328,7 @@ class OrderGraphSearch:
         self.subs = decompose(work, split=self.constraints != "off")
         self.heurs = [make_heuristic(s, self.heuristic, self.pdb_group_size) for s in self.subs]
         recursive = self.constraints == "recursive"
-        self.states = [_SubState(s, h, recursive) for s, h in zip(self.subs, self.heurs,
+        self.states = [SubState(s, h, recursive) for s, h in zip(self.subs, self.heurs,
                                                                    strict=True)]
         st = self.stats
         st.n_subproblems = len(self.subs)

@@ -57,21 +57,23 @@ from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.search.base import Budget, Incumbent, Stopwatch, register
 from bnsl_dist.search.exact._ilp_common import (
     SEED_MAX,
-    Families,
     Final,
     Found,
     ScipStop,
     generated_row,
-    greedy_dag,
     incumbents,
     load_mathopt,
-    lp_order,
-    order_search,
-    repair,
     scip_callback,
     scip_stream,
     solve_scip,
     stream_thread,
+)
+from bnsl_dist.search.exact._ilp_families import (
+    Families,
+    greedy_dag,
+    lp_order,
+    order_search,
+    repair,
 )
 from bnsl_dist.search.exact._ilp_separation import (
     fractional_clusters,

@@ -59,21 +59,17 @@ from bnsl_dist.graph import (
 from bnsl_dist.search.base import Budget, Incumbent, Stopwatch, register
 from bnsl_dist.search.exact._ilp_common import (
     SEED_MAX,
-    Families,
     Final,
     Found,
     ScipStop,
-    bits,
     generated_row,
-    greedy_dag,
     incumbents,
     load_mathopt,
-    lp_order,
-    order_search,
     scip_callback,
     scip_stream,
     solve_scip,
 )
+from bnsl_dist.search.exact._ilp_families import Families, bits, greedy_dag, lp_order, order_search
 from bnsl_dist.search.exact._ilp_separation import fractional_clusters, integer_clusters
 from bnsl_dist.search.exact._twilp_heuristics import (
     best_subset,
