@@ -404,7 +404,7 @@ def test_learn_takes_data_list_names(tmp_path, data_root):
 
 
 def test_bundled_names_still_win(data_root):
-    from bnsl_dist.cli.data import load_data
+    from bnsl_dist.cli._inputs import load_data
 
     d = load_data("nltcs/test")
     raw = np.loadtxt(bundled_path("nltcs/test.csv.gz"), delimiter=",", dtype=np.int64)

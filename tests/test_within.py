@@ -259,7 +259,7 @@ def test_cli_time_limit_runs_with_the_cache_options_given(tmp_path):
     from click.testing import CliRunner
 
     from bnsl_dist.cli import main
-    from bnsl_dist.cli.data import load_data
+    from bnsl_dist.cli._inputs import load_data
     from bnsl_dist.graph.dag import DAG
     from tests.naive_scores import naive_bdeu
 

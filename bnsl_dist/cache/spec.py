@@ -14,6 +14,7 @@ True
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 else:  # the registered structure scores, as choices (YAML errors, the CLI's --score)
     StructureScore = Literal[score_names(structure=True)]
 
-__all__ = ["CacheSpec", "DEFAULT_SECONDS", "ITERATION_CACHE_SCORES"]
+__all__ = ["CacheSpec", "DEFAULT_SECONDS", "ITERATION_CACHE_SCORES", "with_iteration_budget"]
 
 #: Seconds per variable of independence selection when no budget is given (the papers).
 DEFAULT_SECONDS = 1.0
@@ -35,6 +36,34 @@ DEFAULT_SECONDS = 1.0
 #: cache has no budget of its own (``learn --iterations``, grids): the whole run is then
 #: reproducible on any machine and any cluster.
 ITERATION_CACHE_SCORES = 2_000
+
+
+def _get(obj: Any, name: str) -> Any:
+    """A field of a section not validated yet: a mapping's key or a model's attribute."""
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+
+def with_iteration_budget(cache: Mapping[str, Any], budgets: Iterable[Any]) -> dict[str, Any]:
+    """The one rule for the cache of a reproducible run: ``cache`` (a CacheSpec's fields
+    as given, not validated yet) with :data:`ITERATION_CACHE_SCORES` exact scores per
+    variable when it is an independence selection with no budget and no file of its own
+    and every search budget in ``budgets`` (BudgetSpec fields, as mappings or models; at
+    least one) is in iterations alone: such a run, its cache included, is then the same
+    on any machine and any cluster. Unchanged otherwise (``learn --iterations``, grids).
+
+    >>> with_iteration_budget({}, [{"iterations": 50}])
+    {'scores_per_variable': 2000}
+    >>> with_iteration_budget({}, [{"iterations": 50, "seconds": 1.0}])
+    {}
+    """
+    budgets = list(budgets)
+    if not budgets or cache.get("method", "independence") != "independence" \
+            or any(cache.get(f) is not None
+                   for f in ("seconds_per_variable", "scores_per_variable", "path")):
+        return dict(cache)
+    if all(_get(b, "seconds") is None and _get(b, "iterations") is not None for b in budgets):
+        return {**cache, "scores_per_variable": ITERATION_CACHE_SCORES}
+    return dict(cache)
 
 
 class CacheSpec(Spec):

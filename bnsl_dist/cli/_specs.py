@@ -1,26 +1,34 @@
 """Command-line options of the spec models, in one place.
 
-Each option maps one-to-one onto a field of :class:`~bnsl_dist.cache.spec.CacheSpec`,
-:class:`~bnsl_dist.search.qds.ScreeningSpec`, or the search budget; its default is
-the model's (resolved into the spec, not repeated here), and the model validates the
-values while the command line is read — before any data are read or a cluster starts.
+Each option maps onto a field of :class:`~bnsl_dist.cache.spec.CacheSpec`,
+:class:`~bnsl_dist.search.qds.ScreeningSpec`, :class:`~bnsl_dist.search.spec.SearchSpec`
+or its :class:`~bnsl_dist.search.spec.BudgetSpec` (``--checkpoints`` holds both kinds of
+checkpoints); its help is the field's description and its default the model's (resolved
+into the spec, not repeated here), and the model validates the values while the command
+line is read — before any data are read or a cluster starts. The rules that fill a spec
+from what was given are the spec layer's: the iteration budget's cache
+(:func:`~bnsl_dist.cache.spec.with_iteration_budget`), the default search budget and
+checkpoints (:meth:`~bnsl_dist.search.spec.BudgetSpec.with_default_checkpoints`).
 """
 
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 
 import click
 from pydantic import BaseModel
 
 from bnsl_dist._spec import make
-from bnsl_dist.cache.spec import CacheSpec
+from bnsl_dist.cache.spec import CacheSpec, with_iteration_budget
+from bnsl_dist.search.base import DEFAULT_ALGORITHM
 from bnsl_dist.search.qds import ScreeningSpec
+from bnsl_dist.search.spec import DEFAULT_SEARCH_SECONDS, BudgetSpec, SearchSpec
 
-__all__ = ["cache_options", "cache_options_with", "screening_options", "cache_spec", "screening_spec",
-           "parse_param"]
+__all__ = ["cache_options", "cache_options_with", "screening_options", "cache_spec",
+           "cache_spec_with", "screening_spec", "parse_param", "search_options",
+           "budget_options", "search_spec", "OPTION_FIELDS"]
 
 F = Callable[..., Any]
 
@@ -54,15 +62,17 @@ def _flags(model: type[BaseModel], **more: str) -> dict[str, str]:
 
 
 def _options(model: type[BaseModel], prefix: str, skip: tuple[str, ...],
-             helps: dict[str, str] | None = None) -> Callable[[F], F]:
+             helps: dict[str, str] | None = None,
+             renamed: dict[str, str] | None = None) -> Callable[[F], F]:
     """One ``--option`` per field of ``model`` (default None: the model's applies),
     passed to the command as ``{prefix}{field}``; ``helps`` replaces the help of fields
-    whose default the command sets itself."""
+    whose default the command sets itself, ``renamed`` the flag of fields the command
+    spells otherwise."""
     def deco(fn: F) -> F:
         for name, info in reversed(list(model.model_fields.items())):
             if name in skip:
                 continue
-            flag = _flag(name)
+            flag = (renamed or {}).get(name) or _flag(name)
             default = "" if info.default is None else f" [{info.default}]"
             text = (helps or {}).get(name, f"{info.description}{default}")
             fn = click.option(flag, prefix + name, type=_click_type(info.annotation),
@@ -81,10 +91,12 @@ def _collect(model: type[BaseModel], prefix: str, kwargs: dict[str, Any]) -> dic
     return out
 
 
-def cache_options_with(**helps: str) -> Callable[[F], F]:
+def cache_options_with(renamed: dict[str, str] | None = None,
+                       **helps: str) -> Callable[[F], F]:
     """One ``--option`` per CacheSpec field, with the help of the fields in ``helps``
-    replaced: a command whose defaults for them are not CacheSpec's says its own."""
-    return _options(CacheSpec, "cache_", ("path",), helps)
+    replaced: a command whose defaults for them are not CacheSpec's says its own
+    (``renamed``: flags the command spells otherwise, e.g. ``cache build --method``)."""
+    return _options(CacheSpec, "cache_", ("path",), helps, renamed)
 
 
 cache_options = cache_options_with()
@@ -92,9 +104,21 @@ screening_options = _options(ScreeningSpec, "screen_", ())
 
 
 def cache_spec(kwargs: dict[str, Any], **fixed: Any) -> CacheSpec:
-    """The CacheSpec of the command line (options popped from ``kwargs``)."""
-    return make(CacheSpec, {**_collect(CacheSpec, "cache_", kwargs), **fixed},
-                names=_flags(CacheSpec))
+    """The CacheSpec of the command line (options popped from ``kwargs``; ``fixed``:
+    fields the command sets itself)."""
+    return cache_spec_with(kwargs, fixed=fixed)
+
+
+def cache_spec_with(kwargs: dict[str, Any], *, budget: Any = None,
+                    renamed: dict[str, str] | None = None,
+                    fixed: dict[str, Any] | None = None) -> CacheSpec:
+    """:func:`cache_spec`; with the search's ``budget``, an iteration budget's cache rule
+    applied (:func:`~bnsl_dist.cache.spec.with_iteration_budget`); errors name the flags
+    of ``renamed`` (a command's own spellings)."""
+    given = {**_collect(CacheSpec, "cache_", kwargs), **(fixed or {})}
+    if budget is not None:
+        given = with_iteration_budget(given, [budget])
+    return make(CacheSpec, given, names={**_flags(CacheSpec), **(renamed or {})})
 
 
 def screening_spec(kwargs: dict[str, Any]) -> ScreeningSpec | None:
@@ -119,3 +143,95 @@ def parse_param(text: str) -> tuple[str, Any]:
     except yaml.YAMLError:
         value = raw
     return key.strip(), value
+
+
+#: How the search's and the budget's fields are spelled on the command line: (flags,
+#: the command's parameter, whether repeatable, metavar, default). Every other field of
+#: a spec model is ``--field-name``.
+_SEARCH_FLAGS: dict[str, tuple[tuple[str, ...], str, bool, str | None, Any]] = {
+    "algorithm": (("--algorithm", "-a"), "algorithm", False, None, DEFAULT_ALGORITHM),
+    "k": (("-k",), "k", False, None, None),
+    "params": (("--param",), "params", True, "KEY=VALUE", None),
+}
+_BUDGET_FLAGS: dict[str, tuple[tuple[str, ...], str, bool, str | None, Any]] = {
+    "seconds": (("--seconds",), "seconds", False, None, None),
+    "iterations": (("--iterations",), "iterations", False, None, None),
+    "checkpoints": (("--checkpoints",), "checkpoints", False, "B1,B2,...", None),
+}
+#: Each spec model's fields and the command parameter that holds each (the budget's two
+#: kinds of checkpoints share ``--checkpoints``), for the test that every field has its
+#: option (tests/test_cli_specs.py).
+OPTION_FIELDS: dict[type[BaseModel], dict[str, str]] = {
+    SearchSpec: {**{f: v[1] for f, v in _SEARCH_FLAGS.items()}, "budget": "(budget options)"},
+    BudgetSpec: {**{f: v[1] for f, v in _BUDGET_FLAGS.items()},
+                 "iteration_checkpoints": "checkpoints"},
+    CacheSpec: {f: "cache_" + f for f in CacheSpec.model_fields if f != "path"},
+    ScreeningSpec: {f: "screen_" + f for f in ScreeningSpec.model_fields},
+}
+
+
+def _spelled(model: type[BaseModel],
+             table: dict[str, tuple[tuple[str, ...], str, bool, str | None, Any]]
+             ) -> Callable[[F], F]:
+    def deco(fn: F) -> F:
+        for name, (flags, dest, multiple, metavar, default) in reversed(table.items()):
+            info = model.model_fields[name]
+            more: dict[str, Any] = {"multiple": True} if multiple else {
+                "type": _click_type(info.annotation), "default": default,
+                "show_default": default is not None}
+            fn = click.option(*flags, dest, metavar=metavar, help=info.description,
+                              **more)(fn)
+        return fn
+    return deco
+
+
+#: ``--algorithm/-a`` (default: the registry's :data:`~bnsl_dist.search.base.DEFAULT_ALGORITHM`),
+#: ``-k``, ``--param KEY=VALUE`` (repeatable).
+search_options = _spelled(SearchSpec, _SEARCH_FLAGS)
+#: ``--seconds``, ``--iterations``, ``--checkpoints B1,B2,...``.
+budget_options = _spelled(BudgetSpec, _BUDGET_FLAGS)
+
+
+def _checkpoints(text: str, seconds: float | None, iterations: int | None
+                 ) -> dict[str, list[Any]]:
+    """``--checkpoints``: positive numbers below the budget, the budget last; in
+    iterations (whole numbers) for an iteration budget alone."""
+    import math
+
+    from bnsl_dist._io import is_plain_float
+    from bnsl_dist.exceptions import InvalidConfigError
+
+    toks = [x.strip() for x in text.split(",") if x.strip()]
+    bad = next((t for t in toks if not is_plain_float(t) or not 0 < float(t) < math.inf), None)
+    if bad is not None:
+        raise InvalidConfigError(f"--checkpoints {text!r}: {bad!r} is not a positive number")
+    cps = sorted({float(t) for t in toks})
+    if seconds is not None:
+        return {"checkpoints": [c for c in cps if c < seconds] + [seconds]}
+    assert iterations is not None
+    frac = next((t for t in toks if not float(t).is_integer()), None)
+    if frac is not None:  # was truncated: 2.5 reported as 2
+        raise InvalidConfigError(f"--checkpoints {text!r}: {frac!r} is not a whole number "
+                                 "of iterations")
+    return {"iteration_checkpoints": [int(c) for c in cps if c < iterations] + [iterations]}
+
+
+def search_spec(params: Sequence[str], *, algorithm: str, k: int | None,
+                seconds: float | None, iterations: int | None, checkpoints: str | None,
+                **_: Any) -> SearchSpec:
+    """The SearchSpec of the command line (:data:`search_options`,
+    :data:`budget_options`): neither seconds nor iterations is
+    :data:`~bnsl_dist.search.spec.DEFAULT_SEARCH_SECONDS`; without ``--checkpoints``, the
+    default checkpoints (:meth:`~bnsl_dist.search.spec.BudgetSpec.with_default_checkpoints`)."""
+    if seconds is None and iterations is None:
+        seconds = DEFAULT_SEARCH_SECONDS
+    budget: dict[str, Any] = make(BudgetSpec, prefix="budget", seconds=seconds,
+                                  iterations=iterations).model_dump()
+    if checkpoints is None:
+        budget = BudgetSpec.with_default_checkpoints(seconds, iterations).model_dump()
+    else:
+        budget.update(_checkpoints(checkpoints, seconds, iterations))
+    return make(SearchSpec, algorithm=algorithm, k=k,
+                params=dict(parse_param(p) for p in params), budget=budget,
+                names={"algorithm": "--algorithm", "params": "--param", "k": "-k",
+                       "": "-k"})  # the model's own check is k's (registry_check)

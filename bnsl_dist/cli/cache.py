@@ -9,7 +9,7 @@ import click
 
 from bnsl_dist.cli._checks import check_output_dir, check_output_file
 from bnsl_dist.cli._common import cluster_options, echo_json, pop_cluster_kwargs
-from bnsl_dist.scores.registry import score_names
+from bnsl_dist.cli._specs import cache_options_with, cache_spec_with
 
 __all__ = ["cache_group"]
 
@@ -19,26 +19,13 @@ def cache_group() -> None:
     """Parent-set score caches (.jkl files read by BLIP and GOBNILP)."""
 
 
+#: ``cache build`` spells the method ``--method`` (``learn``: ``--cache-method``).
+_BUILD_FLAGS = {"method": "--method"}
+
+
 @cache_group.command("build")
 @click.argument("data")
-@click.option("--method", type=click.Choice(["independence", "sequential"]),
-              default="independence", show_default=True,
-              help="Independence selection (BIC*, anytime) or sequential exploration.")
-@click.option("--score", type=click.Choice(score_names(structure=True)), default="bic",
-              show_default=True)
-@click.option("--ess", type=click.FloatRange(min=0, min_open=True), default=1.0,
-              show_default=True, help="Equivalent sample size of BDeu.")
-@click.option("--max-indegree", "max_indegree", type=click.IntRange(min=0), default=None,
-              help="Largest parent set [no limit].")
-@click.option("--seconds-per-variable", "seconds", type=click.FloatRange(min=0, min_open=True),
-              default=None,
-              help="Time budget per variable [independence: 1].")
-@click.option("--scores-per-variable", "scores", type=click.IntRange(min=1), default=None,
-              help="Budget in exact scores per variable (reproducible).")
-@click.option("--candidate-limit", type=click.IntRange(min=1), default=256, show_default=True,
-              help="Independence selection: best singletons kept as candidate parents.")
-@click.option("--max-open", type=click.IntRange(min=1), default=None,
-              help="Independence selection: open-list bound [min(n^3, 2^20)].")
+@cache_options_with(renamed=_BUILD_FLAGS)
 @cluster_options(workers_help="Run on a local Dask cluster of N single-threaded workers.")
 @click.option("--cache-dir", "cache_dir", type=click.Path(file_okay=False), default=None,
               help="With Dask: keep built caches here and reuse them.")
@@ -47,56 +34,53 @@ def cache_group() -> None:
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The .jkl file to write (.gz compresses); written atomically.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-def build_cmd(data: str, method: str, score: str, ess: float, max_indegree: int | None,
-              seconds: float | None, scores: int | None, candidate_limit: int,
-              max_open: int | None, cache_dir: str | None, no_comments: bool, output: str,
-              quiet: bool, **options: Any) -> None:
+def build_cmd(data: str, cache_dir: str | None, no_comments: bool, output: str, quiet: bool,
+              **options: Any) -> None:
     """Explore the parent sets of every variable of DATA (a file, or a name from
     `bnsl-dist data list`) and write the cache; print a JSON summary."""
     from bnsl_dist.cache import build_cache, write_jkl
+    from bnsl_dist.cli._inputs import load_data
     from bnsl_dist.cli._progress import Phases
-    from bnsl_dist.cli.data import load_data
     from bnsl_dist.exceptions import InvalidConfigError
     from bnsl_dist.search.warmup import kernels_phase, warm_up
 
     phases = Phases(enabled=not quiet)
-    if seconds is not None and scores is not None:
+    if options.get("cache_seconds_per_variable") is not None \
+            and options.get("cache_scores_per_variable") is not None:
         raise InvalidConfigError("give either --seconds-per-variable or --scores-per-variable, "
                                  "not both")
     conn = pop_cluster_kwargs(options)
+    spec = cache_spec_with(options, renamed=_BUILD_FLAGS)  # checked before any data are read
     on_dask = any(conn[k] is not None for k in ("workers", "scheduler", "scheduler_file"))
     if cache_dir is not None and not on_dask:
         raise InvalidConfigError("--cache-dir needs --workers, --scheduler or "
                                  "--scheduler-file")
     check_output_file(output, "--output")
     check_output_dir(cache_dir, "--cache-dir")
-    kwargs = dict(method=method, score=score, ess=ess, max_indegree=max_indegree,
-                  seconds_per_variable=seconds, scores_per_variable=scores,
-                  candidate_limit=candidate_limit, max_open=max_open,
-                  progress=phases.enabled)  # the bar: on a terminal, without -q
+    progress = phases.enabled  # the bar: on a terminal, without -q
     d = load_data(data)
     t0 = time.perf_counter()
     if conn["scheduler"] is None and conn["scheduler_file"] is None:
         # this process, or a local cluster still to start: compiled once, here, and its
         # workers load them (a running cluster is checked first)
         with phases.phase(kernels_phase()):
-            warm_up((method,))
-    building = f"building the cache: {method} selection over {d.n_vars} variables"
+            warm_up((spec.method,))
+    building = f"building the cache: {spec.method} selection over {d.n_vars} variables"
     if not on_dask:
         phases.note(building)  # on a terminal the bar shows the variables explored
-        cache = build_cache(d, **kwargs)  # type: ignore[arg-type]
+        cache = build_cache(d, spec, progress=progress)
     else:
         from bnsl_dist.orchestrate.cluster import connect
         from bnsl_dist.orchestrate.explore import build_cache_distributed
 
         with connect(**conn, announce=not quiet) as client:
             phases.note(building)
-            cache = build_cache_distributed(client, d, cache_dir=cache_dir,
-                                            **kwargs)  # type: ignore[arg-type]
+            cache = build_cache_distributed(client, d, spec, cache_dir=cache_dir,
+                                            progress=progress)
     wall = time.perf_counter() - t0
     write_jkl(cache, output, comments=not no_comments)
     stats = cache.meta.get("stats", {})
-    echo_json({"output": output, "method": method, "score": score, "n_vars": cache.n_vars,
+    echo_json({"output": output, "method": spec.method, "score": spec.score, "n_vars": cache.n_vars,
                "n_samples": d.n_samples, "n_sets": cache.n_sets,
                "exact_scores": int(sum(stats.get("exact_scores", []))),
                "wall_seconds": round(wall, 3)})

@@ -2,52 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
-
 import click
 
 from bnsl_dist.cli._checks import check_output_dir, check_output_file
 from bnsl_dist.cli._common import echo_json
 
-if TYPE_CHECKING:
-    from bnsl_dist.data import CategoricalData
-
-__all__ = ["data_group", "load_data", "COMPLETE_DATA_HINT"]
-
-#: What a scoring command says after a missing value.
-COMPLETE_DATA_HINT = "scores need complete data: `bnsl-dist impute` completes it"
-
-
-def load_data(spec: str, *, missing: Literal["error", "mask"] = "error",
-              hint: str = COMPLETE_DATA_HINT, observed: bool = True) -> CategoricalData:
-    """DATA as every command takes it, resolved as ``learn`` and grids resolve it
-    (:func:`bnsl_dist.pipeline.run.load_data` of ``DataRef.parse(spec)``): a file, a
-    URL (read with fsspec), a bundled data set (``nltcs``, ``nltcs/test``, ``wine``, ``child-5000``), any dataset
-    ``bnsl-dist data list`` shows, as ``NAME[/SPLIT]`` (default split: train), or a
-    shared Twenty Datasets copy.
-
-    A missing value where ``missing="error"`` fails with ``hint`` appended (what the
-    command's user can do about it). With ``observed`` (commands that take the states
-    from the data), a column without any observed value is an error naming it.
-    """
-    import numpy as np
-
-    from bnsl_dist.exceptions import DataError, MissingValueError
-    from bnsl_dist.pipeline.run import load_data as load_ref
-    from bnsl_dist.pipeline.specs import DataRef
-
-    ref = DataRef.parse(spec, missing)
-    ref.check()
-    try:
-        d = load_ref(ref)
-    except MissingValueError as exc:
-        exc.args = (f"{exc} ({hint})",)
-        raise
-    if observed and d.missing is not None and d.missing.all(axis=0).any():
-        j = int(np.argmax(d.missing.all(axis=0)))
-        raise DataError("no observed value in this column", path=d.source,
-                        column=f"{j + 1} ({d.names[j]})")
-    return d
+__all__ = ["data_group"]
 
 
 @click.group("data")
@@ -113,7 +73,7 @@ def sample_cmd(network: str, n_samples: int, seed: int, output: str, codes: bool
     """Forward-sample N rows from NETWORK (a BIF file, or a registered network name)."""
     import numpy as np
 
-    from bnsl_dist.cli.infer import load_network_arg
+    from bnsl_dist.cli._inputs import load_network_arg
     from bnsl_dist.data.io import write_csv
     from bnsl_dist.model.sampling import sample
 

@@ -75,7 +75,7 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
     costs more than it saves there. The result is the same either way for one seed."""
     import time
 
-    from bnsl_dist.cli.data import load_data
+    from bnsl_dist.cli._inputs import load_data
     from bnsl_dist.data import write_csv
     from bnsl_dist.exceptions import InvalidConfigError
     from bnsl_dist.search import Budget

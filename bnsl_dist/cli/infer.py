@@ -3,28 +3,14 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import click
 
 from bnsl_dist.cli._common import FiniteRange, echo_json
+from bnsl_dist.cli._inputs import load_network_arg
 
-__all__ = ["infer_cmd", "loglik_cmd", "load_network_arg"]
-
-
-def load_network_arg(spec: str) -> Any:
-    """A BIF file, or a network name from `bnsl-dist data list` (asia, alarm, r0, ...)."""
-    from bnsl_dist.datasets.catalog import load_catalog, load_network
-    from bnsl_dist.exceptions import DataError
-    from bnsl_dist.model.bif import read_bif
-
-    if Path(spec).exists():
-        return read_bif(spec)
-    if spec in load_catalog().networks:
-        return load_network(spec)
-    raise DataError(f"{spec}: no such file, and not a registered network "
-                    "(see `bnsl-dist data list`)")
+__all__ = ["infer_cmd", "loglik_cmd"]
 
 
 def _num(x: float) -> float | None:
@@ -125,7 +111,7 @@ def loglik_cmd(network: str, data: str, missing: str, memory_limit: float, fallb
     """Log-likelihood of DATA (a file, or a dataset from `bnsl-dist data list`) under
     NETWORK (a BIF file or a network name): {"total", "mean", "n_rows"} as JSON. Rows with
     missing cells (?, empty, NA) count with ln P(observed cells)."""
-    from bnsl_dist.cli.data import load_data
+    from bnsl_dist.cli._inputs import load_data
     from bnsl_dist.inference import align_data, log_likelihood
 
     net = load_network_arg(network)

@@ -169,7 +169,7 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
     search = _search_spec(params, **options)
     data = None if is_cache else DataRef.parse(source)
     if data is not None:
-        from bnsl_dist.cli.data import load_data as read_checked
+        from bnsl_dist.cli._inputs import load_data as read_checked
 
         # read once (cached per process), here so that missing values get the hint the
         # other commands give, before a cache is built or a cluster starts
@@ -281,7 +281,7 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
     the start of the command."""
     import time
 
-    from bnsl_dist.cli.data import load_data
+    from bnsl_dist.cli._inputs import load_data
     from bnsl_dist.exceptions import InvalidConfigError
 
     given = [flag for k, flag in _STAGE_BUDGETS.items() if options.get(k) is not None]

@@ -23,7 +23,7 @@ from bnsl_dist.scores.registry import score_names
 def score_cmd(data: str, dag_path: str, partial: bool, score: str, ess: float) -> None:
     """Score the DAG of --dag on DATA (a file, or a name from `bnsl-dist data list`);
     print {"total", "per_variable"} as JSON."""
-    from bnsl_dist.cli.data import load_data
+    from bnsl_dist.cli._inputs import load_data
     from bnsl_dist.graph import DAG
     from bnsl_dist.scores import LocalScorer
 

@@ -39,7 +39,7 @@ from pydantic import (
 )
 
 from bnsl_dist._spec import NoBoolModel, format_validation_error, load_yaml_model
-from bnsl_dist.cache.spec import ITERATION_CACHE_SCORES
+from bnsl_dist.cache.spec import with_iteration_budget
 from bnsl_dist.pipeline.specs import (
     BudgetSpec,
     CacheSpec,
@@ -365,20 +365,17 @@ class GridConfig(_Model):
     def _iteration_cache_budget(cls, data: Any) -> Any:
         """A grid whose every budget is in iterations alone and whose independence-selection
         cache gives no budget explores :data:`~bnsl_dist.cache.spec.ITERATION_CACHE_SCORES`
-        exact scores per variable, as ``learn --iterations`` does, not CacheSpec's 1 s:
-        its cells are then the same on any machine. SEM grids scale their own budgets."""
+        exact scores per variable (:func:`~bnsl_dist.cache.spec.with_iteration_budget`), as
+        ``learn --iterations`` does, not CacheSpec's 1 s: its cells are then the same on
+        any machine. SEM grids scale their own budgets."""
         if not isinstance(data, dict) or data.get("kind", "search") == "sem" \
                 or data.get("sem") is not None:
             return data
         cache = data.get("cache")
-        if not isinstance(cache, dict) or cache.get("method", "independence") != "independence" \
-                or any(cache.get(f) is not None
-                       for f in ("seconds_per_variable", "scores_per_variable", "path")):
-            return data
         budgets = [data.get("budget"), *(_field(a, "budget") for a in data.get("algorithms") or ())]
-        if all(b is None or (_field(b, "seconds") is None and _field(b, "iterations") is not None)
-               for b in budgets) and budgets[0] is not None:
-            data = {**data, "cache": {**cache, "scores_per_variable": ITERATION_CACHE_SCORES}}
+        if isinstance(cache, dict) and budgets[0] is not None:  # None: the grid's budget
+            data = {**data, "cache": with_iteration_budget(
+                cache, [b for b in budgets if b is not None])}
         return data
 
     @field_validator("name")

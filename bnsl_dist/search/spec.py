@@ -35,7 +35,7 @@ from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.search.base import DEFAULT_CHECKPOINTS, Budget, make_optimizer, optimizer_info
 
 __all__ = ["BudgetSpec", "SearchSpec", "JSONValue", "AlgorithmName", "declared_params",
-           "registry_check"]
+           "registry_check", "DEFAULT_SEARCH_SECONDS"]
 
 JSONValue = str | int | float | bool | None | list[Any] | dict[str, Any]
 
@@ -45,14 +45,23 @@ JSONValue = str | int | float | bool | None | list[Any] | dict[str, Any]
 FiniteSeconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
+#: Seconds per run of a search given neither seconds nor iterations (``learn``).
+DEFAULT_SEARCH_SECONDS = 10.0
+
+
 class BudgetSpec(Spec):
     """Seconds and/or iterations per run, and the checkpoints reported on the way
     (``checkpoints`` in seconds, ``iteration_checkpoints`` in iterations)."""
 
-    seconds: FiniteSeconds | None = None
-    iterations: PositiveInt | None = None
-    checkpoints: tuple[FiniteSeconds, ...] = ()
-    iteration_checkpoints: tuple[PositiveInt, ...] = ()
+    seconds: FiniteSeconds | None = Field(
+        default=None, description="Time budget per seed [10 s].")
+    iterations: PositiveInt | None = Field(
+        default=None, description="Iteration budget per seed (reproducible).")
+    checkpoints: tuple[FiniteSeconds, ...] = Field(
+        default=(), description="Budgets (seconds, or iterations for an iteration budget) "
+        "at which to report the best DAG [1,10,60,600,3600 s; 1,10,100,... iterations].")
+    iteration_checkpoints: tuple[PositiveInt, ...] = Field(
+        default=(), description="Checkpoints in iterations.")
 
     @model_validator(mode="after")
     def _check(self) -> BudgetSpec:
@@ -118,9 +127,15 @@ class SearchSpec(Spec):
     changed, e.g. ASOBS-ENT's ``high_entropy``), so that a cell's key and record name
     them."""
 
-    algorithm: AlgorithmName = "asobs-ent"
-    params: dict[str, JSONValue] = Field(default_factory=dict)
-    k: PositiveInt | None = None
+    algorithm: AlgorithmName = Field(
+        default="asobs-ent",
+        description="A registered optimizer (`bnsl-dist algorithms` lists them).")
+    params: dict[str, JSONValue] = Field(
+        default_factory=dict, description="Optimizer parameter (repeatable), e.g. "
+        "--param local_search=window.")
+    k: PositiveInt | None = Field(
+        default=None, description="Treewidth bound (for the optimizers that declare one: "
+        "kg, kmax, ...).")
     budget: BudgetSpec
 
     @field_validator("params")

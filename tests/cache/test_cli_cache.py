@@ -60,7 +60,8 @@ def test_build_without_comments_and_info(data_file, tmp_path):
 
 @pytest.mark.parametrize("args,msg", [
     (["--seconds-per-variable", "1", "--scores-per-variable", "5"], "not both"),
-    (["--seconds-per-variable", "-1"], "'--seconds-per-variable': -1.0"),
+    (["--seconds-per-variable", "-1"],  # the model's check, as in learn
+         "--seconds-per-variable: Input should be greater than 0"),
     (["--workers", "2", "--scheduler", "tcp://x:1"], "at most one of"),
     (["--cache-dir", "somewhere"], "--cache-dir needs"),
     (["--scheduler-file", "none.json", "--workers", "2"], "at most one of"),

@@ -1,0 +1,159 @@
+"""The command line is generated from the spec models (bnsl_dist/cli/_specs.py): every
+field of a spec model has its option, in `learn` and in `cache build`; the generated
+search and budget options are learn's; and no command module imports another
+(docs/ARCHITECTURE.md "Layout")."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import click
+import pytest
+
+from bnsl_dist.cache.spec import ITERATION_CACHE_SCORES, CacheSpec, with_iteration_budget
+from bnsl_dist.cli._specs import (
+    OPTION_FIELDS,
+    budget_options,
+    cache_spec_with,
+    search_options,
+    search_spec,
+)
+from bnsl_dist.cli.cache import build_cmd
+from bnsl_dist.cli.learn import _search_spec, learn_cmd
+from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.search.qds import ScreeningSpec
+from bnsl_dist.search.spec import BudgetSpec, SearchSpec
+
+CLI = Path(__file__).resolve().parents[1] / "bnsl_dist" / "cli"
+
+
+def _params(cmd: click.Command) -> dict[str, click.Parameter]:
+    return {p.name: p for p in cmd.params if p.name is not None}
+
+
+@pytest.mark.parametrize("model", [SearchSpec, BudgetSpec, CacheSpec, ScreeningSpec])
+def test_every_spec_field_has_an_option_in_learn(model):
+    """A field added to a spec model without its option fails here (the table of
+    OPTION_FIELDS too: it must name every field but a cache's ``path``, the DATA|CACHE
+    argument)."""
+    fields = set(model.model_fields) - ({"path"} if model is CacheSpec else set())
+    assert set(OPTION_FIELDS[model]) == fields
+    learn = _params(learn_cmd)
+    missing = {f: p for f, p in OPTION_FIELDS[model].items()
+               if p != "(budget options)" and p not in learn}
+    assert not missing, f"learn has no option for {model.__name__} fields {missing}"
+
+
+def test_every_cache_field_has_an_option_in_cache_build():
+    build = _params(build_cmd)
+    assert {f for f, p in OPTION_FIELDS[CacheSpec].items() if p not in build} == set()
+    assert "--method" in build["cache_method"].opts  # cache build's own spelling
+
+
+def test_generated_search_and_budget_options_are_learns():
+    """Same flags, parameters, repetition and defaults as learn's hand-written ones: learn
+    can take the generated decorators without a change to its command line."""
+    @search_options
+    @budget_options
+    def cmd(**_: object) -> None:
+        pass
+
+    gen = _params(click.command()(cmd))
+    learn = _params(learn_cmd)
+    for name, p in gen.items():
+        q = learn[name]
+        assert (p.opts, p.secondary_opts, p.multiple, p.default) == \
+            (q.opts, q.secondary_opts, q.multiple, q.default), name
+    assert set(gen) == {"algorithm", "k", "params", "seconds", "iterations", "checkpoints"}
+
+
+@pytest.mark.parametrize("given", [
+    {},                                                   # the default 10 s
+    {"seconds": 30.0},
+    {"iterations": 500},
+    {"iterations": 500, "checkpoints": "1,20,400,900"},
+    {"seconds": 5.0, "checkpoints": "0.5, 2,60"},
+    {"algorithm": "kg", "k": 3, "iterations": 20, "params": ("max_parents=2",)},
+])
+def test_search_spec_is_learns(given):
+    """The spec layer's search spec equals the one learn builds itself today."""
+    kw = {"algorithm": "asobs", "k": None, "seconds": None, "iterations": None,
+          "checkpoints": None}
+    kw.update({k: v for k, v in given.items() if k != "params"})
+    params = given.get("params", ())
+    assert search_spec(params, **kw) == _search_spec(params, **kw)
+
+
+def test_search_spec_rules():
+    """Worked out by hand: neither budget is 10 s, checkpoints below it then the budget."""
+    kw = {"algorithm": "asobs", "k": None, "seconds": None, "iterations": None}
+    assert search_spec((), checkpoints=None, **kw).budget.seconds == 10.0
+    b = search_spec((), checkpoints="3, 1,50", **{**kw, "iterations": 40}).budget
+    assert b.iteration_checkpoints == (1, 3, 40) and b.seconds is None
+    with pytest.raises(InvalidConfigError, match="whole number"):
+        search_spec((), checkpoints="2.5", **{**kw, "iterations": 40})
+
+
+def test_the_iteration_budget_cache_rule_is_stated_once():
+    """An independence cache with no budget of its own under an iteration budget alone
+    explores ITERATION_CACHE_SCORES exact scores per variable: the grid YAML and the
+    command line both through cache.spec.with_iteration_budget."""
+    from bnsl_dist.pipeline.config import GridConfig
+
+    its, secs = BudgetSpec(iterations=50), BudgetSpec(seconds=2.0)
+    assert cache_spec_with({}, budget=its).scores_per_variable == ITERATION_CACHE_SCORES
+    assert cache_spec_with({}, budget=secs).seconds_per_variable == 1.0
+    assert cache_spec_with({"cache_scores_per_variable": 7}, budget=its).scores_per_variable == 7
+    assert cache_spec_with({"cache_method": "sequential"}, budget=its).scores_per_variable is None
+    assert with_iteration_budget({"path": "c.jkl"}, [its]) == {"path": "c.jkl"}
+    grid = {"name": "g", "datasets": [{"name": "nltcs"}], "cache": {},
+            "algorithms": [{"name": "asobs"}]}
+    assert GridConfig.model_validate({**grid, "budget": {"iterations": 5}}) \
+        .cache.scores_per_variable == ITERATION_CACHE_SCORES
+    assert GridConfig.model_validate({**grid, "budget": {"seconds": 5}}) \
+        .cache.scores_per_variable is None
+
+
+def _command_modules() -> set[str]:
+    return {p.stem for p in CLI.glob("*.py") if not p.name.startswith("_")}
+
+
+def _imported_commands(source: str, commands: set[str]) -> set[str]:
+    """The command modules of ``bnsl_dist.cli`` that ``source`` imports."""
+    out = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            mod = node.module or ""
+            if node.level == 1:  # from .data import x / from . import data
+                mod = f"bnsl_dist.cli.{mod}" if mod else "bnsl_dist.cli"
+            names = [mod] + [f"{mod}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        out |= {n.split(".")[2] for n in names
+                if n.startswith("bnsl_dist.cli.") and n.split(".")[2] in commands}
+    return out
+
+
+def test_no_command_module_imports_another():
+    commands = _command_modules()
+    found = {name: imported for name in sorted(commands)
+             if (imported := _imported_commands((CLI / f"{name}.py").read_text(),
+                                                commands) - {name})}
+    assert not found, f"command modules importing other commands (move the shared " \
+                      f"piece into a cli/_ module): {found}"
+
+
+def test_the_import_rule_sees_every_spelling():
+    commands = {"data", "infer", "learn"}
+    for src in ("from bnsl_dist.cli.data import load_data",
+                "import bnsl_dist.cli.infer",
+                "from bnsl_dist.cli import learn",
+                "from .data import load_data",
+                "from . import infer",
+                "def f():\n    from bnsl_dist.cli.data import load_data\n"):
+        assert _imported_commands(src, commands), src
+    assert not _imported_commands("from bnsl_dist.cli._inputs import load_data\n"
+                                  "from bnsl_dist.cli._common import echo_json", commands)
