@@ -116,7 +116,9 @@ SCORE_SECONDS_PER_ROW = 2.5e-9
 ASSUMED_ROWS = 10_000
 
 #: Caches estimated at this many worker seconds or more fan out
-#: (:func:`bnsl_dist.orchestrate.cells.run_cells`).
+#: (:func:`bnsl_dist.orchestrate.cells.run_cells`). A threshold chosen, not measured:
+#: ``python -m workflows.benchmarks.scaling --grid-build-caches --fan-out-seconds S``
+#: times a grid at another.
 FAN_OUT_SECONDS = 10.0
 
 
@@ -238,13 +240,12 @@ def priorities(cells: Sequence[Cell], sizes: Mapping[str, float], slots: int,
 #: threads +1.1 s / +0.6 CPU s, ``python -m workflows.benchmarks.scaling --overhead-only``)
 #: than threads can lose to the GIL on such a job (at most its serial time).
 THREADS_MAX_SECONDS = 1.0
-#: Upper bounds of the serial seconds, measured on a loaded 2-core machine (nltcs,
-#: plants, book) when :func:`fits_threads` was written (no benchmark in
-#: ``workflows/benchmarks`` measures them again): per variable x exact score x sample of
-#: a cache build (6-9 ns; :data:`SCORE_SECONDS_PER_ROW`, measured by ``score_cost``, is
-#: the same cost per score and row), and per seed x iteration x variable**2 x exact score
-#: of a search (winasobs, the slowest optimizer per iteration: 40-100 ns; asobs(-ent),
-#: obs, kg, kmax, hc-tabu: 0.2-6 ns).
+#: Upper bounds of the serial seconds, ``python -m workflows.benchmarks.threads_cost``
+#: (nltcs, plants, book on the loaded 2-core development machine): per variable x exact
+#: score x sample of a cache build (1.2-9.0 ns; :data:`SCORE_SECONDS_PER_ROW`, measured by
+#: ``score_cost``, is the same cost per score and row), and per seed x iteration x
+#: variable**2 x exact score per variable of a search (memetic and winasobs(-ent), the
+#: slowest per iteration: 21-72 ns; every other optimizer fits_threads admits under 4 ns).
 CACHE_SECONDS_PER_UNIT = 1e-8
 SEARCH_SECONDS_PER_UNIT = 1e-7
 

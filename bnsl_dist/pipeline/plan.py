@@ -55,7 +55,8 @@ __all__ = ["GridPlanEstimate", "ReplayModel", "Schedule", "Task", "cell_twin_key
            "record_twin_key", "replay_model", "utilisation", "BYTES_PER_PARENT_SET"]
 
 #: Bytes a cache holds per parent set in a worker (its score, its parents' indices and
-#: the offsets into them), for the peak-memory estimate of :func:`plan`.
+#: the offsets into them), for the peak-memory estimate of :func:`plan`: counted from
+#: the arrays' types, not measured.
 BYTES_PER_PARENT_SET = 48
 #: Bytes per value of the data a worker holds (categorical codes, one byte each).
 BYTES_PER_VALUE = 1
