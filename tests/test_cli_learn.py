@@ -293,12 +293,12 @@ def test_cache_option_help_states_each_commands_defaults():
 
     from bnsl_dist.cache.spec import CacheSpec
     from bnsl_dist.cli.learn import ITERATION_CACHE_SCORES
+    from bnsl_dist.pipeline.tasks.within import learn_within
     from bnsl_dist.sem.structural_em import (
         CACHE_ROW_SCORES,
         CACHE_SCORES_RANGE,
         EXPAND_DOMINATED,
     )
-    from bnsl_dist.within import learn_within
 
     def helps(cmd):
         return {p.opts[0]: p.help for p in main.commands[cmd].params

@@ -50,7 +50,7 @@ def read_layers(text: str) -> tuple[list[str], dict[str, set[str]], set[str],
 ORDER, MAY_IMPORT, DASK_OK, LEAVES = read_layers(ARCHITECTURE.read_text(encoding="utf-8"))
 #: What the package root may import lazily (inside a function: ``bnsl_dist.learn_within``
 #: loads its layer on first use, never on ``import bnsl_dist``).
-ROOT_LAZY = {("within", True)}
+ROOT_LAZY = {("pipeline", True)}
 
 
 def _layer(module: str) -> str:
@@ -161,7 +161,7 @@ def test_relative_imports_resolve(source, module, is_package, expected):
 @pytest.mark.parametrize("source,module,bad", [
     ("from bnsl_dist.orchestrate import grid", "bnsl_dist.pipeline.config", True),
     ("from bnsl_dist.pipeline.specs import DataRef", "bnsl_dist.pipeline.config", False),
-    ("from bnsl_dist.pipeline import run_cell", "bnsl_dist.within", True),
+    ("from bnsl_dist.orchestrate import execute", "bnsl_dist.pipeline.tasks.within", True),
     ("from bnsl_dist.cli import main", "bnsl_dist.orchestrate.grid", True),
     ("from bnsl_dist.pipeline.config import load_grid", "bnsl_dist.pipeline.grid", False),
     ("from ..orchestrate import grid", "bnsl_dist.search.base", True),
@@ -173,8 +173,9 @@ def test_relative_imports_resolve(source, module, is_package, expected):
     ("import dask", "bnsl_dist.pipeline.run", True),
     ("import dask", "bnsl_dist.orchestrate.grid", False),
     ("from bnsl_dist.datasets import fetch", "bnsl_dist.model.bif", True),
-    ("from bnsl_dist.within import learn_within", "bnsl_dist", True),
-    ("def f():\n    from bnsl_dist.within import learn_within", "bnsl_dist", False),
+    ("from bnsl_dist.pipeline.tasks.within import learn_within", "bnsl_dist", True),
+    ("def f():\n    from bnsl_dist.pipeline.tasks.within import learn_within", "bnsl_dist",
+     False),
     ("def f():\n    from bnsl_dist.search import Budget", "bnsl_dist", True),
     ("from bnsl_dist.model import read_bif", "bnsl_dist.datasets.catalog", False),
 ])

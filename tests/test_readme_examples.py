@@ -19,8 +19,8 @@ from bnsl_dist.graph import DAG
 from bnsl_dist.model import BayesianNetwork
 from bnsl_dist.model.bif import read_bif
 from bnsl_dist.model.sampling import sample
+from bnsl_dist.pipeline.tasks.within import WithinResult
 from bnsl_dist.search import Budget, make_optimizer
-from bnsl_dist.within import LearnResult as WithinResult
 from tests.naive_scores import exhaustive_cache_builder, naive_bic
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -29,7 +29,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 SHRINK = [("seconds_per_variable=1.0", "seconds_per_variable=0.02"),
           ("Budget(seconds=30)", "Budget(seconds=0.3)"),
           ("connect(workers=4)", "connect(workers=2, announce=False, dashboard=False)"),
-          ("time_limit=60, n_seeds=4", "time_limit=8, n_seeds=2"),
+          ("WithinTask(time_limit=60), seeds=4", "WithinTask(time_limit=8), seeds=2"),
           ("time_limit=60", "time_limit=1.5"),
           ('{"iterations": 500}', '{"iterations": 20}'),
           ("scores_per_variable=2000", "scores_per_variable=200")]

@@ -1,4 +1,5 @@
-"""learn_within: one budget for cache, search and polishing."""
+"""The time-limited task (learn_within, learn --time-limit): one budget for cache, search
+and polishing."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from bnsl_dist.data.registry import bundled_path
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.model.bif import read_bif
 from bnsl_dist.model.sampling import sample
+from bnsl_dist.pipeline.tasks.within import learn_within
 from bnsl_dist.scores import LocalScorer
-from bnsl_dist.within import learn_within
 from tests.naive import naive_is_acyclic
 from tests.naive_scores import naive_bic
 
@@ -64,7 +65,8 @@ def test_time_limited_run_returns_a_scored_dag(child_data):
     seen = []
     res = learn_within(child_data, 3.0, 0, on_progress=seen.append)
     assert math.isclose(res.score, _naive_total(child_data, res.dag), rel_tol=1e-10)
-    assert [p.done for p in seen if p.stage == "cache"] == list(range(1, 21))
+    # the stage's start (0 done: a long first variable still shows the stage), then each
+    assert [p.done for p in seen if p.stage == "cache"] == list(range(0, 21))
     assert all(p.time_left is not None and p.time_left >= 0 for p in seen)
     # a limit too short for any exploration still gives a DAG (∅ families, then polish)
     tiny = learn_within(child_data, 1e-6, 0)
@@ -78,7 +80,7 @@ def test_compiling_the_kernels_is_not_counted_in_the_limit(child_data, monkeypat
     limit that is already over when the warm-up ends leaves the stages their time."""
     import contextlib
 
-    import bnsl_dist.within as within
+    import bnsl_dist.pipeline.tasks.within as within
     from bnsl_dist.search.warmup import CompileClock
 
     @contextlib.contextmanager
@@ -125,13 +127,20 @@ def test_bad_settings(child_data, kw):
         learn_within(child_data, **kw)
 
 
-def test_time_limited_seeds_merge_to_the_best_rescored_dag(child_data):
-    """learn --time-limit's pipeline: the seeds share the limit, each run is scored by an
-    independent naive BIC, and the reported DAG is the best run's."""
+def test_time_limited_seeds_merge_to_the_best_rescored_dag(tmp_path, child_data):
+    """learn --time-limit's pipeline: the seeds' cells share the limit, each run is scored
+    by an independent naive BIC, and the reported DAG is the best run's."""
+    from bnsl_dist.data import write_csv
     from bnsl_dist.graph.dag import DAG
-    from bnsl_dist.pipeline.within import learn_in_time
+    from bnsl_dist.orchestrate.execute import execute
+    from bnsl_dist.pipeline.specs import DataRef
+    from bnsl_dist.pipeline.tasks.within import WithinTask, cache_spec, within_cells
 
-    res = learn_in_time(child_data, 4.0, n_seeds=2, base_seed=9)
+    csv = tmp_path / "child.csv"
+    write_csv(child_data, csv)
+    cells = within_cells(DataRef.parse(str(csv)), cache_spec(), WithinTask(time_limit=4.0),
+                         2, base_seed=9)
+    res = execute(cells).learn_result()
     assert [r["seed"] for r in res["runs"]] == [[9, 0], [9, 1]]
     dag = DAG.from_json_dict(res["dag"])
     assert naive_is_acyclic([list(p) for p in dag.parents])
@@ -221,16 +230,14 @@ def test_cli_time_limit_must_be_finite(tmp_path, limit):
 
 
 @pytest.mark.parametrize("limit", [math.nan, math.inf, 0.0, -1.0])
-def test_learn_in_time_rejects_a_limit_learn_within_rejects(child_data, limit):
-    """learn_in_time (and its Dask twin) builds the cache before learn_within checks the
-    limit: NaN gave a run of 1 ms stages, inf an OverflowError in the cache stage."""
-    from bnsl_dist.orchestrate.within import learn_in_time_distributed
-    from bnsl_dist.pipeline.within import learn_in_time
+def test_a_time_limited_task_rejects_a_bad_limit(limit):
+    """The task checks its limit before any cache stage: NaN gave a run of 1 ms stages,
+    inf an OverflowError in the cache stage."""
+    from bnsl_dist._spec import make
+    from bnsl_dist.pipeline.tasks.within import WithinTask
 
     with pytest.raises(InvalidConfigError, match="time_limit"):
-        learn_in_time(child_data, limit)
-    with pytest.raises(InvalidConfigError, match="time_limit"):  # before any client call
-        learn_in_time_distributed(None, child_data, limit, 1)
+        make(WithinTask, time_limit=limit)
 
 
 @pytest.mark.parametrize("args, needle", [
@@ -287,7 +294,7 @@ from numba.core import event
 from bnsl_dist.data.registry import bundled_path
 from bnsl_dist.model.bif import read_bif
 from bnsl_dist.model.sampling import sample
-from bnsl_dist.within import learn_within
+from bnsl_dist.pipeline.tasks.within import learn_within
 
 data = sample(read_bif(bundled_path("bif/asia.bif.gz")), 300, rng=0)
 with event.install_recorder("numba:compile") as rec:

@@ -1,33 +1,53 @@
-"""learn --time-limit with one cache shared by the seeds: built in slices of the variables
-(one per Dask worker), then searched and polished per seed."""
+"""learn --time-limit with one cache shared by the seeds: built through the cache route of
+every cell (explore_batch; in slices of the variables, one per Dask worker thread, when
+timed), then searched and polished per seed (the executor's time-limited cells)."""
 
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
 
+from bnsl_dist.cache.build import build_cache, explore_batch
 from bnsl_dist.cache.independence import explore_independence
+from bnsl_dist.data import write_csv
 from bnsl_dist.data.registry import bundled_path
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.graph.dag import DAG
 from bnsl_dist.model.bif import read_bif
 from bnsl_dist.model.sampling import sample
-from bnsl_dist.pipeline.within import explore_slice, learn_in_time, shared_cache
-from bnsl_dist.scores import LocalScorer
-from bnsl_dist.within import cache_share, explore_within, learn_within
+from bnsl_dist.orchestrate.execute import execute
+from bnsl_dist.pipeline.run import load_data
+from bnsl_dist.pipeline.specs import DataRef
+from bnsl_dist.pipeline.tasks.within import (
+    WithinTask,
+    cache_share,
+    cache_spec,
+    learn_within,
+    within_cells,
+)
 from tests.naive import naive_is_acyclic
 from tests.naive_scores import naive_bic
 
 #: A reproducible run: every stage bounded by counts, no clock.
 CAPS = {"scores_per_variable": 40, "search_iterations": 6, "polish_iterations": 2,
         "max_indegree": 3}
+SPEC = cache_spec(max_indegree=3, scores_per_variable=40)
+TASK = WithinTask(search_iterations=6, polish_iterations=2)
 
 
 @pytest.fixture(scope="module")
 def child_data():
     return sample(read_bif(bundled_path("bif/child.bif.gz")), 500, rng=11)
+
+
+@pytest.fixture(scope="module")
+def child_ref(child_data, tmp_path_factory):
+    path = tmp_path_factory.mktemp("within") / "child.csv"
+    write_csv(child_data, path, header=True)
+    return DataRef.parse(str(path))
 
 
 def _naive_total(data, parents):
@@ -40,36 +60,35 @@ def _lists(cache):
             for v in range(cache.n_vars)]
 
 
-def test_slices_make_the_cache_of_one_pass_over_every_variable(child_data):
-    """Variables explored in interleaved slices, merged, equal each variable explored on
-    its own by explore_independence with the same caps."""
+def test_the_time_limited_cache_is_one_pass_over_every_variable(child_data):
+    """The cache of a count-capped time-limited run equals each variable explored on its
+    own by explore_independence with the same caps (the route of every cell's cache)."""
     n = child_data.n_vars
-    parts = [explore_slice(child_data, list(range(i, n, 3)), None, None, CAPS)
-             for i in (2, 0, 1)]
-    cache = shared_cache(child_data, parts, CAPS)
+    cache = build_cache(child_data, SPEC)
+    scorer_cache = build_cache(child_data, SPEC, variables=list(range(n))[::-1])
+    from bnsl_dist.scores import LocalScorer
+
     scorer = LocalScorer(child_data, "bic")
     oracle = [sorted((tuple(p), round(s, 9)) for p, s in explore_independence(
         scorer, v, max_indegree=3, max_scores=40, expand_dominated=False)[0])
         for v in range(n)]
-    assert _lists(cache) == oracle
-    assert cache.meta["exact_scores"] == sum(p["exact_scores"] for p in parts)
-    with pytest.raises(ValueError, match="no slice explored"):
-        shared_cache(child_data, parts[:2], CAPS)
+    assert _lists(cache) == oracle == _lists(scorer_cache)
 
 
-def test_explore_within_floors(child_data):
-    """Past ``seconds`` a variable still gets ∅ and every singleton scored (n per
-    variable); past ``cutoff`` only ∅."""
-    scorer = LocalScorer(child_data, "bic")
+def test_a_deadline_floors_each_variable(child_data):
+    """Past the deadline a variable still gets ∅ and every singleton scored (n per
+    variable); past the cutoff only ∅."""
     n = child_data.n_vars
-    lists, exact = explore_within(scorer, range(n), 0.0)
-    assert exact == n * n  # ∅ + (n - 1) singletons each, nothing more
-    assert all(max(len(p) for p, _ in sets) <= 1 for sets in lists)
-    lists, exact = explore_within(scorer, range(n), 10.0, cutoff=0.0)
-    assert exact == 0 and all([p for p, _ in sets] == [()] for sets in lists)
-    for v, sets in enumerate(lists):
-        assert math.isclose(sets[0][1], naive_bic(np.asarray(child_data.codes),
-                                                  child_data.arities, v, []), rel_tol=1e-12)
+    spec = cache_spec()
+    res = explore_batch(child_data, range(n), spec, deadline=time.time())
+    assert sum(r.stats.exact_scores for r in res) == n * n  # ∅ + (n - 1) singletons each
+    assert all(max(len(p) for p, _ in r.sets) <= 1 for r in res)
+    res = explore_batch(child_data, range(n), spec, deadline=time.time() + 10,
+                        cutoff=time.time())
+    assert all(r.stats.exact_scores == 0 and [p for p, _ in r.sets] == [()] for r in res)
+    for v, r in enumerate(res):
+        assert math.isclose(r.sets[0][1], naive_bic(np.asarray(child_data.codes),
+                                                    child_data.arities, v, []), rel_tol=1e-12)
 
 
 def test_learn_within_on_a_given_cache_equals_the_whole_run(child_data):
@@ -84,14 +103,16 @@ def test_learn_within_on_a_given_cache_equals_the_whole_run(child_data):
         learn_within(other, None, 0, cache=whole.cache, **CAPS)
 
 
-def test_serial_seeds_share_one_cache(child_data):
-    res = learn_in_time(child_data, None, n_seeds=3, base_seed=2, options=CAPS)
+def test_serial_seeds_share_one_cache(child_data, child_ref):
+    cells = within_cells(child_ref, SPEC, TASK, 3, base_seed=2)
+    res = execute(cells).learn_result()
     assert res["cache"]["slices"] == 1 and res["time_limit"] is None
     assert {r["n_sets"] for r in res["runs"]} == {res["cache"]["n_sets"]}
-    assert res["cache"]["exact_scores"] > 0 and all("exact_scores" not in r for r in res["runs"])
-    for r in res["runs"]:  # each seed = learn_within with its own stream, same caps
-        rng = np.random.default_rng(np.random.SeedSequence(2, spawn_key=(r["seed"][1],)))
-        assert r["score"] == learn_within(child_data, None, rng, **CAPS).score
+    assert res["cache"]["exact_scores"] > 0
+    data = load_data(child_ref)  # as the cells read it
+    for c, r in zip(cells, res["runs"], strict=True):  # each seed: its cell's stream
+        assert r["seed"] == [2, c.seed]
+        assert r["score"] == learn_within(data, None, c.rng(), **CAPS).score
     parents = DAG.from_json_dict(res["dag"]).parents
     assert naive_is_acyclic([list(p) for p in parents])
     assert math.isclose(res["score"], _naive_total(child_data, parents), rel_tol=1e-10)
@@ -105,23 +126,23 @@ def test_cache_share_follows_the_stage_shares():
 
 
 @pytest.mark.dask
-def test_concurrent_calls_on_one_scheduler_keep_their_own_results(child_data):
-    """Two calls at once on one client, the same seed and no time limit, on different
-    data: each gets the serial result of its own data (their task keys were the seed and
-    the slice alone, so the second call could be handed the first's cache parts and
-    runs)."""
+def test_concurrent_calls_on_one_scheduler_keep_their_own_results(child_ref, tmp_path):
+    """Two executions at once on one client, the same seeds and no time limit, on
+    different data: each gets the serial result of its own data (task keys named by the
+    seed and the slice alone handed one call the other's cache parts and runs)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from bnsl_dist.orchestrate.cluster import connect
-    from bnsl_dist.orchestrate.within import learn_in_time_distributed
 
-    other = sample(read_bif(bundled_path("bif/child.bif.gz")), 300, rng=12)
-    serial = [learn_in_time(d, None, n_seeds=2, base_seed=5, options=CAPS)
-              for d in (child_data, other)]
+    path = tmp_path / "other.csv"
+    write_csv(sample(read_bif(bundled_path("bif/child.bif.gz")), 300, rng=12), path,
+              header=True)
+    refs = (child_ref, DataRef.parse(str(path)))
+    serial = [execute(within_cells(r, SPEC, TASK, 2, 5)).learn_result() for r in refs]
     with connect(workers=2, announce=False, dashboard=False) as client, \
             ThreadPoolExecutor(2) as pool:
-        runs = list(pool.map(lambda d: learn_in_time_distributed(client, d, None, 2, 5, CAPS),
-                             (child_data, other)))
+        runs = list(pool.map(lambda r: execute(within_cells(r, SPEC, TASK, 2, 5),
+                                               client).learn_result(), refs))
     for dist, ser in zip(runs, serial, strict=True):
         assert dist["dag"] == ser["dag"]
         assert [(r["seed"], r["score"]) for r in dist["runs"]] == \
@@ -130,20 +151,22 @@ def test_concurrent_calls_on_one_scheduler_keep_their_own_results(child_data):
 
 
 @pytest.mark.dask
-def test_dask_shared_cache_equals_serial_and_a_timed_run_uses_every_worker(child_data):
+def test_dask_shared_cache_equals_serial_and_a_timed_run_uses_every_worker(child_data,
+                                                                           child_ref):
     """On 2 workers: with count caps the result is the serial one (same cache, same seeds'
     DAGs); with a time limit the cache is built in 2 slices and every seed searches it,
     and the reported score is the naive BIC of the reported DAG."""
     from bnsl_dist.orchestrate.cluster import connect
-    from bnsl_dist.orchestrate.within import learn_in_time_distributed
 
-    serial = learn_in_time(child_data, None, n_seeds=2, base_seed=5, options=CAPS)
+    cells = within_cells(child_ref, SPEC, TASK, 2, 5)
+    serial = execute(cells).learn_result()
     seen: list = []
+    timed_cells = within_cells(child_ref, cache_spec(max_indegree=3),
+                               WithinTask(time_limit=6.0), 2, 0)
     with connect(workers=2, announce=False, dashboard=False) as client:
-        dist = learn_in_time_distributed(client, child_data, None, 2, 5, CAPS)
-        timed = learn_in_time_distributed(client, child_data, 6.0, 2, 0,
-                                          {"max_indegree": 3}, on_progress=seen.append)
-    assert dist["cache"]["slices"] == 2 and dist["cache"]["n_sets"] == serial["cache"]["n_sets"]
+        dist = execute(cells, client).learn_result()
+        timed = execute(timed_cells, client, on_progress=seen.append).learn_result()
+    assert dist["cache"]["n_sets"] == serial["cache"]["n_sets"]
     assert dist["cache"]["exact_scores"] == serial["cache"]["exact_scores"]
     assert [(r["seed"], r["score"]) for r in dist["runs"]] == \
         [(r["seed"], r["score"]) for r in serial["runs"]]
@@ -191,17 +214,20 @@ def test_cli_time_limit_saves_the_shared_cache(tmp_path):
 
 
 @pytest.mark.dask
-def test_dask_cache_slices_follow_worker_threads(child_data):
-    """A worker of two threads explores two slices; the count-capped result is still the
-    serial one."""
+def test_dask_cache_slices_follow_worker_threads(child_ref):
+    """A worker of two threads explores two slices of a timed cache; the count-capped
+    result is still the serial one."""
     from distributed import Client, LocalCluster
 
-    from bnsl_dist.orchestrate.within import learn_in_time_distributed
+    from bnsl_dist.orchestrate.explore import thread_slices
 
-    serial = learn_in_time(child_data, None, n_seeds=1, base_seed=3, options=CAPS)
+    cells = within_cells(child_ref, SPEC, TASK, 1, 3)
+    serial = execute(cells).learn_result()
     with LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
                       dashboard_address=None) as cluster, Client(cluster) as client:
-        dist = learn_in_time_distributed(client, child_data, None, 1, 3, CAPS)
-    assert dist["cache"]["slices"] == 2
+        slices = thread_slices(client, range(20))
+        dist = execute(cells, client).learn_result()
+    assert [s for s, _ in slices] == [list(range(0, 20, 2)), list(range(1, 20, 2))]
+    assert len({w for _, w in slices}) == 1
     assert dist["cache"]["exact_scores"] == serial["cache"]["exact_scores"]
     assert dist["dag"] == serial["dag"] and dist["score"] == serial["score"]

@@ -14,6 +14,7 @@ variables. NIPS 2015, §3. docs/ALGORITHMS.md §3.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -102,8 +103,13 @@ def explore_variable(scorer_or_data: LocalScorer | CategoricalData, v: int, *,
 
 
 def _explore_one(scorer_or_data: LocalScorer | CategoricalData, v: int,
-                 settings: CacheSpec | None, kwargs: dict[str, Any]) -> VariableResult:
+                 settings: CacheSpec | None, kwargs: dict[str, Any],
+                 seconds: float | None = None) -> VariableResult:
+    """``seconds``: this variable's time, when shorter than the settings' (a deadline's
+    share)."""
     settings = as_spec(settings, kwargs)
+    if seconds is None or (settings.seconds is not None and settings.seconds < seconds):
+        seconds = settings.seconds
     if isinstance(scorer_or_data, LocalScorer):
         scorer = scorer_or_data
         if not score_info(scorer.score_name).structure:
@@ -117,11 +123,11 @@ def _explore_one(scorer_or_data: LocalScorer | CategoricalData, v: int,
     warm_up()
     if settings.method == "sequential":
         sets, stats = explore_sequential(scorer, int(v), max_indegree=settings.max_indegree,
-                                         seconds=settings.seconds,
+                                         seconds=seconds,
                                          max_scores=settings.scores_per_variable)
     else:
         sets, stats = explore_independence(scorer, int(v), max_indegree=settings.max_indegree,
-                                           seconds=settings.seconds,
+                                           seconds=seconds,
                                            max_scores=settings.scores_per_variable,
                                            candidate_limit=settings.candidate_limit,
                                            max_open=settings.max_open,
@@ -130,13 +136,33 @@ def _explore_one(scorer_or_data: LocalScorer | CategoricalData, v: int,
 
 
 def explore_batch(data: CategoricalData, variables: Sequence[int], settings: CacheSpec,
-                  on_done: Callable[[VariableResult], None] | None = None
+                  on_done: Callable[[VariableResult], None] | None = None, *,
+                  deadline: float | None = None, cutoff: float | None = None
                   ) -> list[VariableResult]:
-    """Explore several variables with one scorer (the unit of work of every driver)."""
+    """Explore several variables with one scorer (the unit of work of every driver).
+
+    ``deadline`` (a ``time.time()``): the variables share the time left until then, each
+    an equal share of what is still left when it starts (so time one does not use, its
+    open list run empty, goes to the next ones), never more than the settings' seconds;
+    a variable reached after it still gets ∅ and every singleton scored. ``cutoff`` (a
+    ``time.time()``, a hard limit): a variable reached after it gets ∅ alone. A time-limited
+    run (``learn --time-limit``) gives both; its cache is then the machine's.
+    """
     scorer = LocalScorer(data, settings.score, settings.ess)
     out = []
-    for v in variables:
-        res = _explore_one(scorer, int(v), settings, {})
+    m = len(variables)
+    for j, v in enumerate(variables):
+        now = time.time()
+        if cutoff is not None and now >= cutoff:
+            if not (isinstance(v, (int, np.integer)) and 0 <= v < scorer.n_vars):
+                raise InvalidConfigError(f"variable index {v!r} out of range "
+                                         f"0..{scorer.n_vars - 1}")
+            res = VariableResult(int(v), [((), scorer.score(int(v), ()))],
+                                 ExploreStats(0, 0.0, stopped_by="deadline"),
+                                 float(scorer.entropies([int(v)])[0]))
+        else:
+            share = None if deadline is None else max(0.0, deadline - now) / (m - j)
+            res = _explore_one(scorer, int(v), settings, {}, share)
         out.append(res)
         if on_done is not None:
             on_done(res)
@@ -209,6 +235,8 @@ def cache_key(data_hash: str, settings: CacheSpec, variables: Sequence[int]) -> 
 
 def build_cache(data: CategoricalData, spec: CacheSpec | None = None, *,
                 variables: Sequence[int | str] | None = None, progress: bool = False,
+                deadline: float | None = None, cutoff: float | None = None,
+                on_done: Callable[[VariableResult], None] | None = None,
                 **settings: Any) -> ParentSetCache:
     """Identify candidate parent sets of every variable and score them (serially).
 
@@ -226,6 +254,10 @@ def build_cache(data: CategoricalData, spec: CacheSpec | None = None, *,
         Explore only these (the others get only ∅).
     progress : bool
         Show a progress bar (rich) on stderr.
+    deadline, cutoff : float, optional
+        A time-limited build (``time.time()`` values, :func:`explore_batch`).
+    on_done : callable, optional
+        Called with each variable's result as it is explored.
 
     Returns
     -------
@@ -257,11 +289,17 @@ def build_cache(data: CategoricalData, spec: CacheSpec | None = None, *,
     LocalScorer(data, cfg.score, cfg.ess)  # validates the data (no missing values)
     todo = resolve_variables(data, variables)
     if not progress:
-        results = explore_batch(data, todo, cfg)
+        results = explore_batch(data, todo, cfg, on_done, deadline=deadline, cutoff=cutoff)
     else:
         from rich.progress import Progress
 
         with Progress(transient=True) as bar:
             task = bar.add_task(f"{cfg.method} selection", total=len(todo))
-            results = explore_batch(data, todo, cfg, on_done=lambda _r: bar.advance(task))
+
+            def done(r: VariableResult) -> None:
+                bar.advance(task)
+                if on_done is not None:
+                    on_done(r)
+
+            results = explore_batch(data, todo, cfg, done, deadline=deadline, cutoff=cutoff)
     return assemble_cache(data, results, cfg, todo)

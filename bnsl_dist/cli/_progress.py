@@ -16,12 +16,12 @@ from bnsl_dist.orchestrate._console import stderr_console
 
 __all__ = ["Phases"]
 
-#: How the stages of :class:`bnsl_dist.within.Progress` read.
+#: How the stages of :class:`bnsl_dist.pipeline.tasks.within.Progress` read.
 _STAGES = {"cache": "building the cache", "search": "searching", "polish": "polishing"}
 
 
 class Phases:
-    """Phases and progress reports (:class:`bnsl_dist.within.Progress`) of a command."""
+    """Phases and progress reports (:class:`bnsl_dist.pipeline.tasks.within.Progress`) of a command."""
 
     def __init__(self, enabled: bool) -> None:
         self.console = stderr_console()
@@ -55,7 +55,7 @@ class Phases:
         return self._status
 
     def within(self, p: Any) -> None:
-        """A :class:`bnsl_dist.within.Progress` report: the spinner's text on a terminal;
+        """A :class:`bnsl_dist.pipeline.tasks.within.Progress` report: the spinner's text on a terminal;
         off one, a line when the stage changes."""
         stage = _STAGES.get(p.stage, p.stage)
         if self.lines:

@@ -129,9 +129,8 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
     write RESULT.json. --epsilon / --root-fraction screen the data first (qds)."""
     import time
 
-    from bnsl_dist.cache.parent_sets import ParentSetCache
     from bnsl_dist.exceptions import InvalidConfigError
-    from bnsl_dist.pipeline.learn import learn, learn_cells, prepare_cache
+    from bnsl_dist.pipeline.learn import learn_cells, prepare_cache
     from bnsl_dist.pipeline.specs import DataRef
     from bnsl_dist.search.warmup import algorithm_spec
 
@@ -180,18 +179,21 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
     # one per worker (its result would depend on the cluster); a time budget: per worker
     n_seeds = seeds if seeds is not None else 1 if serial or search.budget.seconds is None \
         else None
-    shared: ParentSetCache | None
     _warm_here(conn, progress, ("independence",) if data is not None and cache.path is None
                else (), [algorithm_spec(search.algorithm, search.params, search.k)])
+    from bnsl_dist.orchestrate.execute import execute
+
+    def phase(name: str) -> Any:
+        if name == "run":
+            return progress.phase(_search_phase(cells))
+        return progress.phase("reading the cache" if data is None else "building the cache"
+                              + ("" if serial else " on the cluster"))
+
     if serial:
         cells = learn_cells(data, cache, search, n_seeds or 1, base_seed=base_seed,
                             screening=screening)
-        with progress.phase("building the cache" if data is not None else "reading the cache"):
-            shared = prepare_cache(cells[0])
-        with progress.phase(_search_phase(cells)):
-            result = learn(cells, shared)
+        done = execute(cells, phase=phase)
     else:
-        from bnsl_dist.orchestrate.anytime import learn_distributed, prepare_cache_distributed
         from bnsl_dist.orchestrate.cluster import connect
 
         threads = _local_threads(conn, data, cache, search, n_seeds, base_seed, screening)
@@ -201,12 +203,11 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
             n = n_seeds or max(1, len(client.scheduler_info().get("workers", {})))
             cells = learn_cells(data, cache, search, n, base_seed=base_seed,
                                 screening=screening)
-            with progress.phase("building the cache on the cluster" if data is not None
-                                else "reading the cache"):
-                shared = None if is_cache and save_cache is None \
-                    else prepare_cache_distributed(client, cells[0])
-            with progress.phase(_search_phase(cells)):
-                result = learn_distributed(client, cells, shared)
+            done = execute(cells, client, phase=phase)
+    result = done.learn_result()
+    shared = done.caches.get(cells[0].cache_job.key)
+    if save_cache is not None and shared is None:  # a .jkl the workers read
+        shared = prepare_cache(cells[0])
     if save_cache is not None and shared is not None:
         from bnsl_dist.cache import write_jkl
 
@@ -276,10 +277,10 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
                    conn: dict[str, Any], serial: bool, seeds: int | None, base_seed: int,
                    save_cache: str | None, output: str, export: str | None,
                    progress: Phases, options: dict[str, Any]) -> None:
-    """``learn --time-limit``: :func:`bnsl_dist.within.learn_within` per seed on one shared
-    cache (built in slices by every worker on a cluster), within the limit counted from
+    """``learn --time-limit``: one time-limited cell per seed
+    (:mod:`bnsl_dist.pipeline.tasks.within`) run by the executor on one shared cache
+    (built in slices by every worker on a cluster), within the limit counted from
     the start of the command."""
-    import time
 
     from bnsl_dist.cli._inputs import load_data
     from bnsl_dist.exceptions import InvalidConfigError
@@ -297,27 +298,24 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
     if options.get("k") is not None:
         raise InvalidConfigError("-k: --time-limit searches with a cache optimizer, which "
                                  "takes no treewidth bound")
-    algorithm = options["algorithm"]
-    # the cache options, checked by CacheSpec as without --time-limit; those not given
-    # keep learn_within's defaults (expand_dominated: False there, True in CacheSpec)
-    given_opts = {k: options.get("cache_" + k) for k in ("candidate_limit",
-                                                           "expand_dominated")}
-    spec = cache_spec(options)
-    opts: dict[str, Any] = {"score": spec.score, "ess": spec.ess,
-                            "max_indegree": spec.max_indegree}
-    opts.update({k: getattr(spec, k) for k, v in given_opts.items() if v is not None})
-    if ctx.get_parameter_source("algorithm") is not click.core.ParameterSource.DEFAULT:
-        from bnsl_dist.search.base import optimizer_info
+    from bnsl_dist._spec import make
+    from bnsl_dist.orchestrate.execute import execute
+    from bnsl_dist.pipeline.specs import DataRef
+    from bnsl_dist.pipeline.tasks.within import WithinTask, stage_algorithms, within_cells
+    from bnsl_dist.pipeline.tasks.within import cache_spec as within_cache
 
-        info = optimizer_info(algorithm)
-        if info.takes_k or getattr(info.cls, "needs_data", False):
-            raise InvalidConfigError(f"--time-limit searches with a cache optimizer; "
-                                     f"{algorithm!r} is not one")
-        opts["search"] = algorithm
+    # the cache options, checked by CacheSpec as without --time-limit; those not given
+    # keep the time-limited defaults (expand_dominated: False there, True in CacheSpec)
+    named = [k for k in ("candidate_limit", "expand_dominated")
+             if options.get("cache_" + k) is not None]
+    spec = cache_spec(options)  # takes the cache options out of ``options``
+    chosen = {k: getattr(spec, k) for k in named}
+    cache = within_cache(spec.score, spec.ess, spec.max_indegree, **chosen)
+    task = make(WithinTask, time_limit=time_limit, algorithm=options["algorithm"],
+                names={"algorithm": "--algorithm", "time_limit": "--time-limit"})
     data = load_data(source)
     if export == "bif":
         check_bif_writable(data, "--export bif")
-    built: list[Any] = []  # the shared cache, written after the result (--save-cache)
     if not serial and all(conn.get(k) is None for k in ("workers", "scheduler",
                                                         "scheduler_file")) \
             and time_limit < LOCAL_CLUSTER_MIN_LIMIT:
@@ -327,43 +325,36 @@ def _learn_in_time(ctx: click.Context, source: str, time_limit: float, started: 
                                    f"{LOCAL_CLUSTER_MIN_LIMIT:g} s: one seed in this "
                                    f"process (a local cluster takes seconds to start; "
                                    f"--workers N forces one)")
+    ref = DataRef.parse(source)
     if serial:
-        from bnsl_dist.pipeline.within import learn_in_time
-
+        cells = within_cells(ref, cache, task, seeds or 1, base_seed)
         with progress.phase("learning within the time limit"):
-            result = learn_in_time(data, time_limit - _SERIAL_MARGIN, seeds or 1,
-                                   base_seed, opts, progress.within, started=started,
-                                   on_cache=built.append)
+            done = execute(cells, started=started, margin=_SERIAL_MARGIN,
+                           on_progress=progress.within)
+        compiled = 0.0
     else:
         from bnsl_dist.orchestrate.cluster import connect
-        from bnsl_dist.orchestrate.within import learn_in_time_distributed
-        from bnsl_dist.within import stage_algorithms
 
         # not counted in the limit, as serially (counted, a fresh machine's compiling ate a
         # 10 s limit: the empty DAG)
-        compiled = _warm_here(conn, progress, ("independence",), stage_algorithms(
-            str(opts.get("search", DEFAULT_ALGORITHM)), opts.get("search_params"),
-            bool(opts.get("polish", True))))
+        compiled = _warm_here(conn, progress, ("independence",), stage_algorithms(task))
         started += compiled
         with connect(**conn, announce=progress.reporting) as client:
             n = seeds or max(1, len(client.scheduler_info().get("workers", {})))
+            cells = within_cells(ref, cache, task, n, base_seed)
             with progress.phase(f"learning within the time limit: {n} seed(s) on the "
                                 f"cluster"):
-                result = learn_in_time_distributed(
-                    client, data, time_limit, n, base_seed, opts, started=started,
-                    margin=_GATHER_MARGIN,
-                    on_progress=progress.within if progress.reporting else None,
-                    on_cache=built.append)
-        result["compile_seconds"] = result.get("compile_seconds", 0.0) + compiled
+                done = execute(cells, client, started=started, margin=_GATHER_MARGIN,
+                               on_progress=progress.within if progress.reporting else None)
         started -= compiled  # the wall time reported is the whole run's
-    # the limit asked for (serially learn_in_time got it less _SERIAL_MARGIN)
-    result["time_limit"] = float(time_limit)
-    result["wall_seconds"] = time.time() - started
+    done.started, done.compile_seconds = started, done.compile_seconds + compiled
+    result = done.learn_result()
+    (built,) = done.caches.values()
     out = Path(write_result(output, result))
     if save_cache is not None:
         from bnsl_dist.cache import write_jkl
 
-        write_jkl(built[0], save_cache)
+        write_jkl(built, save_cache)
     if export is not None:
         _export(export, result["dag"], data, out)
     if progress.summary:

@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from bnsl_dist.orchestrate.staging import StagedFile, Staging
 
 __all__ = ["build_cache_distributed", "cached_path", "explore_job", "guided_batches",
-           "load_data_task", "store_job_cache", "submit_cache_build"]
+           "load_data_task", "store_job_cache", "submit_cache_build", "thread_slices"]
 
 #: One batch's outcome: the explored variables and the task's seconds.
 BatchResult = tuple[list[VariableResult], float]
@@ -89,10 +89,23 @@ def load_data_task(spec: str, expected_hash: str) -> CategoricalData:
 
 
 def _explore_task(data: CategoricalData | str, data_hash: str, variables: list[int],
-                  settings: CacheSpec) -> list[VariableResult]:
+                  settings: CacheSpec, deadline: float | None = None,
+                  cutoff: float | None = None) -> list[VariableResult]:
     if isinstance(data, str):
         data = load_data_task(data, data_hash)
-    return explore_batch(data, variables, settings)
+    return explore_batch(data, variables, settings, deadline=deadline, cutoff=cutoff)
+
+
+def thread_slices(client: Client, variables: Sequence[int]
+                  ) -> list[tuple[list[int], str | None]]:
+    """One interleaved slice of ``variables`` per worker thread, with the worker it is
+    pinned to (a worker of t threads takes t slices): a time-limited build, where every
+    slice shares one deadline, so all must run at once."""
+    info = client.scheduler_info().get("workers", {})
+    slots: list[str | None] = [w for w in sorted(info)
+                               for _ in range(int(info[w].get("nthreads", 1)))] or [None]
+    m = min(len(slots), len(variables))
+    return [(list(variables[i::m]), slots[i]) for i in range(m)]
 
 
 def cached_path(cache_dir: str | os.PathLike[str], data: CategoricalData,
@@ -106,7 +119,8 @@ def build_cache_distributed(client: Client, data: CategoricalData | str | os.Pat
                             variables: Sequence[int | str] | None = None,
                             progress: bool = False, batch_size: int | None = None,
                             cache_dir: str | os.PathLike[str] | None = None,
-                            **settings: Any) -> ParentSetCache:
+                            deadline: float | None = None, cutoff: float | None = None,
+                            warmed: bool = False, **settings: Any) -> ParentSetCache:
     """:func:`bnsl_dist.cache.build_cache` on a Dask cluster.
 
     Parameters
@@ -123,6 +137,14 @@ def build_cache_distributed(client: Client, data: CategoricalData | str | os.Pat
     cache_dir : path, optional
         Keep the cache there and reuse it on later calls with the same data and
         settings.
+    deadline, cutoff : float, optional
+        A time-limited build (``time.time()`` values, as in
+        :func:`~bnsl_dist.cache.build.explore_batch`): one slice of the variables per
+        worker thread (:func:`thread_slices`), all sharing the deadline, so each variable
+        gets as many times a one-process build's time as there are threads.
+    warmed : bool
+        The workers' exploration kernels are already warm (registered by the caller,
+        before a deadline was set): no warm-up here.
 
     Returns
     -------
@@ -153,17 +175,27 @@ def build_cache_distributed(client: Client, data: CategoricalData | str | os.Pat
             return cache
     from bnsl_dist.orchestrate.workers import register_warmup, task_key
 
-    register_warmup(client, cache_methods=(cfg.method,))
+    if not warmed:
+        register_warmup(client, cache_methods=(cfg.method,))
     h = local.content_hash()
     shipped: Future | str = source if isinstance(source, str) and is_url(source) \
         else client.scatter(local, broadcast=True, hash=False)
-    n_workers = len(client.scheduler_info().get("workers", {}))
-    batches = guided_batches(todo, n_workers, batch_size)
-    tag = cache_key(h, cfg, todo)
-    futures: list[Future] = [client.submit(_explore_task, shipped, h, b, cfg,
+    if deadline is None and cutoff is None:
+        n_workers = len(client.scheduler_info().get("workers", {}))
+        pinned: list[tuple[list[int], str | None]] = [
+            (b, None) for b in guided_batches(todo, n_workers, batch_size)]
+    else:
+        pinned = thread_slices(client, todo)
+    batches = [b for b, _ in pinned]
+    # the data's key is unique (scattered with hash=False): two builds at once on one
+    # scheduler never share a task
+    tag = (cache_key(h, cfg, todo), getattr(shipped, "key", shipped), deadline, cutoff)
+    futures: list[Future] = [client.submit(_explore_task, shipped, h, b, cfg, deadline, cutoff,
                                            key=task_key("explore", tag, b), pure=False,
-                                           priority=len(batches) - i)
-                             for i, b in enumerate(batches)]
+                                           priority=len(batches) - i,
+                                           **({} if w is None else
+                                              {"workers": [w], "allow_other_workers": True}))
+                             for i, (b, w) in enumerate(pinned)]
     results = _drain(futures, batches, cfg, progress)
     del futures, shipped
     cache = assemble_cache(local, results, cfg, todo, data_hash=h)

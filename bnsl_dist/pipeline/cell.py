@@ -11,14 +11,15 @@ so results never depend on which worker runs a cell, or when.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import NonNegativeInt, PositiveFloat, PositiveInt, model_validator
+from pydantic import Discriminator, NonNegativeInt, PositiveFloat, PositiveInt, Tag, model_validator
 
 from bnsl_dist import __version__
 from bnsl_dist._json import canonical_json, json_digest
 from bnsl_dist._spec import Spec
+from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.pipeline.specs import (
     CacheSpec,
     DataRef,
@@ -27,9 +28,11 @@ from bnsl_dist.pipeline.specs import (
     SearchSpec,
     fill_placeholders,
 )
+from bnsl_dist.pipeline.tasks.within import WithinTask
 from bnsl_dist.search.base import Budget
 
-__all__ = ["Cell", "CacheJob", "SemSpec", "InferenceSpec", "canonical_json", "code_version"]
+__all__ = ["Cell", "CacheJob", "SemSpec", "InferenceSpec", "Task", "SearchTask", "SemTask",
+           "InferenceTask", "WithinTask", "canonical_json", "code_version"]
 
 
 def code_version() -> str:
@@ -99,57 +102,147 @@ class InferenceSpec(InferenceSettings):
     reference: bool = False
 
 
+class SearchTask(Spec):
+    """Search the cell's cache with one optimizer for its budget
+    (:func:`~bnsl_dist.pipeline.run.run_cell`); ``holdout``: a split the learned DAG is
+    scored on (held-out log-likelihood, CPTs fitted on the cell's data with the cache's
+    equivalent sample size; screening grids)."""
+
+    kind: Literal["search"] = "search"
+    search: SearchSpec
+    holdout: DataRef | None = None
+
+
+class InferenceTask(Spec):
+    """A search, then the inference study on the network it learned (Scanagatta et al.
+    2018 §6.3)."""
+
+    kind: Literal["inference"]
+    search: SearchSpec
+    inference: InferenceSpec
+
+
+class SemTask(Spec):
+    """SEM-kMAX imputation of the cell's data, MCAR-masked (docs/ALGORITHMS.md §9); the
+    search spec is k-MAX's (its budget caps each M-step's search)."""
+
+    kind: Literal["sem"]
+    search: SearchSpec
+    sem: SemSpec
+
+
+def _task_kind(v: Any) -> str | None:
+    kind = v.get("kind", "search") if isinstance(v, dict) else getattr(v, "kind", None)
+    return kind if isinstance(kind, str) else None
+
+
+#: A cell's work, one model per kind (``kind`` tells them apart).
+Task = Annotated[Annotated[SearchTask, Tag("search")]
+                 | Annotated[InferenceTask, Tag("inference")]
+                 | Annotated[SemTask, Tag("sem")]
+                 | Annotated[WithinTask, Tag("within")], Discriminator(_task_kind)]
+
+#: The cell's keys of the layout before tasks (their canonical JSON, hence stored keys).
+_FLAT = ("search", "sem", "inference", "holdout")
+
+
 class Cell(Spec):
-    """One point of a run; ``label`` names the algorithm entry in tables."""
+    """One point of a run: (data reference, optional screening, cache spec, task, seed);
+    ``label`` names the algorithm entry in tables.
+
+    A search, inference or SEM cell is also read from, and written as, the flat layout
+    of earlier versions (``kind``, ``search`` and the kind's settings beside the data),
+    so the keys of stored records stay valid."""
 
     grid: str
-    kind: Literal["search", "sem", "inference"] = "search"
     label: str
     data: DataRef | None
     cache: CacheSpec
     screening: ScreeningSpec | None = None
-    search: SearchSpec
+    task: Task
     seed: NonNegativeInt
     grid_seed: NonNegativeInt = 0
-    sem: SemSpec | None = None
-    inference: InferenceSpec | None = None
-    #: A split the learned DAG is scored on (held-out log-likelihood, CPTs fitted on
-    #: the cell's data with the cache's equivalent sample size); screening grids.
-    holdout: DataRef | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_flat(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "task" in data:
+            return data
+        out = {k: v for k, v in data.items() if k not in ("kind", *_FLAT)}
+        task = {"kind": data.get("kind", "search")}
+        task.update({k: data[k] for k in _FLAT if data.get(k) is not None})
+        out["task"] = task
+        return out
 
     def json_dict(self) -> dict[str, Any]:
-        """The canonical JSON data of the cell; settings of other grid kinds are left
-        out when unset, so cells (and their keys) of earlier versions stay valid."""
+        """The canonical JSON data of the cell: for a search, inference or SEM cell the
+        flat layout of earlier versions (the settings of other kinds left out when unset,
+        ``sem`` null), so cells (and their keys) of earlier versions stay valid."""
         out = super().json_dict()
+        task = out.pop("task")
+        if isinstance(self.task, WithinTask):
+            return {**out, "task": self.task.json_dict()}
+        out.update({"sem": None, **task})
         for name in ("inference", "holdout"):
             if out.get(name) is None:
                 out.pop(name, None)
-        if self.sem is not None:
-            out["sem"] = self.sem.json_dict()
+        if isinstance(self.task, SemTask):
+            out["sem"] = self.task.sem.json_dict()
         return out
 
     @model_validator(mode="after")
     def _consistent(self) -> Cell:
         if self.data is None and (self.cache.path is None or self.screening is not None
-                                  or self.kind == "sem"):
+                                  or self.kind in ("sem", "within")):
             raise ValueError("a cell without data needs a ready cache file and no "
                              "screening")
-        if (self.kind == "sem") != (self.sem is not None):
-            raise ValueError("a 'sem' cell needs its 'sem' settings (and only it)")
-        if (self.kind == "inference") != (self.inference is not None):
-            raise ValueError("an 'inference' cell needs its 'inference' settings (and only it)")
         if self.kind == "inference" and self.data is None:
             raise ValueError("an 'inference' cell needs data (its CPTs are fitted on them)")
+        if self.kind == "within":
+            from bnsl_dist.pipeline.tasks.within import check_cell
+
+            check_cell(self)
         return self
+
+    # -- the task's parts --------------------------------------------------------------
+    @property
+    def kind(self) -> str:
+        return self.task.kind
+
+    @property
+    def search(self) -> SearchSpec:
+        """The search spec of a search, inference or SEM cell.
+
+        Raises
+        ------
+        InvalidConfigError
+            A time-limited cell (its stages' budgets are the task's own)."""
+        if isinstance(self.task, WithinTask):
+            raise InvalidConfigError("a time-limited cell has no search spec")
+        return self.task.search
+
+    @property
+    def sem(self) -> SemSpec | None:
+        return self.task.sem if isinstance(self.task, SemTask) else None
+
+    @property
+    def inference(self) -> InferenceSpec | None:
+        return self.task.inference if isinstance(self.task, InferenceTask) else None
+
+    @property
+    def holdout(self) -> DataRef | None:
+        return self.task.holdout if isinstance(self.task, SearchTask) else None
 
     # -- what grids and records read -------------------------------------------------
     @property
     def algorithm(self) -> str:
+        if isinstance(self.task, WithinTask):
+            return self.task.algorithm
         return self.search.algorithm
 
     @property
     def k(self) -> int | None:
-        return self.search.k
+        return None if isinstance(self.task, WithinTask) else self.search.k
 
     @property
     def dataset(self) -> str:
@@ -172,8 +265,15 @@ class Cell(Spec):
         return self.search.budget.as_budget()
 
     @property
+    def params(self) -> dict[str, Any]:
+        """The optimizer's parameters (a time-limited cell's search stage's)."""
+        if isinstance(self.task, WithinTask):
+            return dict(self.task.params)
+        return dict(self.search.params)
+
+    @property
     def params_json(self) -> str:
-        return canonical_json(self.search.params)
+        return canonical_json(self.params)
 
     @property
     def cache_job(self) -> CacheJob:
@@ -189,7 +289,7 @@ class Cell(Spec):
         sem.pop("budget_scale", None)
         out = {"grid": self.grid, "kind": self.kind, "dataset": self.dataset,
                "split": self.split, "algorithm": self.algorithm, "label": self.label,
-               "params": self.search.params, "k": self.k, "seed": self.seed,
+               "params": self.params, "k": self.k, "seed": self.seed,
                "extra": sem}
         if self.screening is not None:
             out["screening"] = self.screening.json_dict()

@@ -57,11 +57,12 @@ def expand_grid(grid: GridConfig) -> list[Cell]:
                                         budget=alg.budget or grid.budget)
                     for sem in sems:
                         for seed in grid.seeds:
-                            cells.append(Cell(grid=grid.name, kind=grid.kind,
-                                              label=alg.display, data=ref, cache=grid.cache,
-                                              screening=alg.screening, search=search,
-                                              seed=int(seed), grid_seed=grid.seed, sem=sem,
-                                              inference=study, holdout=holdout))
+                            # the flat layout: the task of the grid's kind
+                            cells.append(Cell.model_validate(dict(
+                                grid=grid.name, kind=grid.kind, label=alg.display,
+                                data=ref, cache=grid.cache, screening=alg.screening,
+                                search=search, seed=int(seed), grid_seed=grid.seed,
+                                sem=sem, inference=study, holdout=holdout)))
     return cells
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError
-from bnsl_dist.pipeline.cell import Cell
+from bnsl_dist.pipeline.cell import Cell, SearchTask
 from bnsl_dist.pipeline.run import (
     CacheBuilder,
     NoSolutionError,
@@ -185,8 +185,8 @@ def learn_cells(data: DataRef | None, cache: CacheSpec, search: SearchSpec, seed
     if seeds < 1:
         raise InvalidConfigError(f"seeds must be >= 1, got {seeds}")
     return [Cell(grid="learn", label=search.algorithm, data=data, cache=cache,
-                 screening=screening, search=search, seed=s, grid_seed=base_seed)
-            for s in range(seeds)]
+                 screening=screening, task=SearchTask(search=search), seed=s,
+                 grid_seed=base_seed) for s in range(seeds)]
 
 
 def prepare_cache(cell: Cell, builder: CacheBuilder | None = None) -> ParentSetCache:

@@ -4,7 +4,7 @@ each optimizer on a toy cache, once per process.
 
 The kernels are ``cache=True`` numba functions: a fresh process loads their machine code
 in about half a second (more for the first call of each), which a timed stage would
-otherwise pay. :func:`bnsl_dist.within.learn_within` warms its stages here before it
+otherwise pay. :func:`bnsl_dist.pipeline.tasks.within.learn_within` warms its stages here before it
 splits its time limit; the Dask drivers do it in every worker
 (:class:`bnsl_dist.orchestrate.workers.WarmupPlugin`).
 

@@ -10,7 +10,7 @@ same wall-time budget:
   by causal-learn's ``pdag2dag``): neither takes a time limit; their process is
   stopped GRACE seconds after the budget (no DAG then), and a DAG that took longer
   than 1.1 x the budget is flagged "over budget";
-* bnsl_dist: :func:`bnsl_dist_learn`: :func:`bnsl_dist.within.learn_within` with the
+* bnsl_dist: :func:`bnsl_dist_learn`: :func:`bnsl_dist.pipeline.tasks.within.learn_within` with the
   whole budget (cache, ``--bnsl-optimizer``, then a local search scored from the data).
 
 Every tool runs in its own process, one at a time; its wall time is that of its learning
@@ -184,9 +184,9 @@ def _is_acyclic(parents: dict[str, Sequence[str]]) -> bool:
 def bnsl_dist_learn(csv: Path, seconds: float, seed: int, optimizer: str
                     ) -> dict[str, list[str]]:
     """bnsl_dist's best DAG within ``seconds`` of wall clock, reading the CSV included:
-    :func:`bnsl_dist.within.learn_within` (cache, ``optimizer``, data-scored polishing)."""
+    :func:`bnsl_dist.pipeline.tasks.within.learn_within` (cache, ``optimizer``, data-scored polishing)."""
     from bnsl_dist.data import read_data
-    from bnsl_dist.within import learn_within
+    from bnsl_dist.pipeline.tasks.within import learn_within
 
     t0 = time.perf_counter()
     data = read_data(csv)
@@ -200,7 +200,7 @@ def bnsl_dist_learn(csv: Path, seconds: float, seed: int, optimizer: str
 CLI = "import sys; from bnsl_dist.cli import main; sys.argv[0] = 'bnsl-dist'; main()"
 #: Compiles (or loads) every stage's kernels, so that no timed run pays for it.
 WARM = ("import numpy as np; from bnsl_dist.data import CategoricalData; "
-        "from bnsl_dist.within import learn_within; learn_within(CategoricalData.from_array("
+        "from bnsl_dist.pipeline.tasks.within import learn_within; learn_within(CategoricalData.from_array("
         "np.random.default_rng(0).integers(0, 2, (300, 5))), 3.0, 0)")
 
 

@@ -1,6 +1,6 @@
 """Benchmark: how ``learn_within`` should split one core's time between its stages.
 
-On the seeded peers samples (``peers.make_csv``), :func:`bnsl_dist.within.learn_within`
+On the seeded peers samples (``peers.make_csv``), :func:`bnsl_dist.pipeline.tasks.within.learn_within`
 runs in this process for each ``--shares`` setting (cache, search, polish) and seed, the
 settings interleaved and their order reversed every other seed; every DAG is scored by
 the peers' independent BIC (``peers.bic``).
@@ -28,7 +28,7 @@ from workflows.benchmarks.peers import bic, generating_dag, make_csv
 
 def main() -> None:
     from bnsl_dist.data import read_data
-    from bnsl_dist.within import learn_within
+    from bnsl_dist.pipeline.tasks.within import learn_within
 
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--networks", nargs="*", default=["bn500"])

@@ -8,13 +8,13 @@ scored by the peers' independent BIC (``peers.bic``), the generating network's t
 
 It compares how the time of several workers is spent: each seed building its own cache
 (the design before the shared cache) against one cache built in slices by every worker
-and then searched by every seed (:mod:`bnsl_dist.orchestrate.within`).
+and then searched by every seed (:mod:`bnsl_dist.orchestrate.execute`).
 
 ``--emulate W`` instead estimates, on one core, what W workers would reach with this
 tree: the cache is built in this process with W times the cache stage's share of
 ``S - --startup`` (a local cluster's start; on W workers each explores n / W variables in
 that share, so each variable gets the same time), then each seed searches and polishes
-it in its own share of what is left (:func:`bnsl_dist.within.learn_within` with
+it in its own share of what is left (:func:`bnsl_dist.pipeline.tasks.within.learn_within` with
 ``cache``). Not modelled: scattering and gathering, and the best over W seeds (only the
 per-seed results are reported).
 
@@ -64,18 +64,16 @@ def emulate(csv: Path, seconds: float, workers: int, startup: float, seeds: list
     """Per seed, what ``workers`` workers would reach (see the module docstring)."""
     import numpy as np
 
+    from bnsl_dist.cache.build import build_cache
     from bnsl_dist.data import read_data
-    from bnsl_dist.scores import LocalScorer
-    from bnsl_dist.within import cache_from_lists, cache_share, explore_within, learn_within
+    from bnsl_dist.pipeline.tasks.within import cache_share, cache_spec, learn_within
 
     data = read_data(csv)
     learn_within(data, 3.0, 0)  # every stage's kernels, outside the timed part
     run = seconds - startup
     cache_wall = run * cache_share()
     t0 = time.process_time()
-    lists, exact = explore_within(LocalScorer(data, "bic"), range(data.n_vars),
-                                  cache_wall * workers)
-    cache = cache_from_lists(data, lists, "bic", 1.0, exact)
+    cache = build_cache(data, cache_spec(), deadline=time.time() + cache_wall * workers)
     cache_cpu = time.process_time() - t0
     rows = []
     for seed in seeds:

@@ -1,0 +1,298 @@
+"""One executor for the cells of ``learn`` (with or without ``--time-limit``):
+:func:`execute` builds each distinct cache the cells need once, through one route, then
+runs every cell, serially or on Dask.
+
+The route: :func:`bnsl_dist.cache.build.explore_batch` over every variable, assembled by
+:func:`~bnsl_dist.cache.build.assemble_cache` — in this process
+(:func:`~bnsl_dist.cache.build.build_cache`) or fanned out in guided batches on Dask
+(:func:`~bnsl_dist.orchestrate.explore.build_cache_distributed`). A time-limited cell's
+cache is built in its share of the limit (each variable an equal share of the time
+still left; on Dask one slice of the variables per worker thread, all sharing the
+deadline). A cache file the spec names is read, never rebuilt.
+
+Then each cell runs: a search, inference or SEM cell as
+:func:`~bnsl_dist.pipeline.learn.run_seed` (``run_cell``), a time-limited one as
+:func:`bnsl_dist.pipeline.tasks.within.run` on its cell's seed stream until the shared
+deadline (serially the cells take equal shares of what is left, one after the other; on
+Dask they run at once). The same cells give the same results serially and on any number
+of workers when every budget is a count (exact scores, iterations). Without a client no
+Dask is imported.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from typing import Any
+
+from bnsl_dist.cache.parent_sets import ParentSetCache
+from bnsl_dist.data.dataset import CategoricalData
+from bnsl_dist.pipeline.cell import Cell
+from bnsl_dist.pipeline.tasks.within import Progress, WithinResult, WithinTask
+
+__all__ = ["Execution", "execute"]
+
+
+@dataclass
+class Execution:
+    """What :func:`execute` did: per cell (in order) its outcome — a
+    :class:`~bnsl_dist.results.records.CellResult` or the
+    :class:`~bnsl_dist.pipeline.run.NoSolutionError` of a seed that found no DAG (search,
+    inference and SEM cells; :meth:`~bnsl_dist.pipeline.learn.LearnResult.merge` reads
+    them), or a :class:`~bnsl_dist.pipeline.tasks.within.WithinResult`; the caches built
+    or read, by :attr:`~bnsl_dist.pipeline.cell.CacheJob.key`, and their stages
+    (seconds, exact scores, sets, slices); the seconds spent compiling numba kernels
+    before a time limit's clock ran."""
+
+    outcomes: list[Any]
+    caches: dict[str, ParentSetCache] = field(default_factory=dict)
+    cache_stages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    compile_seconds: float = 0.0
+    cells: Sequence[Cell] = ()
+    started: float = 0.0
+
+    def learn_result(self) -> Any:
+        """What ``learn`` writes: the seeds' records merged
+        (:class:`~bnsl_dist.pipeline.learn.LearnResult`), or for time-limited cells the
+        result JSON of ``learn --time-limit`` (:func:`~bnsl_dist.pipeline.tasks.within.merge`,
+        its wall time counted from ``started``)."""
+        if self.cells and self.cells[0].kind == "within":
+            from bnsl_dist.pipeline.tasks.within import merge
+
+            (stage,) = self.cache_stages.values()
+            return merge(self.cells, self.outcomes, wall=time.time() - self.started,
+                         cache=stage, compile_seconds=self.compile_seconds)
+        from bnsl_dist.pipeline.learn import LearnResult
+
+        return LearnResult.merge(self.cells, self.outcomes)
+
+
+def execute(cells: Sequence[Cell], client: Any = None, store: Any = None, *,
+            started: float | None = None, margin: float = 0.0,
+            on_progress: Callable[[Progress], None] | None = None,
+            phase: Callable[[str], AbstractContextManager[Any]] | None = None) -> Execution:
+    """Build the caches ``cells`` need (each once) and run the cells.
+
+    Parameters
+    ----------
+    cells : the cells, of one kind
+    client : distributed.Client, optional
+        Run on it; default: in this process.
+    store : ResultStore, optional
+        Cells whose record it holds are skipped (their outcome is None); the others'
+        records are written to it.
+    started : float, optional
+        When a time limit's clock started (``time.time()``; default now): the limit
+        counts from it, so a cluster's start is inside it; compiling kernels is not.
+    margin : float
+        Seconds of a time limit kept for gathering the results.
+    on_progress : callable, optional
+        Hears a time-limited run's stages (:class:`Progress`).
+    phase : callable, optional
+        ``phase("cache")`` and ``phase("run")`` (context managers) around the caches'
+        builds and the cells' runs of search, inference and SEM cells (a command's
+        progress lines).
+    """
+    if not cells:
+        return Execution([])
+    kinds = {c.kind for c in cells}
+    if len(kinds) != 1 or ("within" in kinds and store is not None):
+        raise ValueError("execute takes cells of one kind (time-limited cells no store)")
+    t0 = time.time() if started is None else started
+    if "within" in kinds:
+        out = _execute_within(cells, client, t0, margin, on_progress)
+    else:
+        out = _execute_cells(cells, client, store, phase or (lambda _: nullcontext()))
+    out.cells, out.started = list(cells), t0
+    return out
+
+
+# ------------------------------------------------------------------ search, inference, sem
+def _execute_cells(cells: Sequence[Cell], client: Any, store: Any,
+                   phase: Callable[[str], AbstractContextManager[Any]]) -> Execution:
+    from bnsl_dist.pipeline.learn import prepare_cache, run_seed
+
+    done = set() if store is None else store.done_keys()
+    todo = [c for c in cells if c.key not in done]
+    groups: dict[str, list[Cell]] = {}
+    for c in todo:
+        if c.kind != "sem":  # a SEM cell builds its caches itself, one per M-step
+            groups.setdefault(c.cache_job.key, []).append(c)
+    out = Execution([None] * len(cells))
+    builder = None
+    if client is not None:
+        from bnsl_dist.orchestrate.explore import build_cache_distributed
+
+        def builder(data: CategoricalData, spec: Any) -> ParentSetCache:
+            return build_cache_distributed(client, data, spec)
+
+    with phase("cache"):
+        for key, group in groups.items():
+            # a .jkl the spec names, on Dask: each worker process reads it
+            if client is None or group[0].cache_job.given_path is None:
+                out.caches[key] = prepare_cache(group[0], builder)
+    with phase("run"):
+        if client is None:
+            results = [run_seed(c, out.caches.get(c.cache_job.key)) for c in todo]
+        else:
+            results = _map_cells(client, todo, out.caches)
+    by_key = dict(zip((c.key for c in todo), results, strict=True))
+    out.outcomes = [by_key.get(c.key) for c in cells]
+    if store is not None:
+        from bnsl_dist.results.records import CellResult
+
+        for r in results:
+            if isinstance(r, CellResult):
+                store.write_result(r)
+    return out
+
+
+def _map_cells(client: Any, cells: Sequence[Cell], caches: dict[str, ParentSetCache]
+               ) -> list[Any]:
+    """``client.map(run_seed, cells)``, each cache scattered once; the optimizers' kernels
+    loaded in every worker before the timed runs (compiling never counts against a
+    budget)."""
+    from bnsl_dist.orchestrate.workers import register_warmup, task_key
+    from bnsl_dist.pipeline.learn import run_seed
+    from bnsl_dist.search.warmup import algorithm_spec
+
+    register_warmup(client, algorithms={algorithm_spec(c.algorithm, c.search.params, c.k)
+                                        for c in cells})
+    scattered = {k: client.scatter(v, broadcast=False) for k, v in caches.items()}
+    futures = [client.submit(run_seed, c, scattered.get(c.cache_job.key),
+                             key=task_key("learn", c.key), pure=False) for c in cells]
+    return list(client.gather(futures))
+
+
+# ------------------------------------------------------------------ time-limited cells
+def _within_task(data: CategoricalData, cell: Cell, cache: ParentSetCache,
+                 deadline: float | None, topic: str | None) -> WithinResult:
+    """One time-limited cell's search and polish on a worker; each improvement of its
+    best score is logged to the scheduler's ``topic`` for the client's live display."""
+    from bnsl_dist.pipeline.tasks.within import run
+
+    on_progress = None
+    if topic is not None:
+        from distributed import get_worker
+
+        worker = get_worker()
+
+        def on_progress(p: Progress) -> None:
+            if p.best_score is not None:
+                worker.log_event(topic, {"seed": cell.seed, "best": float(p.best_score)})
+
+    assert isinstance(cell.task, WithinTask)
+    res = run(cell.task, data, cache, cell.rng(), deadline=deadline, on_progress=on_progress)
+    res.cache = None  # the client has it
+    return res
+
+
+def _execute_within(cells: Sequence[Cell], client: Any, t0: float, margin: float,
+                    on_progress: Callable[[Progress], None] | None) -> Execution:
+    from bnsl_dist.pipeline.run import load_data
+    from bnsl_dist.pipeline.tasks.within import (
+        build_cache_within,
+        cache_deadline,
+        run,
+        stage_algorithms,
+    )
+    from bnsl_dist.search.warmup import compile_clock, kernels_phase, warm_up
+
+    task = cells[0].task
+    assert isinstance(task, WithinTask)
+    if any(c.task != task or c.cache_job.key != cells[0].cache_job.key for c in cells):
+        raise ValueError("time-limited cells run together share their task and cache")
+    algorithms = stage_algorithms(task)
+    if on_progress is not None and client is None:  # a fresh machine compiles: say so
+        on_progress(Progress(kernels_phase(), 0, 0, None, time.time() - t0, None))
+    w0 = time.time()
+    with compile_clock() as here:  # not counted in the limit
+        if client is None:
+            warm_up(cache_methods=("independence",), algorithms=algorithms)
+        else:  # an empty disk cache: the client compiles, the workers load
+            from bnsl_dist.orchestrate.workers import compiled_since, register_warmup
+
+            register_warmup(client, cache_methods=("independence",), algorithms=algorithms)
+    compiled = here.seconds if client is None else \
+        min(time.time() - w0, max(here.seconds, compiled_since(client, w0)))
+    deadline = None if task.time_limit is None \
+        else t0 + task.time_limit - margin + compiled
+    job = cells[0].cache_job
+    assert job.data is not None  # a time-limited cell has data (its validator)
+    data = load_data(job.data)
+    t_cache = time.time()
+    if client is None:
+        cache = build_cache_within(data, job.cache, task, deadline, on_progress, started=t0)
+        slices = 1
+    else:
+        from bnsl_dist.orchestrate.explore import build_cache_distributed, thread_slices
+        from bnsl_dist.pipeline.cost import guided_batches
+
+        timed = deadline is not None
+        n_workers = len(client.scheduler_info().get("workers", {}))
+        slices = len(thread_slices(client, range(data.n_vars)) if timed
+                     else guided_batches(range(data.n_vars), n_workers))
+        if on_progress is not None:
+            on_progress(Progress(f"cache: {data.n_vars} variables"
+                                 + (f" in {slices} slices" if timed else ""), 0, 0, None,
+                                 time.time() - t0,
+                                 None if deadline is None else max(0.0, deadline - time.time())))
+        cache = build_cache_distributed(
+            client, data, job.cache, deadline=None if deadline is None
+            else cache_deadline(task, deadline), cutoff=deadline, warmed=True)
+    stage = {"seconds": time.time() - t_cache,
+             "exact_scores": int(sum(cache.meta["stats"]["exact_scores"])),
+             "n_sets": cache.n_sets, "slices": slices}
+    out = Execution([], {job.key: cache}, {job.key: stage}, compiled)
+    if client is None:
+        for i, c in enumerate(cells):
+            end = None if deadline is None \
+                else time.time() + (deadline - time.time()) / (len(cells) - i)
+            out.outcomes.append(run(task, data, cache, c.rng(), deadline=end,
+                                    on_progress=on_progress))
+        return out
+    out.outcomes = _run_within_distributed(client, cells, data, cache, deadline, t0,
+                                           on_progress)
+    return out
+
+
+def _run_within_distributed(client: Any, cells: Sequence[Cell], data: CategoricalData,
+                            cache: ParentSetCache, deadline: float | None, t0: float,
+                            on_progress: Callable[[Progress], None] | None
+                            ) -> list[WithinResult]:
+    """A task per cell, all at once, on the data and cache scattered once; meanwhile
+    ``on_progress`` hears the best score the cells reported and the time left, twice a
+    second."""
+    from distributed import wait
+
+    from bnsl_dist.orchestrate.workers import task_key
+
+    data_f = client.scatter(data, broadcast=True, hash=False)
+    cache_f = client.scatter(cache, broadcast=True, hash=False)
+    # the scattered data's key is unique (hash=False): two calls on one scheduler (the
+    # same seeds, no limit) never share a task key, which would hand one the other's runs
+    run_id = (data_f.key, deadline)
+    topic = None if on_progress is None else task_key("within-best", run_id)
+    best: list[float] = []
+    if topic is not None:
+        client.subscribe_topic(topic, lambda event: best.append(float(event[1]["best"])))
+    try:
+        futures = [client.submit(_within_task, data_f, c, cache_f, deadline, topic,
+                                 key=task_key("within", run_id, c.key), pure=False)
+                   for c in cells]
+        stage = f"search + polish: {len(cells)} seed(s) on {cache.n_sets} parent sets"
+        while on_progress is not None:
+            now = time.time()
+            on_progress(Progress(stage, 0, 0, max(best) if best else None, now - t0,
+                                 None if deadline is None else max(0.0, deadline - now)))
+            try:
+                wait(futures, timeout=0.5)
+                break
+            except TimeoutError:
+                continue
+        return list(client.gather(futures))
+    finally:
+        if topic is not None:
+            client.unsubscribe_topic(topic)
