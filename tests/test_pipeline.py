@@ -238,8 +238,8 @@ def test_learn_keeps_the_seeds_that_found_a_dag(nltcs_cache, fake_optimizers):
     fails only when no seed found one. (The first seed without a DAG made the whole
     learn fail with NoSolutionError, dropping the DAGs of the others: seen with
     hc-tabu, --seconds 0.01, 6 seeds on BLIP's book cache, seed 2 empty.)"""
-    from bnsl_dist.orchestrate.anytime import learn_distributed
     from bnsl_dist.orchestrate.cluster import connect
+    from bnsl_dist.orchestrate.execute import execute
     from bnsl_dist.pipeline.learn import learn, learn_cells
     from bnsl_dist.pipeline.specs import CacheSpec, SearchSpec
 
@@ -255,7 +255,8 @@ def test_learn_keeps_the_seeds_that_found_a_dag(nltcs_cache, fake_optimizers):
     assert None in found and any(found)  # this base seed mixes both
     first = next(r for r in found if r is not None)  # ties: the earlier seed
     with connect(workers=2, processes=False, announce=False, dashboard=False) as client:
-        results = [learn(cells), learn_distributed(client, cells)]
+        results = [learn(cells), execute(cells).learn_result(),
+                   execute(cells, client).learn_result()]
     for res in results:
         assert res.score == first.best_score and res.best["seed"] == first.seed
         assert json.loads(first.dag_json) == res.dag

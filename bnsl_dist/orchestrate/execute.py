@@ -22,7 +22,7 @@ Dask is imported.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,7 +72,8 @@ class Execution:
 def execute(cells: Sequence[Cell], client: Any = None, store: Any = None, *,
             started: float | None = None, margin: float = 0.0,
             on_progress: Callable[[Progress], None] | None = None,
-            phase: Callable[[str], AbstractContextManager[Any]] | None = None) -> Execution:
+            phase: Callable[[str], AbstractContextManager[Any]] | None = None,
+            caches: Mapping[str, ParentSetCache] | None = None) -> Execution:
     """Build the caches ``cells`` need (each once) and run the cells.
 
     Parameters
@@ -94,6 +95,9 @@ def execute(cells: Sequence[Cell], client: Any = None, store: Any = None, *,
         ``phase("cache")`` and ``phase("run")`` (context managers) around the caches'
         builds and the cells' runs of search, inference and SEM cells (a command's
         progress lines).
+    caches : mapping, optional
+        Caches already built, by their :attr:`~bnsl_dist.pipeline.cell.CacheJob.key`
+        (search, inference and SEM cells): not built again.
     """
     if not cells:
         return Execution([])
@@ -104,14 +108,16 @@ def execute(cells: Sequence[Cell], client: Any = None, store: Any = None, *,
     if "within" in kinds:
         out = _execute_within(cells, client, t0, margin, on_progress)
     else:
-        out = _execute_cells(cells, client, store, phase or (lambda _: nullcontext()))
+        out = _execute_cells(cells, client, store, phase or (lambda _: nullcontext()),
+                             dict(caches or {}))
     out.cells, out.started = list(cells), t0
     return out
 
 
 # ------------------------------------------------------------------ search, inference, sem
 def _execute_cells(cells: Sequence[Cell], client: Any, store: Any,
-                   phase: Callable[[str], AbstractContextManager[Any]]) -> Execution:
+                   phase: Callable[[str], AbstractContextManager[Any]],
+                   given: dict[str, ParentSetCache]) -> Execution:
     from bnsl_dist.pipeline.learn import prepare_cache, run_seed
 
     done = set() if store is None else store.done_keys()
@@ -120,7 +126,7 @@ def _execute_cells(cells: Sequence[Cell], client: Any, store: Any,
     for c in todo:
         if c.kind != "sem":  # a SEM cell builds its caches itself, one per M-step
             groups.setdefault(c.cache_job.key, []).append(c)
-    out = Execution([None] * len(cells))
+    out = Execution([None] * len(cells), {k: v for k, v in given.items() if k in groups})
     builder = None
     if client is not None:
         from bnsl_dist.orchestrate.explore import build_cache_distributed
@@ -131,7 +137,8 @@ def _execute_cells(cells: Sequence[Cell], client: Any, store: Any,
     with phase("cache"):
         for key, group in groups.items():
             # a .jkl the spec names, on Dask: each worker process reads it
-            if client is None or group[0].cache_job.given_path is None:
+            if key not in out.caches and (client is None
+                                          or group[0].cache_job.given_path is None):
                 out.caches[key] = prepare_cache(group[0], builder)
     with phase("run"):
         if client is None:

@@ -1,11 +1,11 @@
 """``learn``: a one-data-set grid. One cell per seed, the cache built once, the per-seed
 traces merged into the best DAG at each checkpoint (:class:`LearnResult`).
 
-Serially :func:`learn` is ``map(run_seed, cells)``; on Dask
-:func:`bnsl_dist.orchestrate.anytime.learn_distributed` is ``client.map(run_seed,
-cells)``: the same cells, the same function (``run_cell``, a seed without a DAG kept as
-such), so with an iteration budget (and a cache budget in exact scores) both give the
-same result.
+Serially :func:`learn` is ``map(run_seed, cells)``; the executor
+(:func:`bnsl_dist.orchestrate.execute.execute`, what the ``learn`` command runs) is the
+same in this process and ``client.map(run_seed, cells)`` on Dask: the same cells, the
+same function (``run_cell``, a seed without a DAG kept as such), so with an iteration
+budget (and a cache budget in exact scores) all give the same result.
 """
 
 from __future__ import annotations

@@ -152,11 +152,11 @@ def client(request):
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("algorithm", ["asobs-ent", "obs", "memetic"])
 def test_dask_equals_serial_with_iteration_budgets(client, cache_file, algorithm):
-    from bnsl_dist.orchestrate.anytime import learn_distributed
+    from bnsl_dist.orchestrate.execute import execute
 
     cells = learn_cells(None, CacheSpec(path=cache_file), _search(algorithm), 5,
                         base_seed=11)
-    assert _strip_times(learn_distributed(client, cells)) == _strip_times(learn(cells))
+    assert _strip_times(execute(cells, client).learn_result()) == _strip_times(learn(cells))
 
 
 @pytest.mark.dask
@@ -164,9 +164,9 @@ def test_dask_equals_serial_with_iteration_budgets(client, cache_file, algorithm
 def test_dask_learn_from_data_builds_the_cache_once_and_equals_serial(client):
     """Data -> cache (one task per variable, exact-score budget) -> seeds: equal to the
     serial learn, which builds the same cache in-process."""
-    from bnsl_dist.orchestrate.anytime import learn_distributed
+    from bnsl_dist.orchestrate.execute import execute
     from bnsl_dist.pipeline.specs import DataRef
 
     cells = learn_cells(DataRef(name="nltcs", split="test"),
                         CacheSpec(scores_per_variable=60), _search("asobs", 40), 3)
-    assert _strip_times(learn_distributed(client, cells)) == _strip_times(learn(cells))
+    assert _strip_times(execute(cells, client).learn_result()) == _strip_times(learn(cells))

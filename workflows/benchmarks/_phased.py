@@ -44,8 +44,9 @@ def _install() -> None:
     import distributed
 
     import bnsl_dist._io as io
-    import bnsl_dist.orchestrate.anytime as anytime
     import bnsl_dist.orchestrate.cluster as cluster
+    import bnsl_dist.orchestrate.execute as execute
+    import bnsl_dist.pipeline.learn as learn
 
     connect = cluster.connect
 
@@ -59,9 +60,8 @@ def _install() -> None:
         _span("cluster close", closing)
 
     cluster.connect = timed_connect
-    anytime.prepare_cache_distributed = _timed("cache build", anytime.prepare_cache_distributed)
-    anytime.learn_distributed = _timed("search (scatter, seeds, gather, merge)",
-                                       anytime.learn_distributed)
+    learn.prepare_cache = _timed("cache build", learn.prepare_cache)
+    execute._map_cells = _timed("search (scatter, seeds, gather)", execute._map_cells)
     import bnsl_dist.orchestrate.explore as explore
     import bnsl_dist.pipeline.run as run
     from bnsl_dist.data.dataset import CategoricalData

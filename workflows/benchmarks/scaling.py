@@ -7,7 +7,7 @@ local cluster of W single-threaded workers each time:
   (reproducible: the cache is checked equal to the serial one), against the serial
   ``build_cache``;
 * **per-seed search** — the cells of ``--algorithm`` with an iteration
-  budget, ``--seeds`` seeds (``learn_distributed``), against ``learn`` run serially;
+  budget, ``--seeds`` seeds (``orchestrate.execute.execute``), against ``learn`` run serially;
 * **grid** — ``run_grid`` of a small grid (the data's splits × k-G/k-MAX × seeds, on
   caches written beforehand), against running its cells one after the other; with
   ``--grid-build-caches`` the grid builds its caches itself (those estimated at
@@ -219,8 +219,8 @@ def main() -> None:
         return
 
     from bnsl_dist.cache import build_cache, write_jkl
-    from bnsl_dist.orchestrate.anytime import learn_distributed
     from bnsl_dist.orchestrate.cluster import connect
+    from bnsl_dist.orchestrate.execute import execute
     from bnsl_dist.orchestrate.explore import build_cache_distributed
     from bnsl_dist.orchestrate.grid import run_grid
     from bnsl_dist.orchestrate.workers import register_warmup
@@ -291,7 +291,8 @@ def main() -> None:
                                   "utilisation": round(busy / (wall * w), 3),
                                   "equal_to_serial": _same_cache(cache, serial_cache)}
             t0 = time.perf_counter()
-            res = learn_distributed(client, search_cells, cache)
+            res = execute(search_cells, client, caches={
+                search_cells[0].cache_job.key: cache}).learn_result()
             wall = time.perf_counter() - t0
             busy = sum(r.seconds for r in res.runs)
             row["search"] = {"wall_seconds": round(wall, 3),
