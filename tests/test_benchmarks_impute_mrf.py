@@ -11,7 +11,8 @@ import pytest
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.pipeline.config import GridConfig
 from bnsl_dist.pipeline.grid import expand_grid
-from bnsl_dist.pipeline.run import run_cell, sem_cell_inputs
+from bnsl_dist.pipeline.run import run_cell
+from bnsl_dist.pipeline.tasks.sem import sem_cell_inputs
 from bnsl_dist.sem import imputation_accuracy, mode_impute
 from workflows.benchmarks.impute_mrf import mrf_cells, mrf_impute, pair, summarise
 

@@ -1,4 +1,5 @@
-"""`bnsl-dist impute`: structural EM with k-MAX on incomplete data, then imputation."""
+"""`bnsl-dist impute`: structural EM with k-MAX on incomplete data, then imputation: one
+impute cell (:class:`~bnsl_dist.pipeline.tasks.sem.ImputeTask`) run by the executor."""
 
 from __future__ import annotations
 
@@ -75,11 +76,14 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
     costs more than it saves there. The result is the same either way for one seed."""
     import time
 
+    from bnsl_dist._spec import make
     from bnsl_dist.cli._inputs import load_data
     from bnsl_dist.data import write_csv
     from bnsl_dist.exceptions import InvalidConfigError
-    from bnsl_dist.search import Budget
-    from bnsl_dist.sem import structural_em
+    from bnsl_dist.orchestrate.execute import execute
+    from bnsl_dist.pipeline.cell import Cell
+    from bnsl_dist.pipeline.specs import DataRef
+    from bnsl_dist.pipeline.tasks.sem import ImputeTask
     from bnsl_dist.sem.structural_em import EXPAND_DOMINATED, sem_cache_spec
 
     started = time.time()
@@ -102,37 +106,36 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
     if network_out is not None:
         check_bif_writable(d, "--network")
     cache = sem_cache_spec(cache, cache.score, d, scaled=not budget_given)
-    budget = None
-    if search_seconds is not None or search_iterations is not None:
-        budget = Budget(seconds=search_seconds, max_iterations=search_iterations)
 
-    def report(it: object) -> None:  # a line per EM iteration (a phase), unless -q
-        click.echo(f"iteration {it.iteration}: score {it.score:.3f}, {it.n_arcs} arcs "  # type: ignore[attr-defined]
-                   f"(+{it.arcs_added}/-{it.arcs_removed})", err=True)  # type: ignore[attr-defined]
+    def report(it: Any) -> None:  # a line per EM iteration (a phase), unless -q
+        click.echo(f"iteration {it.iteration}: score {it.score:.3f}, {it.n_arcs} arcs "
+                   f"(+{it.arcs_added}/-{it.arcs_removed})", err=True)
 
     if not quiet:
         from bnsl_dist.search.warmup import kernels_phase
 
         click.echo(kernels_phase(), err=True)  # a fresh machine compiles: say so first
 
-    kwargs = dict(k=k, rng=seed, max_iterations=max_iterations, e_step=e_step,
-                  imputation=imputation, accumulate=accumulate,
-                  cache=cache, search_budget=budget,
-                  on_iteration=None if quiet else report,
-                  time_limit=time_limit, started=started)
+    task = make(ImputeTask, k=k, max_iterations=max_iterations, e_step=e_step,
+                imputation=imputation, accumulate=accumulate, search_seconds=search_seconds,
+                search_iterations=search_iterations, time_limit=time_limit,
+                batch_size=batch_size, names={"search_seconds": "--search-seconds",
+                                              "search_iterations": "--search-iterations"})
+    cell = Cell(grid="impute", label="kmax", data=DataRef.parse(data, "mask"), cache=cache,
+                task=task, seed=seed)
     if not serial and all(conn[k] is None for k in ("workers", "scheduler", "scheduler_file")):
         from bnsl_dist.sem.structural_em import prefer_serial
 
         serial = prefer_serial(d.n_vars, d.n_samples)
+    on_iteration = None if quiet else report
     if serial:
-        res = structural_em(d, **kwargs)  # type: ignore[arg-type]
+        res = execute([cell], started=started, on_progress=on_iteration).outcomes[0]
     else:
         from bnsl_dist.orchestrate.cluster import connect
-        from bnsl_dist.orchestrate.sem import structural_em_distributed
 
         with connect(**conn, announce=not quiet) as client:
-            res = structural_em_distributed(client, d, batch_size=batch_size,
-                                            **kwargs)  # type: ignore[arg-type]
+            res = execute([cell], client, started=started,
+                          on_progress=on_iteration).outcomes[0]
     write_csv(res.completed, output)
     if network_out is not None:
         from bnsl_dist.model.bif import write_bif

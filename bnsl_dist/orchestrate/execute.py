@@ -71,7 +71,7 @@ class Execution:
 
 def execute(cells: Sequence[Cell], client: Any = None, store: Any = None, *,
             started: float | None = None, margin: float = 0.0,
-            on_progress: Callable[[Progress], None] | None = None,
+            on_progress: Callable[[Any], None] | None = None,
             phase: Callable[[str], AbstractContextManager[Any]] | None = None,
             caches: Mapping[str, ParentSetCache] | None = None) -> Execution:
     """Build the caches ``cells`` need (each once) and run the cells.
@@ -90,7 +90,8 @@ def execute(cells: Sequence[Cell], client: Any = None, store: Any = None, *,
     margin : float
         Seconds of a time limit kept for gathering the results.
     on_progress : callable, optional
-        Hears a time-limited run's stages (:class:`Progress`).
+        Hears a time-limited run's stages (:class:`Progress`), or an impute cell's EM
+        iterations (:class:`~bnsl_dist.sem.structural_em.SEMIteration`).
     phase : callable, optional
         ``phase("cache")`` and ``phase("run")`` (context managers) around the caches'
         builds and the cells' runs of search, inference and SEM cells (a command's
@@ -102,11 +103,14 @@ def execute(cells: Sequence[Cell], client: Any = None, store: Any = None, *,
     if not cells:
         return Execution([])
     kinds = {c.kind for c in cells}
-    if len(kinds) != 1 or ("within" in kinds and store is not None):
-        raise ValueError("execute takes cells of one kind (time-limited cells no store)")
+    if len(kinds) != 1 or (kinds & {"within", "impute"} and store is not None):
+        raise ValueError("execute takes cells of one kind (time-limited and impute cells "
+                         "no store)")
     t0 = time.time() if started is None else started
     if "within" in kinds:
         out = _execute_within(cells, client, t0, margin, on_progress)
+    elif "impute" in kinds:
+        out = _execute_impute(cells, client, t0, on_progress)
     else:
         out = _execute_cells(cells, client, store, phase or (lambda _: nullcontext()),
                              dict(caches or {}))
@@ -171,6 +175,40 @@ def _map_cells(client: Any, cells: Sequence[Cell], caches: dict[str, ParentSetCa
     futures = [client.submit(run_seed, c, scattered.get(c.cache_job.key),
                              key=task_key("learn", c.key), pure=False) for c in cells]
     return list(client.gather(futures))
+
+
+# ------------------------------------------------------------------ impute cells
+def _execute_impute(cells: Sequence[Cell], client: Any, t0: float,
+                    on_iteration: Callable[[Any], None] | None) -> Execution:
+    """Structural EM of each cell's incomplete data (:func:`bnsl_dist.pipeline.tasks.sem.run`):
+    on Dask each M-step's cache is built by ``build_cache_distributed`` and the E-step's
+    record batches are tasks (:class:`~bnsl_dist.orchestrate.sem.DaskEStep`); the result
+    is the serial one. An impute cell's stream is its seed's (``default_rng(seed)``, as
+    ``bnsl-dist impute --seed`` always was, so earlier runs replay)."""
+    import numpy as np
+
+    from bnsl_dist.pipeline.run import load_data
+    from bnsl_dist.pipeline.tasks.sem import ImputeTask, run
+
+    out = Execution([])
+    for c in cells:
+        task = c.task
+        assert isinstance(task, ImputeTask) and c.data is not None  # the cell's validator
+        data = load_data(c.data)
+        kw: dict[str, Any] = {}
+        if client is not None:
+            from bnsl_dist.orchestrate.explore import build_cache_distributed
+            from bnsl_dist.orchestrate.sem import DaskEStep
+
+            spec = c.cache
+
+            def builder(d: CategoricalData, spec: Any = spec) -> ParentSetCache:
+                return build_cache_distributed(client, d, spec)
+
+            kw = {"cache_builder": builder, "e_step_runner": DaskEStep(client, task.batch_size)}
+        out.outcomes.append(run(task, data, c.cache, np.random.default_rng(c.seed),
+                                started=t0, on_iteration=on_iteration, **kw))
+    return out
 
 
 # ------------------------------------------------------------------ time-limited cells

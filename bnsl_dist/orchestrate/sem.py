@@ -1,5 +1,7 @@
-"""SEM on Dask: the E-step fanned out in batches of records, the M-step's cache build
-per variable (k-MAX runs in the client, as in the serial run).
+"""SEM on Dask: the E-step fanned out in batches of records (:class:`DaskEStep`); the
+executor (:func:`bnsl_dist.orchestrate.execute.execute`, an impute cell) gives it to
+structural EM with the M-step's cache built per variable by ``build_cache_distributed``
+(k-MAX runs in the client, as in the serial run).
 
 The records that have missing values are cut into batches (10^4-10^5 rows, never one
 task per record) scattered once for the whole run (they do not change between EM
@@ -26,14 +28,10 @@ from distributed import Client, Future
 from distributed.diagnostics.plugin import WorkerPlugin
 from numpy.typing import NDArray
 
-from bnsl_dist.cache.spec import CacheSpec
-from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.model.network import BayesianNetwork
-from bnsl_dist.search.base import Budget
 from bnsl_dist.sem.imputation import complete_rows
-from bnsl_dist.sem.structural_em import SEMResult, sem_cache_spec, structural_em
 
-__all__ = ["DaskEStep", "InferenceWarmup", "structural_em_distributed"]
+__all__ = ["DaskEStep", "InferenceWarmup"]
 
 _WARM: set[str] = set()  # per worker process
 
@@ -113,24 +111,3 @@ class DaskEStep:
         for a, res in zip(bounds, self.client.gather(futures), strict=True):
             out[rows[a:a + self.batch_size]] = res
         return out
-
-
-def structural_em_distributed(client: Client, data: CategoricalData, *, k: int = 4,
-                              rng: np.random.Generator | int | None = None,
-                              batch_size: int = 20_000,
-                              cache: CacheSpec | None = None,
-                              search_budget: Budget | None = None,
-                              distribute_cache: bool = True, **kwargs: Any) -> SEMResult:
-    """:func:`bnsl_dist.sem.structural_em` with a Dask E-step and cache build."""
-    cache_builder = None
-    if distribute_cache:
-        from bnsl_dist.orchestrate.explore import build_cache_distributed
-
-        spec = sem_cache_spec(cache, kwargs.get("score", "bic"), data)
-
-        def cache_builder(d: CategoricalData):  # type: ignore[no-untyped-def]
-            return build_cache_distributed(client, d, spec)
-
-    return structural_em(data, k=k, rng=rng, cache=cache,
-                         search_budget=search_budget, cache_builder=cache_builder,
-                         e_step_runner=DaskEStep(client, batch_size), **kwargs)

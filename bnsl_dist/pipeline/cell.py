@@ -1,8 +1,8 @@
 """Cells: one unit of work of any run (a grid, ``learn``'s seeds) and the cache it needs.
 
-A :class:`Cell` is (data reference, cache spec, optional screening spec, search spec,
-seed, and the SEM or inference-study settings of those grid kinds) plus the grid it
-belongs to. Its ``key`` hashes its canonical JSON with the code
+A :class:`Cell` is (data reference, cache spec, optional screening spec, task, seed)
+plus the grid it belongs to; the task is one of a union on ``kind`` (search, inference,
+SEM, impute, time-limited learn: :mod:`bnsl_dist.pipeline.tasks`). Its ``key`` hashes its canonical JSON with the code
 version, so a results folder knows which cells are done; its random generator is a
 :class:`numpy.random.SeedSequence` child of the grid seed keyed by the cell's identity,
 so results never depend on which worker runs a cell, or when.
@@ -14,7 +14,7 @@ import hashlib
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import Discriminator, NonNegativeInt, PositiveFloat, PositiveInt, Tag, model_validator
+from pydantic import Discriminator, NonNegativeInt, Tag, model_validator
 
 from bnsl_dist import __version__
 from bnsl_dist._json import canonical_json, json_digest
@@ -28,6 +28,7 @@ from bnsl_dist.pipeline.specs import (
     SearchSpec,
     fill_placeholders,
 )
+from bnsl_dist.pipeline.tasks.sem import ImputeTask, SemSpec, SemTask
 from bnsl_dist.pipeline.tasks.within import WithinTask
 from bnsl_dist.search.base import Budget
 
@@ -72,28 +73,6 @@ class CacheJob(Spec):
         return os.path.expandvars(p if d is None else fill_placeholders(p, d.name, d.split))
 
 
-class SemSpec(Spec):
-    """SEM-kMAX imputation of one cell (docs/ALGORITHMS.md §9): the MCAR missing rate, the
-    EM iteration cap and the M-step budgets (:class:`~bnsl_dist.pipeline.config.SemConfig`):
-    k-MAX's seconds per variable per M-step (None: the data-scaled iterations), whether the
-    cache's budget is the data-scaled one or the cell's ``cache`` budget, and a factor on
-    both (``budget_scale``: the paper's tuning study, §7.4)."""
-
-    missing_rate: float
-    max_em_iterations: PositiveInt = 10
-    search_seconds_per_variable: PositiveFloat | None = None
-    cache_budget: Literal["data", "grid"] = "data"
-    budget_scale: PositiveFloat = 1.0
-
-    def json_dict(self) -> dict[str, Any]:
-        """The canonical JSON data; a ``budget_scale`` of 1 is left out, so cells (and
-        their keys) of earlier versions stay valid."""
-        out = super().json_dict()
-        if out.get("budget_scale") == 1.0:
-            out.pop("budget_scale")
-        return out
-
-
 class InferenceSpec(InferenceSettings):
     """The inference study's settings of one cell
     (:class:`~bnsl_dist.pipeline.config.InferenceConfig`); ``reference`` marks the unbounded learner's cell, which also answers the queries on
@@ -122,15 +101,6 @@ class InferenceTask(Spec):
     inference: InferenceSpec
 
 
-class SemTask(Spec):
-    """SEM-kMAX imputation of the cell's data, MCAR-masked (docs/ALGORITHMS.md §9); the
-    search spec is k-MAX's (its budget caps each M-step's search)."""
-
-    kind: Literal["sem"]
-    search: SearchSpec
-    sem: SemSpec
-
-
 def _task_kind(v: Any) -> str | None:
     kind = v.get("kind", "search") if isinstance(v, dict) else getattr(v, "kind", None)
     return kind if isinstance(kind, str) else None
@@ -140,6 +110,7 @@ def _task_kind(v: Any) -> str | None:
 Task = Annotated[Annotated[SearchTask, Tag("search")]
                  | Annotated[InferenceTask, Tag("inference")]
                  | Annotated[SemTask, Tag("sem")]
+                 | Annotated[ImputeTask, Tag("impute")]
                  | Annotated[WithinTask, Tag("within")], Discriminator(_task_kind)]
 
 #: The cell's keys of the layout before tasks (their canonical JSON, hence stored keys).
@@ -180,7 +151,7 @@ class Cell(Spec):
         ``sem`` null), so cells (and their keys) of earlier versions stay valid."""
         out = super().json_dict()
         task = out.pop("task")
-        if isinstance(self.task, WithinTask):
+        if isinstance(self.task, WithinTask | ImputeTask):
             return {**out, "task": self.task.json_dict()}
         out.update({"sem": None, **task})
         for name in ("inference", "holdout"):
@@ -193,7 +164,7 @@ class Cell(Spec):
     @model_validator(mode="after")
     def _consistent(self) -> Cell:
         if self.data is None and (self.cache.path is None or self.screening is not None
-                                  or self.kind in ("sem", "within")):
+                                  or self.kind in ("sem", "within", "impute")):
             raise ValueError("a cell without data needs a ready cache file and no "
                              "screening")
         if self.kind == "inference" and self.data is None:
@@ -217,8 +188,8 @@ class Cell(Spec):
         ------
         InvalidConfigError
             A time-limited cell (its stages' budgets are the task's own)."""
-        if isinstance(self.task, WithinTask):
-            raise InvalidConfigError("a time-limited cell has no search spec")
+        if isinstance(self.task, WithinTask | ImputeTask):
+            raise InvalidConfigError(f"a {self.kind} cell has no search spec")
         return self.task.search
 
     @property
@@ -238,10 +209,14 @@ class Cell(Spec):
     def algorithm(self) -> str:
         if isinstance(self.task, WithinTask):
             return self.task.algorithm
+        if isinstance(self.task, ImputeTask):
+            return "kmax"
         return self.search.algorithm
 
     @property
     def k(self) -> int | None:
+        if isinstance(self.task, ImputeTask):
+            return self.task.k
         return None if isinstance(self.task, WithinTask) else self.search.k
 
     @property
@@ -269,6 +244,8 @@ class Cell(Spec):
         """The optimizer's parameters (a time-limited cell's search stage's)."""
         if isinstance(self.task, WithinTask):
             return dict(self.task.params)
+        if isinstance(self.task, ImputeTask):
+            return {}
         return dict(self.search.params)
 
     @property

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +47,7 @@ from bnsl_dist.results.records import CellFailure, CellResult
 from bnsl_dist.search.base import AnytimeTrace, Incumbent, optimizer_stream
 from bnsl_dist.search.qds import Screening, screen
 
-__all__ = ["run_cell", "load_data", "sem_cell_inputs", "true_network", "stage_data",
+__all__ = ["run_cell", "load_data", "true_network", "stage_data",
            "ensure_cache", "load_cache", "build", "NoSolutionError", "failure_record",
            "trace_fields"]
 
@@ -263,7 +263,7 @@ def trace_fields(trace: AnytimeTrace, budget: BudgetSpec) -> dict[str, Any]:
                 for i in sorted(kept)})}
 
 
-def _provenance_fields(cell: Cell) -> dict[str, Any]:
+def provenance_fields(cell: Cell) -> dict[str, Any]:
     prov = provenance()
     return {"versions": canonical_json(prov["versions"]), "hostname": prov["hostname"],
             "commit": prov["commit"], "dirty": prov["dirty"], "cpus": prov["cpus"],
@@ -308,7 +308,9 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
     t_start = time.perf_counter()
     provenance()  # the code as it was when this process's first cell started
     if cell.kind == "sem":
-        return _run_sem_cell(cell, t_start)
+        from bnsl_dist.pipeline.tasks.sem import run_sem_cell
+
+        return run_sem_cell(cell, t_start)
     job = cell.cache_job
     opt = cell.search.optimizer()
     if _needs_no_data(cell, cache, opt):  # a seed of learn on a worker: no second read
@@ -370,7 +372,7 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
         cache_key=job.key, cache_seconds=float(cache_seconds), n_parent_sets=int(pc.n_sets),
         data_hash=data.content_hash() if data is not None else str(pc.meta.get("data_hash", "")),
         treewidth_bound=width, treewidth_order=order, **trace_fields(trace, b),
-        extra=canonical_json(extra), **_provenance_fields(cell))
+        extra=canonical_json(extra), **provenance_fields(cell))
 
 
 def holdout_loglik(dag: DAG, data: CategoricalData, holdout: DataRef,
@@ -481,88 +483,6 @@ def _inference_study(cell: Cell, data: CategoricalData, best: Incumbent,
         out["truth"] = {**tr.to_json_dict(), "seconds": time.perf_counter() - t1}
     out["seconds"] = time.perf_counter() - t0
     return out
-
-
-#: The completion a SEM cell's ``imputation_accuracy`` measures (its record says which).
-_SEM_IMPUTATION: Final = "marginal"
-
-
-def sem_cell_inputs(cell: Cell) -> tuple[CategoricalData, CategoricalData]:
-    """The complete data of a SEM cell and its MCAR-masked copy, exactly as the cell
-    masks them (the first of the two seed sequences its seed spawns), so that another
-    imputer can be run on the same hidden cells.
-
-    Raises
-    ------
-    DataError
-        Not a SEM cell (no data or no SEM settings), or its data cannot be loaded.
-    """
-    from bnsl_dist.data.masking import mask_mcar
-
-    if cell.sem is None or cell.data is None:
-        raise DataError("a sem cell needs data and sem settings")
-    truth = load_data(cell.data)
-    return truth, mask_mcar(truth, cell.sem.missing_rate,
-                            np.random.default_rng(_sem_streams(cell)[0]))
-
-
-def _sem_streams(cell: Cell) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
-    """A SEM cell's two seed streams: its masking's and its structural EM's."""
-    mask_ss, sem_ss = cell.seed_sequence().spawn(2)
-    return mask_ss, sem_ss
-
-
-def _run_sem_cell(cell: Cell, t_start: float) -> CellResult:
-    """SEM-kMAX imputation (docs/ALGORITHMS.md §9): mask the data MCAR, run structural EM,
-    report in ``extra`` the imputation accuracy of the best network's completion by each
-    missing cell's posterior-marginal argmax (``imputation_accuracy``) and by each
-    record's joint MPE (``imputation_accuracy_mpe``: the paper's) and of the baseline
-    filling each cell with its variable's most frequent observed state
-    (``imputation_accuracy_mode``), and the final DAG's completed-data BIC.
-
-    The M-step budgets are those of ``bnsl-dist impute`` (data-scaled work counts,
-    reproducible) unless the cell's SEM settings give seconds (the paper's protocol);
-    the cell's budget caps k-MAX."""
-    from bnsl_dist.sem import imputation_accuracy, impute, mode_impute, structural_em
-    from bnsl_dist.sem.structural_em import sem_cache_spec, sem_search_budget
-
-    truth, masked = sem_cell_inputs(cell)
-    sem = cell.sem
-    assert sem is not None  # sem_cell_inputs checked it
-    sem_ss = _sem_streams(cell)[1]
-    cache = sem_cache_spec(cell.cache, cell.cache.score, truth,
-                           scaled=sem.cache_budget == "data", scale=sem.budget_scale)
-    search = sem_search_budget(truth, sem.search_seconds_per_variable, cell.budget,
-                               scale=sem.budget_scale)
-    res = structural_em(masked, k=cell.k or 4, rng=np.random.default_rng(sem_ss),
-                        max_iterations=sem.max_em_iterations, cache=cache,
-                        search_budget=search, imputation=_SEM_IMPUTATION)
-    acc = imputation_accuracy(truth, masked, res.completed)
-    # the paper's completion (joint MPE of each record) by the same network, beside ours
-    acc_mpe = imputation_accuracy(truth, masked, impute(res.network, masked,
-                                                        order=res.order or None))
-    acc_mode = imputation_accuracy(truth, masked, mode_impute(masked))  # the baseline
-    last = res.history[-1] if res.history else None
-    out_extra = {**sem.json_dict(), "imputation_accuracy": acc,
-                 "imputation": _SEM_IMPUTATION, "imputation_accuracy_mpe": acc_mpe,
-                 "imputation_accuracy_mode": acc_mode,
-                 "cache_scores_per_variable": cache.scores_per_variable,
-                 "search_iterations": search.max_iterations,
-                 "converged": bool(res.converged), "em_iterations": len(res.history),
-                 "missing_cells": int(masked.missing.sum()) if masked.missing is not None
-                 else 0}
-    return CellResult(
-        key=cell.key, grid=cell.grid, dataset=cell.dataset, split=cell.split,
-        algorithm=cell.algorithm, label=cell.label, params=cell.params_json, k=cell.k,
-        seed=cell.seed, budget_seconds=cell.budget_seconds,
-        budget_iterations=cell.budget_iterations,
-        best_score=float(last.score) if last is not None else math.nan,
-        dag_json=canonical_json(res.network.dag.to_json_dict()),
-        n_vars=truth.n_vars, n_samples=truth.n_samples, status="ok",
-        iterations=len(res.history), elapsed=time.perf_counter() - t_start,
-        wall_seconds=time.perf_counter() - t_start, cache_key=cell.cache_job.key,
-        data_hash=truth.content_hash(), treewidth_order=tuple(int(v) for v in res.order),
-        extra=canonical_json(out_extra), **_provenance_fields(cell))
 
 
 def failure_record(cell: Cell, status: str, error: BaseException | str,

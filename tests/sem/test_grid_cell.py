@@ -135,7 +135,7 @@ def test_budget_scales_run_each_repetition_at_each_scale_on_the_same_hidden_cell
     """The tuning study (§7.4): ``budget_scales`` multiplies both M-step budgets; the
     cells of one repetition differ only in that budget (same masked cells, same EM
     start), and a grid without scales keeps its cells' keys."""
-    from bnsl_dist.pipeline.run import sem_cell_inputs
+    from bnsl_dist.pipeline.tasks.sem import sem_cell_inputs
 
     plain = expand_grid(sem_grid(seeds=(0, 1)))
     grid = sem_grid(sem={"budget_scales": [0.5, 1, 3]}, seeds=(0, 1))

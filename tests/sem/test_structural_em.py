@@ -421,18 +421,31 @@ def test_carry_families_adds_missing_sets_with_their_scores(asia):
 
 @pytest.mark.dask
 @pytest.mark.parametrize("batch_size", [150, 100_000])
-def test_distributed_sem_equals_serial(asia, batch_size):
-    """structural_em_distributed (Dask cache build, E-step in batches or in the client)
-    gives the serial run's networks, scores and completion for the same seed."""
+def test_distributed_sem_equals_serial(asia, batch_size, tmp_path):
+    """An impute cell on Dask (the executor: M-step caches built by Dask tasks, the
+    E-step in batches or in the client) gives the serial library run's networks, scores
+    and completion for the same seed."""
+    from bnsl_dist.data import write_csv
     from bnsl_dist.orchestrate.cluster import connect
-    from bnsl_dist.orchestrate.sem import structural_em_distributed
+    from bnsl_dist.orchestrate.execute import execute
+    from bnsl_dist.pipeline.cell import Cell
+    from bnsl_dist.pipeline.run import load_data
+    from bnsl_dist.pipeline.specs import DataRef
+    from bnsl_dist.pipeline.tasks.sem import ImputeTask
 
     _, _, masked = asia
-    kwargs = dict(k=2, rng=9, max_iterations=4, cache=CacheSpec(scores_per_variable=40),
-                  search_budget=Budget(max_iterations=50))
-    serial = structural_em(masked, **kwargs)
+    src = tmp_path / "masked.csv"
+    write_csv(masked, src)
+    cache = CacheSpec(scores_per_variable=40)
+    cell = Cell(grid="impute", label="kmax", data=DataRef.parse(str(src), "mask"),
+                cache=cache, seed=9, task=ImputeTask(k=2, max_iterations=4,
+                                                     search_iterations=50,
+                                                     batch_size=batch_size))
+    assert cell.data is not None
+    serial = structural_em(load_data(cell.data), k=2, rng=9, max_iterations=4, cache=cache,
+                           search_budget=Budget(max_iterations=50))
     with connect(workers=2, announce=False, dashboard=False) as client:
-        dist = structural_em_distributed(client, masked, batch_size=batch_size, **kwargs)
+        dist = execute([cell], client).outcomes[0]
     assert [h.score for h in serial.history] == [h.score for h in dist.history]
     assert [h.dag for h in serial.history] == [h.dag for h in dist.history]
     assert serial.network.dag == dist.network.dag and serial.order == dist.order

@@ -26,7 +26,7 @@ of the grid, 10-53 variables on bbc).
 
 The benchmark expands ``configs/grids/sem-imputation-2018-reduced.yaml`` into its cells
 (:func:`bnsl_dist.pipeline.grid.expand_grid`), rebuilds each cell's masked data exactly
-as the SEM cell did (:func:`bnsl_dist.pipeline.run.sem_cell_inputs`: same seeds, same
+as the SEM cell did (:func:`bnsl_dist.pipeline.tasks.sem.sem_cell_inputs`: same seeds, same
 hidden cells), imputes it with mRF and records per cell key the accuracy
 (:func:`bnsl_dist.sem.imputation_accuracy`), wall and CPU seconds and iterations. Each
 cell is paired with the SEM record of the same key (``--records``: a records file or a
@@ -190,7 +190,7 @@ def mrf_cells(datasets: list[str], seeds: list[int] | None = None,
 def run_cells(datasets: list[str], seeds: list[int] | None, rates: list[float] | None,
               settings: dict[str, Any]) -> list[dict[str, Any]]:
     """The mRF run of each of :func:`mrf_cells`, one at a time; printed as they end."""
-    from bnsl_dist.pipeline.run import sem_cell_inputs
+    from bnsl_dist.pipeline.tasks.sem import sem_cell_inputs
 
     runs = []
     for cell in mrf_cells(datasets, seeds, rates):
