@@ -27,6 +27,7 @@ from bnsl_dist.pipeline import run as run_mod
 from bnsl_dist.pipeline.config import GridConfig, load_grid
 from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.pipeline.run import run_cell
+from bnsl_dist.pipeline.tasks import inference as inference_task
 from bnsl_dist.reporting.inference import inference_frame, inference_tables
 from bnsl_dist.results.records import CellResult
 from bnsl_dist.results.store import ResultStore
@@ -185,13 +186,13 @@ def records(tmp_path_factory):
         mp.setenv("BNSL_DATASETS", str(tmp / "cfg"))
         mp.delenv("BNSL_MIRROR", raising=False)
         run_mod._load_data.cache_clear()
-        run_mod.true_network.cache_clear()
+        inference_task.true_network.cache_clear()
         grid = load_grid(_write(tmp, GRID))
         cells = expand_grid(grid)
         first = [run_cell(c) for c in cells]
         again = [run_cell(c) for c in cells]
         run_mod._load_data.cache_clear()
-        run_mod.true_network.cache_clear()
+        inference_task.true_network.cache_clear()
     return grid, cells, first, again
 
 

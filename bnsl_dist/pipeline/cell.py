@@ -23,11 +23,11 @@ from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.pipeline.specs import (
     CacheSpec,
     DataRef,
-    InferenceSettings,
     ScreeningSpec,
     SearchSpec,
     fill_placeholders,
 )
+from bnsl_dist.pipeline.tasks.inference import InferenceSpec, InferenceTask
 from bnsl_dist.pipeline.tasks.sem import ImputeTask, SemSpec, SemTask
 from bnsl_dist.pipeline.tasks.within import WithinTask
 from bnsl_dist.search.base import Budget
@@ -73,14 +73,6 @@ class CacheJob(Spec):
         return os.path.expandvars(p if d is None else fill_placeholders(p, d.name, d.split))
 
 
-class InferenceSpec(InferenceSettings):
-    """The inference study's settings of one cell
-    (:class:`~bnsl_dist.pipeline.config.InferenceConfig`); ``reference`` marks the unbounded learner's cell, which also answers the queries on
-    the true network when the data set has one."""
-
-    reference: bool = False
-
-
 class SearchTask(Spec):
     """Search the cell's cache with one optimizer for its budget
     (:func:`~bnsl_dist.pipeline.run.run_cell`); ``holdout``: a split the learned DAG is
@@ -90,15 +82,6 @@ class SearchTask(Spec):
     kind: Literal["search"] = "search"
     search: SearchSpec
     holdout: DataRef | None = None
-
-
-class InferenceTask(Spec):
-    """A search, then the inference study on the network it learned (Scanagatta et al.
-    2018 §6.3)."""
-
-    kind: Literal["inference"]
-    search: SearchSpec
-    inference: InferenceSpec
 
 
 def _task_kind(v: Any) -> str | None:

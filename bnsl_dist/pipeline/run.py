@@ -32,7 +32,6 @@ from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import BNSLError, DataError, InvalidConfigError
 from bnsl_dist.graph.dag import DAG
-from bnsl_dist.model.network import BayesianNetwork
 from bnsl_dist.pipeline.cell import CacheJob, Cell, canonical_json
 from bnsl_dist.pipeline.provenance import provenance
 from bnsl_dist.pipeline.specs import (
@@ -47,7 +46,7 @@ from bnsl_dist.results.records import CellFailure, CellResult
 from bnsl_dist.search.base import AnytimeTrace, Incumbent, optimizer_stream
 from bnsl_dist.search.qds import Screening, screen
 
-__all__ = ["run_cell", "load_data", "true_network", "stage_data",
+__all__ = ["run_cell", "load_data", "stage_data",
            "ensure_cache", "load_cache", "build", "NoSolutionError", "failure_record",
            "trace_fields"]
 
@@ -355,7 +354,9 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
     if solver:
         extra["solver"] = solver
     if cell.kind == "inference" and data is not None:
-        extra["inference"] = _inference_study(cell, data, best, order or None)
+        from bnsl_dist.pipeline.tasks.inference import study
+
+        extra["inference"] = study(cell, data, best, order or None)
     if cell.holdout is not None and data is not None:
         extra["holdout"] = holdout_loglik(best.dag, data, cell.holdout, job.cache.ess)
     return CellResult(
@@ -422,67 +423,6 @@ def _certificate(best: Incumbent, k: int | None) -> tuple[tuple[int, ...], int |
     if cert is None:
         cert = certify(best.dag, k)
     return tuple(int(v) for v in cert.order), int(cert.width)
-
-
-@functools.lru_cache(maxsize=2)
-def true_network(ref: DataRef) -> BayesianNetwork | None:
-    """The network a registered data set was sampled from (r0-r14, ...), else None."""
-    if ref.file is not None:
-        return None
-    from bnsl_dist.datasets.catalog import SampledDataset, load_catalog, load_network
-
-    cat = load_catalog()
-    if ref.name not in cat.datasets:
-        return None
-    spec = cat.dataset(ref.name).spec
-    if not isinstance(spec, SampledDataset):
-        return None
-    return load_network(spec.network, mirror=shared_data_dir())
-
-
-def _inference_study(cell: Cell, data: CategoricalData, best: Incumbent,
-                     order: tuple[int, ...] | None) -> dict[str, Any]:
-    """The inference study of one cell (Scanagatta et al. 2018, §6.3): fit the CPTs of
-    the best DAG, answer the data set's queries (the same in every cell of the data set)
-    and, in the reference learner's cell of a data set with a known network, the true
-    network's answers. Stored: the queries (``evidence``: [variable, state] pairs per
-    P(e) query; ``marginal_vars``), the answers and timings
-    (:class:`~bnsl_dist.inference.study.Answers`), ``truth`` (reference cell, known
-    network). Errors against the reference are computed from the records
-    (:mod:`bnsl_dist.reporting.inference`): one reference computation per data set, no
-    model learned twice, and every cell independent of the others."""
-    from bnsl_dist.inference.study import answer_queries, query_variables, random_evidence
-    from bnsl_dist.model.fit import fit_cpts
-
-    spec = cell.inference
-    if spec is None:  # pragma: no cover - Cell's validator
-        raise DataError("an inference cell needs its inference settings")
-    t0 = time.perf_counter()
-    truth = true_network(cell.data) if cell.data is not None else None
-    if truth is not None and tuple(truth.arities) != tuple(data.arities):
-        raise DataError(f"{cell.dataset}: the data's arities differ from its network's")
-    rng = np.random.default_rng(cell.data_seed_sequence("inference-queries"))
-    n_pe = spec.queries if truth is None or spec.truth_pe_samples > 0 else 0
-    evidence = random_evidence(data.arities, n_pe, spec.evidence_vars, rng)
-    query = [] if truth is None else query_variables(truth, spec.marginal_queries, rng)
-    net = fit_cpts(best.dag, data, alpha=spec.alpha)
-    answers = answer_queries(net, order, evidence, query, memory_limit=spec.memory_limit,
-                             n_samples=spec.lw_samples, rng=cell.seed_sequence().spawn(1)[0])
-    out: dict[str, Any] = {
-        "reference": spec.reference, "known_network": truth is not None,
-        "evidence_vars": spec.evidence_vars, "queries": int(len(evidence)),
-        "evidence": [[[int(v), int(row[v])] for v in np.flatnonzero(row >= 0)]
-                     for row in evidence],
-        "marginal_vars": [int(v) for v in query], **answers.to_json_dict()}
-    if spec.reference and truth is not None:
-        t1 = time.perf_counter()
-        tr = answer_queries(truth, None, evidence, query, memory_limit=spec.memory_limit,
-                            n_samples=spec.truth_pe_samples or spec.truth_samples,
-                            marginal_samples=spec.truth_samples,
-                            rng=cell.data_seed_sequence("inference-truth"))
-        out["truth"] = {**tr.to_json_dict(), "seconds": time.perf_counter() - t1}
-    out["seconds"] = time.perf_counter() - t0
-    return out
 
 
 def failure_record(cell: Cell, status: str, error: BaseException | str,

@@ -1,0 +1,103 @@
+"""The inference task (Scanagatta et al. 2018, §6.3): a search (``run_cell``), then the
+inference study on the network it learned (:func:`study`): its CPTs fitted on the cell's
+data, the data set's queries answered, and in the reference learner's cell of a data
+set with a known network the true network's answers."""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from bnsl_dist._spec import Spec
+from bnsl_dist.data.dataset import CategoricalData
+from bnsl_dist.exceptions import DataError
+from bnsl_dist.model.network import BayesianNetwork
+from bnsl_dist.pipeline.specs import DataRef, InferenceSettings, shared_data_dir
+from bnsl_dist.search.base import Incumbent
+from bnsl_dist.search.spec import SearchSpec
+
+if TYPE_CHECKING:
+    from bnsl_dist.pipeline.cell import Cell
+
+__all__ = ["InferenceSpec", "InferenceTask", "study", "true_network"]
+
+
+class InferenceSpec(InferenceSettings):
+    """The inference study's settings of one cell
+    (:class:`~bnsl_dist.pipeline.config.InferenceConfig`); ``reference`` marks the unbounded learner's cell, which also answers the queries on
+    the true network when the data set has one."""
+
+    reference: bool = False
+
+
+class InferenceTask(Spec):
+    """A search, then the inference study on the network it learned (Scanagatta et al.
+    2018 §6.3)."""
+
+    kind: Literal["inference"]
+    search: SearchSpec
+    inference: InferenceSpec
+
+
+@functools.lru_cache(maxsize=2)
+def true_network(ref: DataRef) -> BayesianNetwork | None:
+    """The network a registered data set was sampled from (r0-r14, ...), else None."""
+    if ref.file is not None:
+        return None
+    from bnsl_dist.datasets.catalog import SampledDataset, load_catalog, load_network
+
+    cat = load_catalog()
+    if ref.name not in cat.datasets:
+        return None
+    spec = cat.dataset(ref.name).spec
+    if not isinstance(spec, SampledDataset):
+        return None
+    return load_network(spec.network, mirror=shared_data_dir())
+
+
+def study(cell: Cell, data: CategoricalData, best: Incumbent,
+          order: tuple[int, ...] | None) -> dict[str, Any]:
+    """The inference study of one cell (Scanagatta et al. 2018, §6.3): fit the CPTs of
+    the best DAG, answer the data set's queries (the same in every cell of the data set)
+    and, in the reference learner's cell of a data set with a known network, the true
+    network's answers. Stored: the queries (``evidence``: [variable, state] pairs per
+    P(e) query; ``marginal_vars``), the answers and timings
+    (:class:`~bnsl_dist.inference.study.Answers`), ``truth`` (reference cell, known
+    network). Errors against the reference are computed from the records
+    (:mod:`bnsl_dist.reporting.inference`): one reference computation per data set, no
+    model learned twice, and every cell independent of the others."""
+    from bnsl_dist.inference.study import answer_queries, query_variables, random_evidence
+    from bnsl_dist.model.fit import fit_cpts
+
+    spec = cell.inference
+    if spec is None:  # pragma: no cover - Cell's validator
+        raise DataError("an inference cell needs its inference settings")
+    t0 = time.perf_counter()
+    truth = true_network(cell.data) if cell.data is not None else None
+    if truth is not None and tuple(truth.arities) != tuple(data.arities):
+        raise DataError(f"{cell.dataset}: the data's arities differ from its network's")
+    rng = np.random.default_rng(cell.data_seed_sequence("inference-queries"))
+    n_pe = spec.queries if truth is None or spec.truth_pe_samples > 0 else 0
+    evidence = random_evidence(data.arities, n_pe, spec.evidence_vars, rng)
+    query = [] if truth is None else query_variables(truth, spec.marginal_queries, rng)
+    net = fit_cpts(best.dag, data, alpha=spec.alpha)
+    answers = answer_queries(net, order, evidence, query, memory_limit=spec.memory_limit,
+                             n_samples=spec.lw_samples, rng=cell.seed_sequence().spawn(1)[0])
+    out: dict[str, Any] = {
+        "reference": spec.reference, "known_network": truth is not None,
+        "evidence_vars": spec.evidence_vars, "queries": int(len(evidence)),
+        "evidence": [[[int(v), int(row[v])] for v in np.flatnonzero(row >= 0)]
+                     for row in evidence],
+        "marginal_vars": [int(v) for v in query], **answers.to_json_dict()}
+    if spec.reference and truth is not None:
+        t1 = time.perf_counter()
+        tr = answer_queries(truth, None, evidence, query, memory_limit=spec.memory_limit,
+                            n_samples=spec.truth_pe_samples or spec.truth_samples,
+                            marginal_samples=spec.truth_samples,
+                            rng=cell.data_seed_sequence("inference-truth"))
+        out["truth"] = {**tr.to_json_dict(), "seconds": time.perf_counter() - t1}
+    out["seconds"] = time.perf_counter() - t0
+    return out
