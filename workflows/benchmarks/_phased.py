@@ -46,7 +46,9 @@ def _install() -> None:
     import bnsl_dist._io as io
     import bnsl_dist.orchestrate.cluster as cluster
     import bnsl_dist.orchestrate.execute as execute
-    import bnsl_dist.pipeline.learn as learn
+
+    # the module (the package's attribute `learn` is the function of that name)
+    learn = importlib.import_module("bnsl_dist.pipeline.learn")
 
     connect = cluster.connect
 
@@ -75,8 +77,6 @@ def _install() -> None:
         setattr(distributed.Client, method,
                 _timed("  " + method, getattr(distributed.Client, method)))
     io.atomic_write_text = _timed("result written", io.atomic_write_text)
-    # the module (the package's attribute `learn` is the function of that name)
-    learn = importlib.import_module("bnsl_dist.pipeline.learn")
     merge = learn.LearnResult.merge.__func__
 
     def seeds_merge(cls: Any, cells: Any, results: Any) -> Any:
