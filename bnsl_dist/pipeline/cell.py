@@ -11,7 +11,7 @@ so results never depend on which worker runs a cell, or when.
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import Discriminator, NonNegativeInt, Tag, model_validator
@@ -28,6 +28,7 @@ from bnsl_dist.pipeline.specs import (
     fill_placeholders,
 )
 from bnsl_dist.pipeline.tasks.inference import InferenceSpec, InferenceTask
+from bnsl_dist.pipeline.tasks.search import SearchTask
 from bnsl_dist.pipeline.tasks.sem import ImputeTask, SemSpec, SemTask
 from bnsl_dist.pipeline.tasks.within import WithinTask
 from bnsl_dist.search.base import Budget
@@ -71,17 +72,6 @@ class CacheJob(Spec):
 
         d = self.data
         return os.path.expandvars(p if d is None else fill_placeholders(p, d.name, d.split))
-
-
-class SearchTask(Spec):
-    """Search the cell's cache with one optimizer for its budget
-    (:func:`~bnsl_dist.pipeline.run.run_cell`); ``holdout``: a split the learned DAG is
-    scored on (held-out log-likelihood, CPTs fitted on the cell's data with the cache's
-    equivalent sample size; screening grids)."""
-
-    kind: Literal["search"] = "search"
-    search: SearchSpec
-    holdout: DataRef | None = None
 
 
 def _task_kind(v: Any) -> str | None:

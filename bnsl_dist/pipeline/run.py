@@ -42,8 +42,11 @@ from bnsl_dist.pipeline.specs import (
     shared_data_dir,
 )
 from bnsl_dist.pipeline.staged import client_named, local_path, staged_data
+from bnsl_dist.pipeline.tasks import search as search_task
+from bnsl_dist.pipeline.tasks.inference import InferenceTask
+from bnsl_dist.pipeline.tasks.search import SearchTask
 from bnsl_dist.results.records import CellFailure, CellResult
-from bnsl_dist.search.base import AnytimeTrace, Incumbent, optimizer_stream
+from bnsl_dist.search.base import AnytimeTrace, Incumbent
 from bnsl_dist.search.qds import Screening, screen
 
 __all__ = ["run_cell", "load_data", "stage_data",
@@ -317,20 +320,14 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
     else:
         data, scr, target = stage_data(job)
     pc, cache_seconds = resolve_cache(job, cache, target)
-    budget = cell.budget
-    # A*, AWA*, BFBnB: the run's totals (final bound, proof, nodes, top-p epsilon) are in
-    # the search's stats; the proof may come after the last (strictly better) incumbent
-    og = opt.search(pc) if hasattr(opt, "search") else None
-    if og is not None:
-        stream = og.incumbents(budget)
-    else:
-        if getattr(opt, "needs_data", False) and \
-                (opt.score, float(opt.ess)) != (job.cache.score, float(job.cache.ess)):
-            raise InvalidConfigError(
-                f"{cell.search.algorithm} scores with {opt.score} but the cache with "
-                f"{job.cache.score}: give params score/ess equal to the cache's")
-        stream = optimizer_stream(opt, pc, budget, cell.rng(), target)
-    trace = AnytimeTrace.collect(stream).within(budget)
+    if getattr(opt, "needs_data", False) and \
+            (opt.score, float(opt.ess)) != (job.cache.score, float(job.cache.ess)):
+        raise InvalidConfigError(
+            f"{cell.search.algorithm} scores with {opt.score} but the cache with "
+            f"{job.cache.score}: give params score/ess equal to the cache's")
+    assert isinstance(cell.task, SearchTask | InferenceTask)
+    found = search_task.run(cell.task, target, pc, cell.rng(), optimizer=opt)
+    trace = found.trace
     if scr is not None:
         trace = AnytimeTrace([scr.lift_incumbent(i) for i in trace.incumbents],
                              trace.total_iterations, trace.total_seconds)
@@ -341,12 +338,10 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
     b = cell.search.budget
     last = trace.incumbents[-1]
     bound = best.bound if best.bound is not None else last.bound
-    info = best.info
-    if og is not None:
-        info = {**best.info, **og.stats.as_info()}
-        if og.stats.bound is not None:  # any proven bound holds: keep the tightest
-            final = og.stats.bound + (0.0 if scr is None else scr.forest_score)
-            bound = final if bound is None else min(bound, final)
+    info = {**best.info, **found.stats}
+    if found.final_bound is not None:  # any proven bound holds: keep the tightest
+        final = found.final_bound + (0.0 if scr is None else scr.forest_score)
+        bound = final if bound is None else min(bound, final)
     optimal = bound is not None and bound - best.score <= 1e-9 * max(1.0, abs(best.score))
     order, width = _certificate(best, cell.k)
     extra: dict[str, Any] = {} if scr is None else {"screening": scr.to_dict()}
