@@ -14,8 +14,6 @@ KERNELS = re.compile(r"^_\w*kernels\w*\.py$")
 #: Over the limit for now, each with its reason; the test fails when one is back under
 #: it, so that the entry goes too.
 PENDING = {
-    "pipeline/run.py": "run_cell's kinds become typed task modules (issue 42 item 1), "
-                       "owned by that work",
     "sem/structural_em.py": "its driver side moves into the SEM task module with "
                             "issue 42 item 1",
 }
