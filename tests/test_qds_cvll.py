@@ -85,7 +85,7 @@ def test_cvll_frame_averages_over_seeds_unscreened_first():
 def test_committed_cvll_table_regenerates(shared_data, tmp_path):
     """The committed table equals a fresh computation from the committed records and the
     staged msnbc splits (about 10 s)."""
-    for p in write_cvll(RECORDS, tmp_path, plots=False):
+    for p in write_cvll(RECORDS, tmp_path):
         committed = RECORDS.parent / p.name
         assert committed.is_file(), f"{committed}: regenerated but not committed"
         assert committed.read_text(encoding="utf-8") == p.read_text(encoding="utf-8"), \

@@ -1,5 +1,6 @@
 """The held-out log-likelihood of the qds grid's DAGs: Rahier et al. 2018's CVLL column
-of Table 1 and their Fig. 7 (CVLL against the number of arcs), from committed records.
+of Table 1 and the qds curve of their Fig. 7 (``workflows/qds_fig7.py`` draws it), from
+committed records.
 
 Each record's DAG (``dag_json``) gets CPTs fitted on the split it was learned from with
 the grid's BDeu-spread Dirichlet prior (the cache's equivalent sample size), then the
@@ -16,8 +17,7 @@ Run::
 
     python -m workflows.qds_cvll [--records workflows/results/qds-2018-reduced/records.parquet]
 
-Writes ``<grid>__cvll.{md,csv}`` and ``<grid>__cvll.fig7.png`` beside the records
-(``--out`` elsewhere); ``tests/test_qds_cvll.py`` checks the committed table regenerates.
+Writes ``<grid>__cvll.{md,csv}`` beside the records (``--out`` elsewhere); ``tests/test_qds_cvll.py`` checks the committed table regenerates.
 """
 
 from __future__ import annotations
@@ -96,34 +96,8 @@ def cvll_table(c: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def plot_fig7(c: pd.DataFrame, path: Path, split: str = "test") -> Path:
-    """The paper's Fig. 7 for the runs at hand: held-out log-likelihood per row against
-    the number of arcs, the epsilon sweep as a line, the unscreened runs as points."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    sweep = c[c["label"].str.startswith("qds-eps")].sort_values("arcs", kind="stable")
-    ax.plot(sweep["arcs"], sweep[f"{split} LL/row"], "o-", label="qds-BNSL, ε sweep")
-    for _, r in sweep.iterrows():
-        ax.annotate(f"ε={r['epsilon']:g}", (r["arcs"], r[f"{split} LL/row"]),
-                    textcoords="offset points", xytext=(4, -10), fontsize=7)
-    for _, r in c[~c["label"].str.startswith("qds-eps")].iterrows():
-        ax.plot([r["arcs"]], [r[f"{split} LL/row"]], "s", label=str(r["label"]))
-    ax.set_xlabel("arcs (mean over seeds)")
-    ax.set_ylabel(f"held-out log-likelihood per row ({split})")
-    ax.set_title("CVLL vs number of arcs (Rahier et al. 2018, Fig. 7)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, metadata={"Software": None})
-    plt.close(fig)
-    return path
-
-
-def write_cvll(records: Path, out: Path, *, plots: bool = True) -> list[Path]:
-    """Compute and write the table (and Fig. 7) of ``records``' grid into ``out``."""
+def write_cvll(records: Path, out: Path) -> list[Path]:
+    """Compute and write the table of ``records``' grid into ``out``."""
     from bnsl_dist.pipeline.run import load_data
     from bnsl_dist.pipeline.specs import DataRef
 
@@ -136,7 +110,7 @@ def write_cvll(records: Path, out: Path, *, plots: bool = True) -> list[Path]:
         return load_data(DataRef(name=name, split=split))
 
     c = cvll_frame(frame, load, alpha)
-    paths = write_text_table(
+    return write_text_table(
         cvll_table(c), out, f"{grid}__cvll",
         f"{grid}: held-out log-likelihood (the paper's CVLL)",
         [f"Each record's DAG with CPTs fitted on its learning split (BDeu-spread Dirichlet "
@@ -144,9 +118,6 @@ def write_cvll(records: Path, out: Path, *, plots: bool = True) -> list[Path]:
          "ln P(row) per row (natural log), then mean and sd over the seeds; BDeu per row "
          "on the learning split; mean arcs. Rows without epsilon run without screening. "
          "`python -m workflows.qds_cvll`."])
-    if plots:
-        paths.append(plot_fig7(c, out / f"{grid}__cvll.fig7.png"))
-    return paths
 
 
 def main(argv: list[str] | None = None) -> None:
