@@ -141,6 +141,10 @@ MADE_ELSEWHERE = {
         "qds-2018-reduced__fig7.": "workflows/qds_fig7.py; tests/test_qds_fig7.py (the "
                                    "markdown from the JSON; the JSON is 48 s of searches)",
     },
+    "qds-2018-tenth": {
+        "qds-2018-tenth__cvll.": "workflows/qds_cvll.py; tests/test_qds_cvll.py "
+                                 "(regenerated from the records and the staged msnbc)",
+    },
     "sem-imputation-2018-reduced": {
         "ad-x1-rerun.": "records of a rerun of four cells that no table reads "
                         "(COMPARISON.md)",

@@ -82,11 +82,13 @@ def test_cvll_frame_averages_over_seeds_unscreened_first():
 
 
 @pytest.mark.slow
-def test_committed_cvll_table_regenerates(shared_data, tmp_path):
+@pytest.mark.parametrize("grid", ["qds-2018-reduced", "qds-2018-tenth"])
+def test_committed_cvll_table_regenerates(shared_data, tmp_path, grid):
     """The committed table equals a fresh computation from the committed records and the
-    staged msnbc splits (about 10 s)."""
-    for p in write_cvll(RECORDS, tmp_path):
-        committed = RECORDS.parent / p.name
+    staged msnbc splits (about 10 s each)."""
+    records = RECORDS.parents[1] / grid / "records.parquet"
+    for p in write_cvll(records, tmp_path):
+        committed = records.parent / p.name
         assert committed.is_file(), f"{committed}: regenerated but not committed"
         assert committed.read_text(encoding="utf-8") == p.read_text(encoding="utf-8"), \
-            f"{committed} differs from its regeneration from {RECORDS}"
+            f"{committed} differs from its regeneration from {records}"
