@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import dask
 from distributed import Client, Future, as_completed
 
 from bnsl_dist.orchestrate._disk import resumable_when_full
@@ -28,6 +27,7 @@ from bnsl_dist.orchestrate.outcomes import (
     NotStarted,
     store_outcome,
 )
+from bnsl_dist.orchestrate.queued import queued_delayed
 from bnsl_dist.orchestrate.staging import StagedFile, Staging
 from bnsl_dist.orchestrate.summary import scheduler_cpu_seconds, task_seconds
 from bnsl_dist.pipeline.cell import Cell
@@ -183,9 +183,9 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
         path = cache_path(first[ck])
         assert path is not None
         work, n = cache_work(job), n_vars_hint(job.data)
-        if summary.workers >= 2 and work is not None and n is not None \
-                and work >= fan_out_seconds:
-            cache_futs[ck] = submit_cache_build(client, job, path, n, summary.workers,
+        slots = summary.threads or summary.workers  # batches for every worker thread
+        if slots >= 2 and work is not None and n is not None and work >= fan_out_seconds:
+            cache_futs[ck] = submit_cache_build(client, job, path, n, slots,
                                                 priority=prio.caches[ck],
                                                 store_priority=prio.store, explore=explore,
                                                 store=store_cache, deps=summary.deps,
@@ -194,27 +194,25 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
             cache_futs[ck] = stage.build(build_cache, job, path, key=f"cache-{ck}",
                                          pure=False, priority=prio.caches[ck])
     futures: dict[Future, str] = {}
-    ordered = sorted(cells, key=lambda c: prio.cells[c.key], reverse=True)
+    ordered = sorted(by_key.items(), key=lambda kc: prio.cells[kc[0]], reverse=True)
     tasks = []
-    for c in ordered:
-        task = stage.cell_task(run, c, cache_futs.get(c.cache_job.key))
-        if stop_at is not None:
-            task = (unless_late, stop_at, (expected or {}).get(c.key) or 0.0, *task)
-        with dask.annotate(priority=prio.cells[c.key]):
-            tasks.append(dask.delayed(task[0], pure=False)(*task[1:],
-                                                           dask_key_name=f"cell-{c.key}"))
+    for key, c in ordered:  # a cell's key and its cache's are hashes: computed once
         dep = cache_futs.get(c.cache_job.key)
+        task = stage.cell_task(run, c, dep)
+        if stop_at is not None:
+            task = (unless_late, stop_at, (expected or {}).get(key) or 0.0, *task)
+        tasks.append(queued_delayed(*task, key=f"cell-{key}", priority=prio.cells[key]))
         if isinstance(dep, StagedFile):
             dep = dep.future
         if isinstance(dep, Future):
-            summary.deps[f"cell-{c.key}"] = [str(dep.key)]
-    # one graph: Dask queues a large group of tasks without dependencies on the scheduler
-    # and hands each to the first free thread in priority order, but only when the group
-    # is large when it arrives (cells submitted one by one, the first went to workers at
-    # once and queued there behind others: tests/orchestrate/test_replay.py)
-    for fut, c in zip(client.compute(tasks, optimize_graph=False), ordered, strict=True):
-        futures[fut] = c.key
-    del cache_futs  # cells hold their cache futures; release ours
+            summary.deps[f"cell-{key}"] = [str(dep.key)]
+    # one graph, each cell queued on the scheduler (:mod:`.queued`), which hands it to the
+    # first free thread in priority order (cells submitted one by one, or given to
+    # workers when ready, queued there behind others: tests/orchestrate/test_replay.py)
+    for fut, (key, _) in zip(client.compute(tasks, optimize_graph=False), ordered,
+                             strict=True):
+        futures[fut] = key
+    del cache_futs, tasks  # cells hold their cache futures; the graphs are sent
     with resumable_when_full(store.root, lambda: len(store.done_keys() & set(by_key)),
                              len(cells), lambda: client.cancel(list(futures))):
         lost = _drain(client, futures, by_key, store, summary, bar, on_result,

@@ -55,6 +55,7 @@ from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.cache.spec import CacheSpec
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import DataError, InvalidConfigError
+from bnsl_dist.orchestrate.queued import queued_delayed
 from bnsl_dist.pipeline.cell import CacheJob
 from bnsl_dist.pipeline.cost import guided_batches
 from bnsl_dist.pipeline.run import ensure_cache, stage_data
@@ -258,9 +259,10 @@ def submit_cache_build(client: Client, job: CacheJob, path: str, n_vars: int,
                        explore: Any = explore_job, store: Any = store_job_cache,
                        deps: dict[str, list[str]] | None = None,
                        staging: Staging | None = None) -> Future | StagedFile | str:
-    """Submit the cache of ``job`` as guided batches of ``n_vars`` variables (priorities
-    in (``priority``, ``priority`` + 1), largest batches first; ``explore(job,
-    variables)`` each) and the task storing it at ``path`` (``store_priority``;
+    """Submit the cache of ``job`` as guided batches of ``n_vars`` variables for
+    ``n_workers`` worker threads (priorities in (``priority``, ``priority`` + 1), largest
+    batches first; ``explore(job, variables)`` each; all in one graph) and the task
+    storing it at ``path`` (``store_priority``;
     ``store(job, path, *batches)``). Returns the storing task's future (its result:
     the path); with ``deps``, its key -> its batches' keys is added there. With a
     ``staging`` that sends inputs (no shared file system), the batches get the data
@@ -271,11 +273,14 @@ def submit_cache_build(client: Client, job: CacheJob, path: str, n_vars: int,
 
     stage = staging or Staging(client, shared_fs=True)
     batches = guided_batches(range(n_vars), n_workers)
-    parts = [client.submit(*stage.task([job.data], explore, job, b),
-                           key=task_key("cache-part", job.key, path, b),
-                           pure=False, priority=priority + (len(batches) - i)
-                           / (len(batches) + 1))
+    tasks = [queued_delayed(*stage.task([job.data], explore, job, b),
+                            key=task_key("cache-part", job.key, path, b),
+                            priority=priority + (len(batches) - i) / (len(batches) + 1))
              for i, b in enumerate(batches)]
+    # one graph, one message to the scheduler, each batch queued there (:mod:`.queued`):
+    # submitted one by one, the first batches went to workers at once (their task group
+    # still small) and waited there, and each cost the scheduler a graph update
+    parts: list[Future] = client.compute(tasks, optimize_graph=False)
     out = stage.build(store, job, path, *parts, key=task_key("cache", job.key, path),
                       pure=False, priority=store_priority)
     if deps is not None:

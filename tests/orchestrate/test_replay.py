@@ -24,16 +24,16 @@ PER_VARIABLE = 0.5
 SPEED = 5.0
 
 
-def grid(built: bool = True) -> GridConfig:
-    """The cells of :data:`DURATIONS`, on a cache to build (``built``) or given as a
-    file (never read by a replay)."""
+def grid(built: bool = True, durations: list[float] = DURATIONS) -> GridConfig:
+    """The cells of ``durations``, on a cache to build (``built``) or given as a file
+    (never read by a replay)."""
     cache = {"method": "independence", "seconds_per_variable": PER_VARIABLE} if built \
         else {"method": "independence", "path": "/nowhere/nltcs-{split}.jkl"}
     return GridConfig.model_validate({
         "name": "replayed", "seed": 1, "datasets": [{"name": "nltcs", "splits": ["test"]}],
         "cache": cache,
         "algorithms": [{"name": "kg", "label": f"kg{i}", "k": [2], "budget": {"seconds": d}}
-                       for i, d in enumerate(DURATIONS)],
+                       for i, d in enumerate(durations)],
         "seeds": [0], "budget": {"seconds": 1}})
 
 
@@ -49,13 +49,13 @@ def list_schedule(durations: list[float], workers: int, start: float) -> tuple[l
     return runs, max(free)
 
 
-def replay_stream(tmp_path, g: GridConfig):
+def replay_stream(tmp_path, g: GridConfig, workers: int = 2, threads: int = 1):
     from bnsl_dist.orchestrate.replay import replay_client, replay_grid
 
-    with replay_client(2) as client:
+    with replay_client(workers, threads) as client:
         summary = replay_grid(client, g, tmp_path, None, speed=SPEED, fan_out_seconds=0.0)
         stream = client.get_task_stream()
-    assert len(summary.computed) == len(DURATIONS) and not summary.failed
+    assert len(summary.computed) == len(g.algorithms) and not summary.failed
     return stream, json.loads((tmp_path / "reports" / "summary.json").read_text())
 
 
@@ -115,6 +115,36 @@ def test_a_replayed_cache_is_fanned_out_and_precedes_its_cells(tmp_path):
     cache_done = 16 * PER_VARIABLE / 2
     assert report["makespan_s"] >= cache_done + list_schedule(DURATIONS, 2, 0.0)[1] - 0.5
     assert report["lower_bound_s"] >= cache_done + min(DURATIONS) - 0.5
+
+
+@pytest.mark.parametrize(("workers", "threads"), [(2, 1), (1, 2)])
+def test_cells_of_a_cache_run_as_the_list_schedule_after_it(tmp_path, workers, threads):
+    """Four cells (10, 8, 6, 5 s) waiting on a fanned-out cache, two worker threads (two
+    workers, or one of two threads): once the cache is stored, each free thread takes
+    the longest cell left (the independent list schedule: 10 then 5, 8 then 6; 15 s),
+    and the cache's 8 s of batches are spread over both threads (its batches sized for
+    two threads, not for one worker). Given to workers as soon as they were ready (too
+    few to be queued by Dask's own rule), the cells spanned 15.9 s; and one worker of two
+    threads built the cache as one task."""
+    durations = [10.0, 8.0, 6.0, 5.0]
+    g = grid(built=True, durations=durations)
+    cells = {f"cell-{c.key}": c for c in expand_grid(g)}
+    stream, report = replay_stream(tmp_path, g, workers, threads)
+    parts = {str(r["key"]) for r in stream if str(r["key"]).startswith("cache-part-")}
+    assert len(parts) > 2  # guided batches for two threads
+    runs = [sorted(r["startstops"][0]["start"] for r in stream if str(r["key"]) in parts)]
+    assert runs[0][1] - runs[0][0] < 0.5 / SPEED  # two batches at once
+    order = sorted(([cells[k].budget_seconds for _, _, k in rs]
+                    for rs in computes(stream, cells).values()), key=lambda o: -o[0])
+    if threads > 1:  # one worker: its two threads' cells interleave in one list
+        order = [sorted(order[0], reverse=True)]
+        assert order == [[10.0, 8.0, 6.0, 5.0]]
+    else:
+        expected, makespan = list_schedule(durations, 2, start=0.0)
+        assert order == expected == [[10.0, 5.0], [8.0, 6.0]]
+    cells_span = max(b for rs in computes(stream, cells).values() for _, b, _ in rs) \
+        - min(a for rs in computes(stream, cells).values() for a, _, _ in rs)
+    assert 15.0 - 0.2 <= cells_span * SPEED <= 15.0 + 0.6  # the workers' clocks differ
 
 
 def test_a_replayed_folder_resumes_and_refuses_a_real_run(tmp_path):
