@@ -17,9 +17,14 @@ from), so no table can take it for a result; a replayed cache leaves a text file
 cache) where the cache would be, so that a resumed replay skips it as a resumed run
 would. The folder is marked (``REPLAY``) and a real run refuses it
 (:func:`refuse_replayed`). ``reports/summary.json`` reads in the grid's seconds (×
-``X``); the scheduler's CPU per task does not. Dask's own overhead per task (about 1 to 5
-ms) is also multiplied by ``X``: choose ``X`` so that the shortest replayed task still
-sleeps well above it.
+``X``); the scheduler's CPU per task does not. Dask's own cost per task (the event loop
+the scheduler shares here with the workers and the client: 3 to 8 ms on a shared 2-core
+machine) and the client's fixed start (planning and sending the graph: 1 to 3 s) are in
+real seconds, so they too are multiplied by ``X``: choose ``X`` so that the tasks still
+sleep some 50 times longer, and the replay lasts minutes (the SEM grid on 16 workers:
+efficiency 0.78 replayed in 20 s, 0.97 in 120 s; ``workflows/benchmarks/replay_scale.py``).
+The cluster has at most :data:`MAX_REPLAY_WORKERS` worker objects, more slots being more
+threads each (:func:`replay_layout`).
 """
 
 from __future__ import annotations
@@ -46,8 +51,9 @@ from bnsl_dist.pipeline.provenance import provenance
 from bnsl_dist.results.records import CellResult
 from bnsl_dist.results.store import ResultStore
 
-__all__ = ["REPLAY_MARKER", "ReplayRun", "refuse_replayed", "replay_client", "replay_compute",
-           "replay_grid", "replayed_record"]
+__all__ = ["MAX_REPLAY_WORKERS", "REPLAY_MARKER", "ReplayRun", "refuse_replayed",
+           "replay_client", "replay_compute", "replay_grid", "replay_layout",
+           "replayed_record"]
 
 #: The file that marks a results folder as holding a replay.
 REPLAY_MARKER = "REPLAY"
@@ -155,15 +161,39 @@ def refuse_replayed(results_dir: str | os.PathLike[str], replay: bool) -> None:
                                  f"into another folder")
 
 
+#: The most worker objects a replay's cluster has: each heartbeats and monitors itself
+#: on the one event loop the scheduler shares in this process (256 and 1,024 workers of
+#: one thread each stalled a 2-core machine); more slots are more threads per worker.
+MAX_REPLAY_WORKERS = 16
+
+
+def replay_layout(slots: int) -> tuple[int, int]:
+    """(workers, threads per worker) of a replay cluster of ``slots`` worker threads: the
+    fewest threads per worker that divide ``slots`` and leave at most
+    :data:`MAX_REPLAY_WORKERS` workers.
+
+    >>> replay_layout(16), replay_layout(1024), replay_layout(100), replay_layout(17)
+    ((16, 1), (16, 64), (10, 10), (1, 17))
+    """
+    if slots < 1:
+        raise InvalidConfigError(f"a replay needs at least one worker, got {slots}")
+    t = next(t for t in range(1, slots + 1)
+             if slots % t == 0 and slots // t <= MAX_REPLAY_WORKERS)
+    return slots // t, t
+
+
 @contextmanager
-def replay_client(workers: int, threads_per_worker: int = 1) -> Iterator[Any]:
-    """A local cluster of ``workers`` × ``threads_per_worker`` sleeping worker threads,
-    in this process (``processes=False``: its threads find the replay's model)."""
+def replay_client(workers: int, threads_per_worker: int | None = None) -> Iterator[Any]:
+    """A local cluster of ``workers`` sleeping worker threads (as ``workers`` ×
+    ``threads_per_worker``, or as :func:`replay_layout` lays ``workers`` out), in this
+    process (``processes=False``: its threads find the replay's model)."""
     import dask
     from distributed import Client, LocalCluster
 
     from bnsl_dist.orchestrate.cluster import SCHEDULER_CONFIG
 
+    if threads_per_worker is None:
+        workers, threads_per_worker = replay_layout(workers)
     with dask.config.set(SCHEDULER_CONFIG):  # as every cluster this package starts
         lc = LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker,
                           processes=False, dashboard_address=None, memory_limit=None)
@@ -175,12 +205,15 @@ def replay_grid(client: Any, grid: GridConfig, results_dir: str | os.PathLike[st
                 records: Any, *, speed: float = 1.0, records_name: str = "",
                 datasets: Collection[str] | None = None, stop_at: float | None = None,
                 progress: bool = False, report: bool = False,
-                cells: Sequence[Cell] | None = None, **kwargs: Any) -> Any:
+                cells: Sequence[Cell] | None = None, model: ReplayModel | None = None,
+                **kwargs: Any) -> Any:
     """Replay ``grid`` into ``results_dir`` on ``client`` (its workers threads of this
     process: :func:`replay_client`) from ``records`` (a
     :class:`~bnsl_dist.results.export.RecordSet`, or None: budgets only) at ``speed``.
     ``stop_at`` is in the grid's time: the run stops that many grid seconds from now,
-    i.e. ÷ ``speed`` of real time. Returns the
+    i.e. ÷ ``speed`` of real time. ``model``: the durations, when the caller has them
+    (instead of :func:`~bnsl_dist.pipeline.plan.replay_model` of ``records``: e.g. a
+    cache's measured per-variable seconds). Returns the
     :class:`~bnsl_dist.orchestrate.grid.GridSummary`; ``reports/summary.json`` reads in
     grid seconds."""
     from bnsl_dist.orchestrate.grid import grid_cells, run_grid
@@ -192,7 +225,7 @@ def replay_grid(client: Any, grid: GridConfig, results_dir: str | os.PathLike[st
     source = records_name or "the budgets"
     store.save_text(REPLAY_MARKER, f"a replay of grid {grid.name} from {source}\n")
     every = list(cells) if cells is not None else grid_cells(grid, datasets)
-    run = ReplayRun(replay_model(every, records), float(speed), records_name)
+    run = ReplayRun(model or replay_model(every, records), float(speed), records_name)
     expected = None
     if stop_at is not None:  # as a real run: the stored cells' wall times (grid seconds)
         from bnsl_dist.pipeline.forecast import estimate_from_store
