@@ -9,14 +9,19 @@ Two measurements, both from the committed reduced records brought to the full bu
   lower bound, efficiency (bound / makespan), CPU-hours, for asobs-ent-2018, kmax-2018
   and sem-imputation-2018 on 16, 64, 256 and 1,024 workers;
 * **replay**: the real scheduler path (``grid run --replay``: Dask, the store, the
-  records) with sleeping worker threads, on the runs a shared 2-core machine can pace
-  (a Dask scheduler hands out a few hundred tasks a second there, so a grid of 10^4-10^5
-  short batches cannot be replayed in seconds): the SEM grid whole, pieces of the other
-  two; each beside the plan of the same piece, the check that the plan models Dask's
-  schedule. The speed is chosen so that each replay takes about ``--seconds``.
+  records) with sleeping worker threads, on what a shared 2-core machine can pace (its
+  Dask hands out a few hundred tasks a second, so a grid of 10^4-10^5 batches cannot be
+  replayed in minutes): the SEM grid whole on 16 to 1,024 workers, pieces of the other
+  two on 16 and 64; each beside the plan of the same piece (*fidelity*: the plan's
+  makespan over the replay's, the check that the plan models Dask's schedule), at the
+  fair speed (:func:`~workflows.benchmarks.replay_scale.fair_speed`).
 
-Run: ``BNSL_BENCH_OUT=workflows/results/benchmarks python -m workflows.benchmarks.replay``
-(``--no-replay``: the plan alone, a minute); writes ``replay.json`` and ``replay.md``.
+Run (``BNSL_BENCH_OUT=workflows/results/benchmarks``): ``python -m
+workflows.benchmarks.replay --replay I`` replays ``REPLAYS[I]`` (one at a time: each a
+few minutes) into ``replay.json``, ``--plans`` plans the whole grids again (a minute),
+and every call rewrites ``replay.md`` from the stored figures, with those of
+:mod:`workflows.benchmarks.replay_scale` (the speed curve, the 10,000-variable cache,
+the client's memory).
 ``--table``: every paper grid with committed reduced records on 64, 256 and 1,024
 workers (the table of ``workflows/results/README.md``), ``plan_grids.json`` / ``.md``.
 ``--honesty``: a small grid really run on two workers, then replayed at speed 1 from its
@@ -39,7 +44,9 @@ GRIDS = ("asobs-ent-2018", "kmax-2018", "sem-imputation-2018")
 WORKERS = (16, 64, 256, 1024)
 #: (grid, data sets or None for all, workers) replayed on Dask.
 REPLAYS = (("sem-imputation-2018", None, 16), ("sem-imputation-2018", None, 64),
+           ("sem-imputation-2018", None, 256), ("sem-imputation-2018", None, 1024),
            ("kmax-2018", ("nltcs", "kdd", "plants", "baudio"), 16),
+           ("kmax-2018", ("nltcs", "kdd", "plants", "baudio"), 64),
            ("asobs-ent-2018", ("nltcs", "msnbc"), 16),
            ("asobs-ent-2018", ("nltcs", "msnbc", "kdd", "plants"), 64))
 
@@ -59,14 +66,21 @@ def cells_of(grid: str, datasets: tuple[str, ...] | None) -> tuple[Any, list[Any
 
 
 def replay(grid: str, datasets: tuple[str, ...] | None, workers: int,
-           seconds: float) -> dict[str, Any]:
+           seconds: float = 60.0, speed: float | None = None) -> dict[str, Any]:
+    """``grid`` (its ``datasets`` only) replayed on ``workers`` threads
+    (:func:`~bnsl_dist.orchestrate.replay.replay_layout`) at ``speed``, else at the fair
+    speed for about ``seconds``
+    (:func:`~workflows.benchmarks.replay_scale.fair_speed`), beside its plan."""
     from bnsl_dist.orchestrate.replay import replay_client, replay_grid
-    from bnsl_dist.pipeline.plan import plan
+    from bnsl_dist.pipeline.plan import grid_tasks, plan, replay_model
+    from workflows.benchmarks.replay_scale import fair_speed, overhead_factor
 
     g, cells = cells_of(grid, datasets)
     recs = records(grid)
     planned = plan(cells, workers, recs, grid=grid)
-    speed = max(1.0, planned.makespan_s / seconds)
+    durations = [t.seconds for t in grid_tasks(cells, replay_model(cells, recs), workers)]
+    if speed is None:
+        speed = fair_speed(durations, planned.makespan_s, seconds)
     with tempfile.TemporaryDirectory() as tmp, replay_client(workers) as client:
         t0 = time.perf_counter()
         replay_grid(client, g, tmp, recs, speed=speed, records_name=f"{grid}-reduced",
@@ -75,6 +89,7 @@ def replay(grid: str, datasets: tuple[str, ...] | None, workers: int,
         report = json.loads((Path(tmp) / "reports" / "summary.json").read_text())
     return {"grid": grid, "datasets": list(datasets) if datasets else "all",
             "workers": workers, "cells": len(cells), "speed": round(speed, 1),
+            "overhead_factor": overhead_factor(durations, speed),
             "real_seconds": round(real, 1), "replay": report, "plan": planned.to_dict()}
 
 
@@ -152,37 +167,21 @@ def _hours(s: float) -> str:
     return f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.0f} min"
 
 
-def main() -> None:
-    from bnsl_dist.pipeline.plan import plan
+def _load(name: str) -> dict[str, Any]:
+    from workflows.benchmarks._common import OUT_DIR
 
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--no-replay", action="store_true")
-    ap.add_argument("--table", action="store_true",
-                    help="only the plan of every paper grid on 64, 256 and 1,024 workers")
-    ap.add_argument("--seconds", type=float, default=40.0,
-                    help="about how long each Dask replay takes (real seconds)")
-    ap.add_argument("--honesty", action="store_true",
-                    help="only the real run on two workers against its replay at speed 1")
-    args = ap.parse_args()
-    if args.table:
-        table()
-        return
-    if args.honesty:
-        honesty(8.0, 5)
-        return
-    plans = []
-    for grid in GRIDS:
-        _, cells = cells_of(grid, None)
-        recs = records(grid)
-        for w in WORKERS:
-            t0 = time.perf_counter()
-            p = plan(cells, w, recs, grid=grid).to_dict()
-            plans.append({**p, "plan_seconds": round(time.perf_counter() - t0, 1)})
-            print(json.dumps(plans[-1]), flush=True)
-    replays = [] if args.no_replay else [replay(g, d, w, args.seconds) for g, d, w in REPLAYS]
-    for r in replays:
-        print(json.dumps(r), flush=True)
+    path = OUT_DIR / f"{name}.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def _piece(r: dict[str, Any]) -> str:
+    return "all" if r["datasets"] == "all" else ", ".join(r["datasets"])
+
+
+def report(plans: list[dict[str, Any]], replays: list[dict[str, Any]]) -> Path:
+    """``replay.json`` and ``replay.md``: the plans, the replays, and what
+    :mod:`workflows.benchmarks.replay_scale` stored (the speed curve, the
+    10,000-variable cache, the client's memory)."""
     lines = ["# The papers' grids at full budget on 16 to 1,024 workers (replay model)", "",
              "`python -m workflows.benchmarks.replay`: the committed reduced records "
              "brought to the full budgets; targets: efficiency (lower bound / makespan) "
@@ -193,20 +192,106 @@ def main() -> None:
     lines += [f"| {p['grid']} | {p['workers']} | {p['cells']} | {p['tasks']} | "
               f"{p['makespan_s'] / 3600:.2f} | {p['lower_bound_s'] / 3600:.2f} | "
               f"{p['efficiency']:.3f} | {p['cpu_hours']:,.0f} |" for p in plans]
-    if replays:
-        lines += ["", "## Replay on Dask (sleeping worker threads) beside the plan of the "
-                  "same piece", "",
-                  "| grid | data sets | workers | speed | real s | replay makespan (h) | "
-                  "plan makespan (h) | replay efficiency | plan efficiency | utilisation | "
-                  "scheduler ms/task |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        lines += [f"| {r['grid']} | {r['datasets'] if r['datasets'] == 'all' else ', '.join(r['datasets'])} "
-                  f"| {r['workers']} | {r['speed']:g} | {r['real_seconds']:g} | "
-                  f"{r['replay']['makespan_s'] / 3600:.2f} | "
+    lines += ["", "## Replay on Dask (sleeping worker threads) beside the plan of the same "
+              "piece", "", "Each at the fair speed (`replay_scale.fair_speed`: about "
+              "`--seconds` of real time, but the shortest 5 % of the tasks at least 50 x "
+              "Dask's 7 ms per task on this machine, unless that takes over 150 s; "
+              "*x overhead*: what the shortest 5 % got), on at most 16 worker objects "
+              "(`replay_layout`). *fidelity*: plan makespan / replay makespan.", "",
+              "| grid | data sets | workers | speed | x overhead | real s | replay makespan "
+              "(h) | plan makespan (h) | replay efficiency | plan efficiency | fidelity | "
+              "utilisation | scheduler ms/task |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += [f"| {r['grid']} | {_piece(r)} | {r['workers']} | {r['speed']:g} | "
+              f"{r.get('overhead_factor', '')} | "
+              f"{r['real_seconds']:g} | {r['replay']['makespan_s'] / 3600:.2f} | "
+              f"{r['plan']['makespan_s'] / 3600:.2f} | {r['replay']['efficiency']:.3f} | "
+              f"{r['plan']['efficiency']:.3f} | "
+              f"{r['plan']['makespan_s'] / r['replay']['makespan_s']:.3f} | "
+              f"{r['replay']['utilisation']:.3f} | "
+              f"{r['replay']['scheduler_ms_per_task']:.2f} |" for r in replays]
+    curve = _load("replay-curve").get("runs", [])
+    if curve:
+        lines += ["", "## The same replay, faster: the scheduler's cost against the tasks",
+                  "", "sem-imputation-2018 whole on 16 workers (`replay_scale --curve`).", "",
+                  "| speed | real s | replay efficiency | fidelity | scheduler ms/task |",
+                  "|---:|---:|---:|---:|---:|"]
+        lines += [f"| {r['speed']:g} | {r['real_seconds']:g} | "
+                  f"{r['replay']['efficiency']:.3f} | "
+                  f"{r['plan']['makespan_s'] / r['replay']['makespan_s']:.3f} | "
+                  f"{r['replay']['scheduler_ms_per_task']:.2f} |" for r in curve]
+    cache = _load("replay-cache").get("runs", [])
+    if cache:
+        lines += ["", "## The 10,000-variable cache build alone", "",
+                  "r10 (10,000 variables) at 60 s per variable, each variable's seconds "
+                  "from a real build of r10 at 0.06 s per variable "
+                  "(`r10-variable-seconds.json`) brought to the full budget; "
+                  "`replay_scale --cache W`. Target: efficiency >= 0.9.", "",
+                  "| workers | tasks | speed | real s | replay makespan (h) | plan makespan "
+                  "(h) | replay efficiency | plan efficiency |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += [f"| {r['workers']} | {r['tasks']} | {r['speed']:g} | {r['real_seconds']:g} "
+                  f"| {r['replay']['makespan_s'] / 3600:.2f} | "
                   f"{r['plan']['makespan_s'] / 3600:.2f} | {r['replay']['efficiency']:.3f} | "
-                  f"{r['plan']['efficiency']:.3f} | {r['replay']['utilisation']:.3f} | "
-                  f"{r['replay']['scheduler_ms_per_task']:.2f} |" for r in replays]
-    path = write_report("replay", {"plans": plans, "replays": replays}, lines)
-    print(path)
+                  f"{r['plan']['efficiency']:.3f} |"
+                  for r in sorted(cache, key=lambda r: r["workers"])]
+    rss = _load("replay-rss").get("runs", []) + _load("replay-plan-rss").get("runs", [])
+    if rss:
+        lines += ["", "## The client's peak memory", "",
+                  "Zero-second cells (`replay_scale --rss N`: replayed on 16 threads; "
+                  "`--plan-rss N`: expansion and plan alone, no Dask). Target: <= 1 GB "
+                  "with 100,000 cells.", "", "| cells | what | real s | peak RSS (MiB) |",
+                  "|---:|---|---:|---:|"]
+        lines += [f"| {r['cells']:,} | {'plan' if 'tasks' in r else 'replay'} | "
+                  f"{r.get('real_seconds', r.get('seconds'))} | "
+                  f"{(r.get('client_peak_rss_bytes') or r['peak_rss_bytes']) / 2**20:,.0f} |"
+                  for r in rss]
+    return write_report("replay", {"plans": plans, "replays": replays}, lines)
+
+
+def main() -> None:
+    from bnsl_dist.pipeline.plan import plan
+
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--plans", action="store_true", help="plan the whole grids again")
+    ap.add_argument("--replay", type=int, action="append", default=[], metavar="I",
+                    help=f"run REPLAYS[I] (0-{len(REPLAYS) - 1}), in place of its earlier run")
+    ap.add_argument("--table", action="store_true",
+                    help="only the plan of every paper grid on 64, 256 and 1,024 workers")
+    ap.add_argument("--seconds", type=float, default=90.0,
+                    help="about how long each Dask replay takes (real seconds)")
+    ap.add_argument("--honesty", action="store_true",
+                    help="only the real run on two workers against its replay at speed 1")
+    args = ap.parse_args()
+    if args.table:
+        table()
+        return
+    if args.honesty:
+        honesty(8.0, 5)
+        return
+    old = _load("replay")
+    plans, replays = old.get("plans", []), old.get("replays", [])
+    if args.plans or not plans:
+        plans = []
+        for grid in GRIDS:
+            _, cells = cells_of(grid, None)
+            recs = records(grid)
+            for w in WORKERS:
+                t0 = time.perf_counter()
+                p = plan(cells, w, recs, grid=grid).to_dict()
+                plans.append({**p, "plan_seconds": round(time.perf_counter() - t0, 1)})
+                print(json.dumps(plans[-1]), flush=True)
+    for i in args.replay:
+        g, d, w = REPLAYS[i]
+        r = replay(g, d, w, args.seconds)
+        print(json.dumps(r), flush=True)
+        same = (g, "all" if d is None else list(d), w)
+        replays = [x for x in replays if (x["grid"], x["datasets"], x["workers"]) != same]
+        replays.append(r)
+    order = {(g, "all" if d is None else ", ".join(d), w): i for i, (g, d, w) in enumerate(REPLAYS)}
+    replays.sort(key=lambda r: order.get((r["grid"], _piece(r), r["workers"]), len(order)))
+    print(report(plans, replays))
 
 
 if __name__ == "__main__":
