@@ -291,8 +291,7 @@ def test_cache_option_help_states_each_commands_defaults():
 
     import click
 
-    from bnsl_dist.cache.spec import CacheSpec
-    from bnsl_dist.cli.learn import ITERATION_CACHE_SCORES
+    from bnsl_dist.cache.spec import ITERATION_CACHE_SCORES, CacheSpec
     from bnsl_dist.pipeline.tasks.within import learn_within
     from bnsl_dist.sem.structural_em import (
         CACHE_ROW_SCORES,

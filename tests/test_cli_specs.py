@@ -1,6 +1,7 @@
 """The command line is generated from the spec models (bnsl_dist/cli/_specs.py): every
-field of a spec model has its option, in `learn` and in `cache build`; the generated
-search and budget options are learn's; and no command module imports another
+field of a spec model has its option, in `learn` and in `cache build`; learn takes the
+generated search and budget options and the spec layer's rules; and no command module
+imports another
 (docs/ARCHITECTURE.md "Layout")."""
 
 from __future__ import annotations
@@ -10,18 +11,18 @@ from pathlib import Path
 
 import click
 import pytest
+from click.testing import CliRunner
 
 from bnsl_dist.cache.spec import ITERATION_CACHE_SCORES, CacheSpec, with_iteration_budget
 from bnsl_dist.cli._specs import (
     OPTION_FIELDS,
-    budget_options,
     cache_spec_with,
-    search_options,
     search_spec,
 )
 from bnsl_dist.cli.cache import build_cmd
-from bnsl_dist.cli.learn import _search_spec, learn_cmd
+from bnsl_dist.cli.learn import learn_cmd
 from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.search.base import DEFAULT_ALGORITHM
 from bnsl_dist.search.qds import ScreeningSpec
 from bnsl_dist.search.spec import BudgetSpec, SearchSpec
 
@@ -51,38 +52,88 @@ def test_every_cache_field_has_an_option_in_cache_build():
     assert "--method" in build["cache_method"].opts  # cache build's own spelling
 
 
-def test_generated_search_and_budget_options_are_learns():
-    """Same flags, parameters, repetition and defaults as learn's hand-written ones: learn
-    can take the generated decorators without a change to its command line."""
-    @search_options
-    @budget_options
-    def cmd(**_: object) -> None:
-        pass
+_SEARCH_FLAGS = {"--algorithm", "-a", "-k", "--param", "--seconds", "--iterations",
+                 "--checkpoints"}
 
-    gen = _params(click.command()(cmd))
+
+def test_learn_uses_the_generated_search_and_budget_options():
+    """learn.py declares none of the search's or the budget's flags itself: its command is
+    decorated with the generated ``search_options`` and ``budget_options``, builds the
+    search with ``_specs.search_spec`` and the cache with ``cache_spec_with(...,
+    budget=...)`` (the iteration-budget rule is the spec layer's, not restated)."""
+    tree = ast.parse((CLI / "learn.py").read_text())
+    (cmd,) = [n for n in ast.walk(tree)
+              if isinstance(n, ast.FunctionDef) and n.name == "learn_cmd"]
+    names = {d.id for d in cmd.decorator_list if isinstance(d, ast.Name)}
+    assert {"search_options", "budget_options"} <= names
+    by_hand = {a.value for n in ast.walk(tree) if isinstance(n, ast.Call)
+               and isinstance(n.func, ast.Attribute) and n.func.attr == "option"
+               for a in n.args if isinstance(a, ast.Constant)} & _SEARCH_FLAGS
+    assert not by_hand, f"learn.py declares {by_hand} by hand"
+    calls = {n.func.id: n for n in ast.walk(tree)
+             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    assert "search_spec" in calls and "_search_spec" not in calls
+    assert "budget" in {k.arg for k in calls["cache_spec_with"].keywords}
+    assert "ITERATION_CACHE_SCORES" not in (CLI / "learn.py").read_text()
+
+
+def test_generated_search_and_budget_options_keep_learns_command_line():
+    """The flags, parameters, repetition and defaults learn had when it declared them by
+    hand (flags as typed by users and scripts: a change here breaks them)."""
     learn = _params(learn_cmd)
-    for name, p in gen.items():
-        q = learn[name]
-        assert (p.opts, p.secondary_opts, p.multiple, p.default) == \
-            (q.opts, q.secondary_opts, q.multiple, q.default), name
-    assert set(gen) == {"algorithm", "k", "params", "seconds", "iterations", "checkpoints"}
+    given = learn_cmd.make_context("learn", ["nltcs", "-o", "r.json"]).params  # parsed
+    got = {name: (learn[name].opts, learn[name].multiple, given[name])
+           for name in ("algorithm", "k", "params", "seconds", "iterations", "checkpoints")}
+    assert got == {"algorithm": (["--algorithm", "-a"], False, DEFAULT_ALGORITHM),
+                   "k": (["-k"], False, None), "params": (["--param"], True, ()),
+                   "seconds": (["--seconds"], False, None),
+                   "iterations": (["--iterations"], False, None),
+                   "checkpoints": (["--checkpoints"], False, None)}
 
 
-@pytest.mark.parametrize("given", [
-    {},                                                   # the default 10 s
-    {"seconds": 30.0},
-    {"iterations": 500},
-    {"iterations": 500, "checkpoints": "1,20,400,900"},
-    {"seconds": 5.0, "checkpoints": "0.5, 2,60"},
-    {"algorithm": "kg", "k": 3, "iterations": 20, "params": ("max_parents=2",)},
+@pytest.mark.parametrize("args, message", [
+    (["--seconds", "0"], "Invalid value for '--seconds': 0.0 is not in the range x>0"),
+    (["--seconds", "-1"], "Invalid value for '--seconds': -1.0 is not in the range x>0"),
+    (["--iterations", "0"], "Invalid value for '--iterations': 0 is not in the range x>=1"),
+    (["--iterations", "1.5"], "Invalid value for '--iterations': '1.5' is not a valid"),
+    (["-a", "kg", "-k", "0"], "Invalid value for '-k': 0 is not in the range x>=1"),
+    (["--seconds", "inf"], "--seconds: Input should be a finite number"),
+    (["--checkpoints", "x"], "--checkpoints 'x': 'x' is not a positive number"),
 ])
-def test_search_spec_is_learns(given):
-    """The spec layer's search spec equals the one learn builds itself today."""
+def test_bad_search_and_budget_values_name_the_flag(args, message, tmp_path):
+    """The fields' lower bounds (PositiveInt, positive finite seconds) are click's ranges,
+    refused while the command line is parsed; the model's other checks name the flag."""
+    res = CliRunner().invoke(learn_cmd, ["nltcs", "--serial", "-q", "-o",
+                                         str(tmp_path / "r.json"), *args])
+    assert res.exit_code != 0
+    assert message in res.output or message in str(res.exception), res.output
+    assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("given, budget, rest", [
+    ({}, {"seconds": 10.0, "checkpoints": (1.0, 10.0)}, {}),
+    ({"seconds": 30.0}, {"seconds": 30.0, "checkpoints": (1.0, 10.0, 30.0)}, {}),
+    ({"iterations": 500}, {"iterations": 500, "iteration_checkpoints": (1, 10, 100, 500)}, {}),
+    ({"iterations": 500, "checkpoints": "1,20,400,900"},
+     {"iterations": 500, "iteration_checkpoints": (1, 20, 400, 500)}, {}),
+    ({"seconds": 5.0, "checkpoints": "0.5, 2,60"},
+     {"seconds": 5.0, "checkpoints": (0.5, 2.0, 5.0)}, {}),
+    ({"algorithm": "kg", "k": 3, "iterations": 20, "params": ("max_parents=2",)},
+     {"iterations": 20, "iteration_checkpoints": (1, 10, 20)},
+     {"algorithm": "kg", "k": 3, "params": {"max_parents": 2}}),
+])
+def test_search_spec_of_learns_command_lines(given, budget, rest):
+    """Worked out by hand from the rules (10 s when neither budget is given; default
+    checkpoints 1, 10, 60, 600, 3600 s or powers of ten below the budget; given ones
+    below the budget, the budget last)."""
     kw = {"algorithm": "asobs", "k": None, "seconds": None, "iterations": None,
           "checkpoints": None}
     kw.update({k: v for k, v in given.items() if k != "params"})
-    params = given.get("params", ())
-    assert search_spec(params, **kw) == _search_spec(params, **kw)
+    got = search_spec(given.get("params", ()), **kw)
+    assert got.budget == BudgetSpec(**budget)
+    assert (got.algorithm, got.k) == (rest.get("algorithm", "asobs"), rest.get("k"))
+    assert {k: v for k, v in got.params.items() if k in rest.get("params", {})} == \
+        rest.get("params", {})
 
 
 def test_search_spec_rules():

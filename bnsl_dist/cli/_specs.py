@@ -17,6 +17,7 @@ import typing
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 
+import annotated_types
 import click
 from pydantic import BaseModel
 
@@ -170,6 +171,32 @@ OPTION_FIELDS: dict[type[BaseModel], dict[str, str]] = {
 }
 
 
+def _bounded_type(annotation: Any) -> Any:
+    """:func:`_click_type`, with a field's lower bound (``Gt``/``Ge``) as click's range,
+    so that ``--seconds 0`` or ``-k 0`` is refused while the command line is parsed, in
+    click's words; a tuple is text (``--checkpoints 1,10,60``), split by the command."""
+    if typing.get_origin(annotation) is tuple:
+        return click.STRING
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) is not Annotated and len(args) == 1:
+        return _bounded_type(args[0])  # X | None
+    if typing.get_origin(annotation) is not Annotated:
+        return _click_type(annotation)
+    base, *meta = typing.get_args(annotation)
+    # Field(gt=0) inside Annotated carries its bounds in its own metadata
+    bounds = [m for x in meta for m in [x, *getattr(x, "metadata", ())]
+              if isinstance(m, annotated_types.Gt | annotated_types.Ge)]
+    if not bounds or base not in (int, float):
+        return _click_type(annotation)
+    b = bounds[0]
+    open_ = isinstance(b, annotated_types.Gt)
+    low = b.gt if isinstance(b, annotated_types.Gt) else b.ge
+    assert isinstance(low, int | float)
+    if base is int:
+        return click.IntRange(min=int(low) + open_)
+    return click.FloatRange(min=low, min_open=open_)
+
+
 def _spelled(model: type[BaseModel],
              table: dict[str, tuple[tuple[str, ...], str, bool, str | None, Any]]
              ) -> Callable[[F], F]:
@@ -177,7 +204,7 @@ def _spelled(model: type[BaseModel],
         for name, (flags, dest, multiple, metavar, default) in reversed(table.items()):
             info = model.model_fields[name]
             more: dict[str, Any] = {"multiple": True} if multiple else {
-                "type": _click_type(info.annotation), "default": default,
+                "type": _bounded_type(info.annotation), "default": default,
                 "show_default": default is not None}
             fn = click.option(*flags, dest, metavar=metavar, help=info.description,
                               **more)(fn)
@@ -225,8 +252,8 @@ def search_spec(params: Sequence[str], *, algorithm: str, k: int | None,
     default checkpoints (:meth:`~bnsl_dist.search.spec.BudgetSpec.with_default_checkpoints`)."""
     if seconds is None and iterations is None:
         seconds = DEFAULT_SEARCH_SECONDS
-    budget: dict[str, Any] = make(BudgetSpec, prefix="budget", seconds=seconds,
-                                  iterations=iterations).model_dump()
+    budget: dict[str, Any] = make(BudgetSpec, seconds=seconds, iterations=iterations,
+                                  names=_flags(BudgetSpec)).model_dump()
     if checkpoints is None:
         budget = BudgetSpec.with_default_checkpoints(seconds, iterations).model_dump()
     else:

@@ -13,14 +13,12 @@ atomically; a short summary goes to stderr.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
-from bnsl_dist.cache.spec import ITERATION_CACHE_SCORES
 from bnsl_dist.cli._checks import check_bif_writable, check_output_file
 from bnsl_dist.cli._common import (
     STDOUT,
@@ -31,15 +29,17 @@ from bnsl_dist.cli._common import (
 )
 from bnsl_dist.cli._progress import Phases
 from bnsl_dist.cli._specs import (
+    budget_options,
     cache_options_with,
     cache_spec,
-    parse_param,
+    cache_spec_with,
     screening_options,
     screening_spec,
+    search_options,
+    search_spec,
 )
-from bnsl_dist.search.base import DEFAULT_ALGORITHM
 
-__all__ = ["learn_cmd", "algorithms_cmd", "parse_param"]
+__all__ = ["learn_cmd", "algorithms_cmd"]
 
 
 def _is_cache(spec: str) -> bool:
@@ -74,24 +74,13 @@ def _summary(result: Any, out: Path, source: str) -> None:
 
 @click.command("learn")
 @click.argument("source", metavar="DATA|CACHE", type=str)
-@click.option("--algorithm", "-a", default=DEFAULT_ALGORITHM, show_default=True,
-              help="A registered optimizer (`bnsl-dist algorithms` lists them).")
-@click.option("-k", "k", type=click.IntRange(min=1), default=None,
-              help="Treewidth bound (for the optimizers that declare one: kg, kmax, ...).")
-@click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
-              help="Optimizer parameter (repeatable), e.g. --param local_search=window.")
-@click.option("--seconds", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Time budget per seed [10 s].")
-@click.option("--iterations", type=click.IntRange(min=1), default=None,
-              help="Iteration budget per seed (reproducible).")
+@search_options
+@budget_options
 @click.option("--seeds", type=click.IntRange(min=1), default=None,
               help="Independent runs (one task each) [one per worker; 1 with --serial or "
                    "an iteration budget alone].")
 @click.option("--seed", "base_seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Base seed the per-run streams are spawned from.")
-@click.option("--checkpoints", default=None, metavar="B1,B2,...",
-              help="Budgets (seconds, or iterations for an iteration budget) at which to "
-                   "report the best DAG [1,10,60,600,3600 s; 1,10,100,... iterations].")
 @click.option("--time-limit", "time_limit", type=FiniteRange(min=0, min_open=True),
               default=None, metavar="SECONDS",
               help="Wall-clock limit of the whole run, cache and cluster start included: "
@@ -158,14 +147,9 @@ def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: i
         raise InvalidConfigError("qds screening needs data, not a score cache")
     if is_cache and not Path(source).is_file():
         raise InvalidConfigError(f"{source}: no such cache file")
-    if options.get("iterations") is not None and options.get("seconds") is None \
-            and not is_cache and options.get("cache_seconds_per_variable") is None \
-            and options.get("cache_scores_per_variable") is None \
-            and (options.get("cache_method") or "independence") == "independence":
-        # an iteration budget is a reproducible run: its cache too (exact scores, not time)
-        options["cache_scores_per_variable"] = ITERATION_CACHE_SCORES
-    cache = cache_spec(options, **({"path": str(Path(source).resolve())} if is_cache else {}))
-    search = _search_spec(params, **options)
+    search = search_spec(params, **options)
+    cache = cache_spec_with(options, budget=search.budget,
+                            fixed={"path": str(Path(source).resolve())} if is_cache else {})
     data = None if is_cache else DataRef.parse(source)
     if data is not None:
         from bnsl_dist.cli._inputs import load_data as read_checked
@@ -416,45 +400,6 @@ def algorithms_cmd(as_json: bool) -> None:
         flags = " (-k)" if i.takes_k else ""
         params = ", ".join(h.describe() for h in i.hyperparameters if h.name != "k")
         click.echo(f"{i.name}{flags}: {params or '-'}")
-
-
-def _search_spec(params: tuple[str, ...], *, algorithm: str, k: int | None,
-                 seconds: float | None, iterations: int | None, checkpoints: str | None,
-                 **_: Any) -> Any:
-    """The SearchSpec of the command line; default checkpoints resolved into it."""
-    from bnsl_dist._io import is_plain_float
-    from bnsl_dist._spec import make
-    from bnsl_dist.exceptions import InvalidConfigError
-    from bnsl_dist.search.spec import BudgetSpec, SearchSpec
-
-    if seconds is None and iterations is None:
-        seconds = 10.0
-    budget: dict[str, Any] = make(BudgetSpec, prefix="budget", seconds=seconds,
-                                  iterations=iterations).model_dump()
-    if checkpoints is None:
-        budget = BudgetSpec.with_default_checkpoints(seconds, iterations).model_dump()
-    else:
-        toks = [x.strip() for x in checkpoints.split(",") if x.strip()]
-        bad = next((t for t in toks if not is_plain_float(t) or not 0 < float(t) < math.inf),
-                   None)
-        if bad is not None:
-            raise InvalidConfigError(f"--checkpoints {checkpoints!r}: {bad!r} is not a "
-                                     "positive number")
-        cps = sorted({float(t) for t in toks})
-        if seconds is not None:
-            budget["checkpoints"] = [c for c in cps if c < seconds] + [seconds]
-        else:
-            assert iterations is not None
-            frac = next((t for t in toks if not float(t).is_integer()), None)
-            if frac is not None:  # was truncated: 2.5 reported as 2
-                raise InvalidConfigError(f"--checkpoints {checkpoints!r}: {frac!r} is not a "
-                                         "whole number of iterations")
-            budget["iteration_checkpoints"] = \
-                [int(c) for c in cps if c < iterations] + [iterations]
-    return make(SearchSpec, algorithm=algorithm, k=k,
-                params=dict(parse_param(p) for p in params), budget=budget,
-                names={"algorithm": "--algorithm", "params": "--param", "k": "-k",
-                       "": "-k"})  # the model's own check is k's (registry_check)
 
 
 def _export(kind: str, dag_json: dict[str, Any], data: Any, out: Path) -> None:
