@@ -4,30 +4,39 @@ MINOBS (Lee & van Beek 2017; the public C++ source, built outside this repositor
 each of our optimizers run alternately, seed by seed, on one core (``taskset -c``), so
 that the load of a shared machine falls on both. Both get the same seeds and the same
 search seconds, cache loading excluded for both: MINOBS starts its clock after reading
-the score file (its cut-off counts from there), ours is given the seconds as the
-optimizer's budget after the cache is read and the numba kernels are loaded by a
-1-iteration warm-up run in the same process. Start-up (imports, cache reading, the
-warm-up's compilation or kernel loading) is timed apart and reported.
+the score file, ours is given the seconds as the optimizer's budget after the cache is
+read and the numba kernels are loaded by a 1-iteration warm-up run in the same process.
+Start-up (imports, cache reading, the warm-up's compilation or kernel loading) is timed
+apart and reported.
+
+Several budgets (``--seconds 10 60``) are measured by one run per seed and tool at the
+largest: a tool's result at ``b`` seconds is its best within its first ``b`` seconds.
+Neither search depends on its budget other than by stopping (MINOBS reads its clock
+between generations only, ours between local searches and window moves), so that is the
+result a run of ``b`` seconds gives.
 
 Every result is rescored here from the cache by a minimal reader of its own (no
 ``bnsl_dist`` code): our DAG by summing its families' cached scores (each family must
 be in the cache, the graph acyclic); MINOBS's best order within the seconds by giving each
 variable its best cached set within its predecessors (the DAG the order stands for); its
-trace keeps its own scores (to 1e-6). MINOBS reads its clock between local searches
-only and runs past its cut-off (minutes past 10 s on 500+ variables): its process
-seconds and its final score are recorded too.
+trace keeps its own scores (to 1e-6). MINOBS runs past its cut-off (it checks the clock
+only between generations; its initial population alone takes minutes on 800+
+variables) and writes its trace only when it ends: a binary that also appends each new
+best to ``$MINOBS_TRACE`` as it finds it (a local change of ``ResultRegister::record``,
+the search unchanged) can be stopped at ``--minobs-stop`` seconds and keeps its trace;
+with an unchanged binary the run waits for MINOBS to end.
 
-Part ``table`` (the caches of BLIP's independence selection, ``jkl/blip-is``): final
-score of each run. Part ``optima`` (small caches with known optima): whether each run
-reaches the optimum, and when.
+Part ``table`` (the caches of BLIP's independence selection, ``jkl/blip-is``, or
+``NAME=PATH`` for others): score of each run at each budget. Part ``optima`` (small
+caches with known optima): whether each run reaches the optimum, and when.
 
 Run (one measurement at a time, one core)::
 
     BNSL_BENCH_OUT=workflows/results/benchmarks nice -n 0 flock /work/wt/timing.lock \\
       python -m workflows.benchmarks.minobs --minobs /work/peers/minobs/src/search \\
-      --tools memetic winasobs-ent --cpu 1 --seeds 0 1 2 --seconds 10
+      --tools memetic --cpu 1 --seeds 0 1 2 3 4 --seconds 10 60
 
-writes ``minobs.json`` and ``minobs.md`` (``--name`` to change).
+writes ``minobs.json`` and ``minobs.md`` (``--name`` to change), after every cache.
 """
 
 from __future__ import annotations
@@ -35,12 +44,15 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import math
 import os
+import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,12 +76,15 @@ OPTIMA = {
 Families = list[dict[frozenset[int], float]]
 
 
-def cache_path(name: str) -> Path:
-    """``name`` of the table (a blip-is cache) or of :data:`OPTIMA`."""
+def cache_path(name: str) -> tuple[str, Path]:
+    """``name`` of the table (a blip-is cache), of :data:`OPTIMA`, or ``NAME=PATH``."""
+    if "=" in name:
+        label, path = name.split("=", 1)
+        return label, Path(path)
     if name in OPTIMA:
         shared = SHARED_DATA / "jkl" / f"{name}.jkl.gz"
-        return shared if shared.exists() else BUNDLED / f"{name}.jkl.gz"
-    return SHARED_DATA / "jkl" / "blip-is" / f"{name}.train.bic.jkl.gz"
+        return name, shared if shared.exists() else BUNDLED / f"{name}.jkl.gz"
+    return name, SHARED_DATA / "jkl" / "blip-is" / f"{name}.train.bic.jkl.gz"
 
 
 def _lines(path: Path) -> list[str]:
@@ -152,49 +167,72 @@ def _taskset(cpu: str | None) -> list[str]:
     return ["taskset", "-c", cpu] if cpu else []
 
 
-def run_minobs(binary: str, plain: Path, seconds: float, seed: int, cpu: str | None,
-               fams: Families, tmp: Path) -> dict[str, Any]:
-    """One MINOBS run: its trace (ms, rescored order) and the final score."""
-    out = tmp / f"minobs-{seed}.out"
+def _at(trace: list[Any], budgets: list[float]) -> dict[str, int | None]:
+    """Per budget, the index of the last trace entry within it (None if none)."""
+    return {f"{b:g}": next((i for i in range(len(trace) - 1, -1, -1)
+                            if trace[i][0] <= b), None) for b in budgets}
+
+
+def run_minobs(binary: str, plain: Path, budgets: list[float], seed: int,
+               cpu: str | None, stop: float | None, fams: Families,
+               tmp: Path) -> dict[str, Any]:
+    """One MINOBS run at the largest budget: its trace (s, rescored order), its score at
+    each budget; stopped at ``stop`` seconds (read from ``$MINOBS_TRACE`` then)."""
+    out, live = tmp / f"minobs-{seed}.out", tmp / f"minobs-{seed}.trace"
+    for f in (out, live):
+        f.unlink(missing_ok=True)
     t0 = time.perf_counter()
-    subprocess.run([*_taskset(cpu), binary, str(plain), str(seconds), str(seed), str(out)],
-                   check=True, stdout=subprocess.DEVNULL)
+    stopped = False
+    try:
+        subprocess.run([*_taskset(cpu), binary, str(plain), f"{max(budgets):g}", str(seed),
+                        str(out)], check=True, stdout=subprocess.DEVNULL, timeout=stop,
+                       env={**os.environ, "MINOBS_TRACE": str(live)})
+    except subprocess.TimeoutExpired:
+        stopped = True
     wall = time.perf_counter() - t0
-    lines = out.read_text().splitlines()
-    body = lines[lines.index("BEST") + 2:]
+    if out.exists():
+        lines = out.read_text().splitlines()
+        body = lines[lines.index("BEST") + 2:]
+    else:
+        body = live.read_text().splitlines() if live.exists() else []
     # (seconds, its own score: the cache's times -1e6, truncated to an integer)
     trace = [(float(body[i].split()[0]) / 1000.0, -float(body[i].split()[1]) / 1e6)
              for i in range(0, len(body) - 1, 2)]
-    # MINOBS checks its clock between local searches only: on large caches it runs far
-    # past its cut-off. Its result is its best order found within the seconds.
-    within = [i for i, (t, _) in enumerate(trace) if t <= seconds]
-    score = None
-    if within:
-        score = score_order(fams, [int(t) for t in body[2 * within[-1] + 1].split()])
-        if abs(score - trace[within[-1]][1]) > 1e-5 * len(fams):
-            raise RuntimeError(f"MINOBS: reported {trace[within[-1]][1]}, rescored {score}")
-    return {"score": score, "trace": trace, "process_seconds": wall,
-            "final_own_score": trace[-1][1]}
+    at: dict[str, float | None] = {}
+    for b, i in _at(trace, budgets).items():
+        at[b] = None
+        if i is not None:
+            at[b] = score_order(fams, [int(t) for t in body[2 * i + 1].split()])
+            if abs(at[b] - trace[i][1]) > 1e-5 * len(fams):  # type: ignore[operator]
+                raise RuntimeError(f"MINOBS: reported {trace[i][1]}, rescored {at[b]}")
+    return {"at": at, "trace": trace, "process_seconds": wall, "stopped": stopped,
+            "final_own_score": trace[-1][1] if trace else None}
 
 
-def run_ours(algorithm: str, path: Path, seconds: float, seed: int, cpu: str | None,
-             fams: Families, tmp: Path) -> dict[str, Any]:
-    """One run of ours in a fresh process (:func:`child`); its DAG rescored here."""
+def run_ours(algorithm: str, path: Path, budgets: list[float], seed: int,
+             cpu: str | None, fams: Families, tmp: Path) -> dict[str, Any]:
+    """One run of ours in a fresh process (:func:`child`); its DAGs rescored here."""
     out = tmp / f"ours-{seed}.json"
     t0 = time.perf_counter()
     subprocess.run([*_taskset(cpu), sys.executable, "-m", "workflows.benchmarks.minobs",
-                    "--child", algorithm, str(path), str(seconds), str(seed), str(out)],
-                   check=True)
+                    "--child", algorithm, str(path), ",".join(f"{b:g}" for b in budgets),
+                    str(seed), str(out)], check=True)
     wall = time.perf_counter() - t0
     rec = json.loads(out.read_text())
-    score = score_dag(fams, rec.pop("parents"))
-    if abs(score - rec["trace"][-1][1]) > 1e-6 * max(1.0, abs(score)):
-        raise RuntimeError(f"{algorithm}: reported {rec['trace'][-1][1]}, rescored {score}")
-    return {"score": score, **rec, "process_seconds": wall}
+    at: dict[str, float | None] = {}
+    for b, parents in rec.pop("parents").items():
+        i = rec["at_index"][b]
+        at[b] = None if parents is None else score_dag(fams, parents)
+        if at[b] is not None and abs(at[b] - rec["trace"][i][1]) > 1e-6 * max(
+                1.0, abs(at[b])):  # type: ignore[arg-type]
+            raise RuntimeError(f"{algorithm}: reported {rec['trace'][i][1]}, "
+                               f"rescored {at[b]}")
+    return {"at": at, **rec, "process_seconds": wall}
 
 
-def child(algorithm: str, path: str, seconds: float, seed: int, out: str) -> None:
-    """Our side of a run: start-up timed apart, then ``seconds`` of search."""
+def child(algorithm: str, path: str, budgets: list[float], seed: int, out: str) -> None:
+    """Our side of a run: start-up timed apart, then the largest budget's search; the
+    incumbent at each budget kept."""
     t0 = time.perf_counter()
     import numpy as np
 
@@ -210,41 +248,60 @@ def child(algorithm: str, path: str, seconds: float, seed: int, out: str) -> Non
                                            np.random.default_rng(seed)):
         pass
     t3 = time.perf_counter()
-    incs = list(make_optimizer(algorithm).run(cache, Budget(seconds=seconds),
+    incs = list(make_optimizer(algorithm).run(cache, Budget(seconds=max(budgets)),
                                               np.random.default_rng(seed)))
     t4 = time.perf_counter()
+    trace = [(i.elapsed, i.score) for i in incs]
+    at = _at(trace, budgets)
     atomic_write_text(Path(out), json.dumps({
         "imports_seconds": t1 - t0, "load_seconds": t2 - t1, "warm_up_seconds": t3 - t2,
-        "search_seconds": t4 - t3, "trace": [(i.elapsed, i.score) for i in incs],
-        "parents": [list(map(int, ps)) for ps in incs[-1].dag.parents]}))
+        "search_seconds": t4 - t3, "trace": trace, "at_index": at,
+        "parents": {b: None if i is None else [list(map(int, ps))
+                                               for ps in incs[i].dag.parents]
+                    for b, i in at.items()}}))
 
 
-def measure(names: list[str], tools: list[str], minobs: str, seconds: float,
-            seeds: list[int], cpu: str | None) -> dict[str, Any]:
-    """Every (cache, seed, tool) run, the tools alternating within each seed."""
+def measure(names: list[str], tools: list[str], minobs: str, budgets: list[float],
+            seeds: list[int], cpu: str | None, stop: float | None,
+            done: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """Every (seed, cache, tool) run, seed by seed (so that an interrupted run has its
+    first seeds on every cache), the tools alternating; ``done(rows)`` after each cache."""
     rows: dict[str, Any] = {}
+    caches = [cache_path(name) for name in names]
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        for name in names:
-            path = cache_path(name)
-            fams = read_families(path)
-            plain = tmp / f"{name}.jkl"
-            write_plain(fams, plain)
-            runs: dict[str, list[dict[str, Any]]] = {t: [] for t in ["minobs", *tools]}
-            for seed in seeds:
-                for tool in runs:
+        fams_of: dict[str, Families] = {}
+        for label, path in caches:
+            fams_of[label] = read_families(path)
+            write_plain(fams_of[label], tmp / f"{label}.jkl")
+            rows[label] = {"n": len(fams_of[label]), "path": str(path),
+                           "runs": {t: [] for t in ["minobs", *tools]}, "median": {}}
+        for seed in seeds:
+            for label, path in caches:
+                fams, row = fams_of[label], rows[label]
+                for tool, runs in row["runs"].items():
                     load = os.getloadavg()[0]
-                    rec = (run_minobs(minobs, plain, seconds, seed, cpu, fams, tmp)
+                    rec = (run_minobs(minobs, tmp / f"{label}.jkl", budgets, seed, cpu,
+                                      stop, fams, tmp)
                            if tool == "minobs"
-                           else run_ours(tool, path, seconds, seed, cpu, fams, tmp))
-                    runs[tool].append({"seed": seed, "load_average": load, **rec})
-                    print(f"{name} {tool} seed {seed}: {rec['score']} "
+                           else run_ours(tool, path, budgets, seed, cpu, fams, tmp))
+                    runs.append({"seed": seed, "load_average": load, **rec})
+                    print(f"{label} {tool} seed {seed}: {rec['at']} "
                           f"({rec['process_seconds']:.1f} s)", flush=True)
-            rows[name] = {"n": len(fams), "runs": runs, "median": {
-                t: (statistics.median(r["score"] for r in rs)
-                    if all(r["score"] is not None for r in rs) else None)
-                for t, rs in runs.items()}}
+                row["median"] = {f"{b:g}": {t: _median([r["at"][f"{b:g}"] for r in rs])
+                                            for t, rs in row["runs"].items()}
+                                 for b in budgets}
+                done(rows)
     return rows
+
+
+def _median(xs: list[float | None]) -> float | None:
+    """The median, a run without a result counting as the worst (None if half are)."""
+    if not xs:
+        return None
+    ranked = sorted(xs, key=lambda x: -math.inf if x is None else x)
+    lo, hi = ranked[(len(ranked) - 1) // 2], ranked[len(ranked) // 2]
+    return None if lo is None or hi is None else (lo + hi) / 2
 
 
 def _reached(trace: list[Any], optimum: float) -> float | None:
@@ -253,29 +310,53 @@ def _reached(trace: list[Any], optimum: float) -> float | None:
 
 def markdown(result: dict[str, Any]) -> list[str]:
     tools = ["minobs", *result["tools"]]
-    s = result["seconds"]
-    lines = [f"# MINOBS and ours, {s:g} s of search, one core (cpu {result['cpu']})", "",
-             f"Seeds {result['seeds']}; medians; every DAG rescored from the cache. "
-             f"{result['note']}", ""]
-    if result["table"]:
-        lines += ["| cache (vars) | " + " | ".join(tools) + " |",
-                  "|---|" + "---:|" * len(tools)]
-        for name, row in result["table"].items():
-            top = max(m for m in row["median"].values() if m is not None)
-            cells = ["none" if row["median"][t] is None else f"{row['median'][t]:,.2f}"
-                     for t in tools]
-            cells = [f"**{c}**" if row["median"][t] == top else c
+    lines = [f"# MINOBS and ours, one core (cpu {result['cpu']})", "",
+             f"Seeds {result['seeds']}; medians (a run without a result counts as the "
+             "worst); every DAG rescored from the cache. Each tool runs once per seed at "
+             f"{max(result['budgets']):g} s; its result at b s is its best within its "
+             f"first b s. {result['note']}", ""]
+    if result["cache_note"]:
+        lines += [result["cache_note"], ""]
+    if result["command"]:
+        lines += ["Command: `" + result["command"] + "`", ""]
+    table = result["table"]
+    for b in (f"{x:g}" for x in result["budgets"]):
+        if not table:
+            break
+        lines += [f"## {b} s of search", "",
+                  "| cache (vars) | seeds | " + " | ".join(tools) + " | " + " | ".join(
+                      f"{t} − minobs" for t in tools[1:]) + " |",
+                  "|---|---:|" + "---:|" * (2 * len(tools) - 1)]
+        for name, row in table.items():
+            med = row["median"].get(b, {})
+            done = min(len(rs) for rs in row["runs"].values())
+            if not done:
+                continue
+            found = [m for m in med.values() if m is not None]
+            top = max(found) if found else None
+            cells = ["none" if med.get(t) is None else f"{med[t]:,.2f}" for t in tools]
+            cells = [f"**{c}**" if _same(med.get(t), top) else c
                      for c, t in zip(cells, tools, strict=True)]
-            lines.append(f"| {name} ({row['n']}) | " + " | ".join(cells) + " |")
-        lines += ["", "MINOBS's process seconds (it reads the clock between local "
-                  "searches only) and its final score past the cut-off, medians: " + "; ".join(
-                      f"{name} {statistics.median(r['process_seconds'] for r in rs):.1f} s, "
-                      f"{statistics.median(r['final_own_score'] for r in rs):,.2f}"
-                      for name, row in result["table"].items()
-                      for rs in [row["runs"]["minobs"]]) + ".", ""]
+            diffs = ["n/a" if med.get(t) is None or med.get("minobs") is None
+                     else "0" if _same(med[t], med["minobs"])
+                     else f"{med[t] - med['minobs']:+,.2f}" for t in tools[1:]]
+            lines.append(f"| {name} ({row['n']}) | {done} | " + " | ".join(cells + diffs)
+                         + " |")
+        lines.append("")
+    if table:
+        lines += ["MINOBS per cache, medians: seconds to its first order; process seconds "
+                  "(runs stopped at the cut-off + margin); its last score past the "
+                  "cut-off. " + "; ".join(
+                      f"{name} {_med_opt([r['trace'][0][0] if r['trace'] else None for r in rs])}"
+                      f" s, {statistics.median(r['process_seconds'] for r in rs):.1f} s "
+                      f"({sum(r['stopped'] for r in rs)}/{len(rs)} stopped), "
+                      f"{_med_opt([r['final_own_score'] for r in rs], ',.2f')}"
+                      for name, row in table.items()
+                      for rs in [row["runs"]["minobs"]] if rs) + ".", ""]
     if result["optima"]:
         o_tools = ["minobs", *result["optima_tools"]]
-        lines += [f"Known optima, {result['optima_seconds']:g} s of search:", "",
+        lim = result["optima_seconds"]
+        lines += [f"Known optima, {lim:g} s of search:", "",
                   "| cache (vars) | optimum | " + " | ".join(
             f"{t}: runs at optimum, slowest s" for t in o_tools) + " |",
                   "|---|---:|" + "---:|" * len(o_tools)]
@@ -283,7 +364,7 @@ def markdown(result: dict[str, Any]) -> list[str]:
             cells = []
             for t in row["runs"]:
                 times = [_reached(r["trace"], OPTIMA[name]) for r in row["runs"][t]]
-                hit = [x for x in times if x is not None]
+                hit = [x for x in times if x is not None and x <= lim]
                 cells.append(f"{len(hit)}/{len(times)}, "
                              f"{max(hit):.2f}" if hit else f"0/{len(times)}")
             lines.append(f"| {name} ({row['n']}) | {OPTIMA[name]:,.4f} | "
@@ -300,20 +381,37 @@ def markdown(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _same(x: float | None, y: float | None) -> bool:
+    """Equal up to the rounding of two sums in different orders."""
+    return x is not None and y is not None and abs(x - y) <= 1e-9 * max(1.0, abs(y))
+
+
+def _med_opt(xs: list[float | None], fmt: str = ".1f") -> str:
+    m = _median(xs)
+    return "none" if m is None else format(m, fmt)
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--child"]:
-        child(argv[1], argv[2], float(argv[3]), int(argv[4]), argv[5])
+        child(argv[1], argv[2], [float(b) for b in argv[3].split(",")], int(argv[4]),
+              argv[5])
         return
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--minobs", required=True, help="path of a MINOBS binary (search)")
     p.add_argument("--tools", nargs="+", default=["memetic"], help="our optimizers")
-    p.add_argument("--caches", nargs="*", default=TABLE)
+    p.add_argument("--caches", nargs="*", default=TABLE,
+                   help="blip-is cache names, or NAME=PATH")
+    p.add_argument("--cache-note", default="", help="how the NAME=PATH caches were built")
     p.add_argument("--optima", nargs="*", default=list(OPTIMA))
     p.add_argument("--optima-tools", nargs="+", default=["memetic"],
                    help="our optimizers on the known-optimum caches")
-    p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--seconds", nargs="+", type=float, default=[10.0],
+                   help="search budgets (one run per seed at the largest)")
     p.add_argument("--optima-seconds", type=float, default=1.0)
+    p.add_argument("--minobs-stop", type=float, default=None,
+                   help="stop MINOBS after this many process seconds (its binary must "
+                   "write $MINOBS_TRACE as it goes, else its results are lost) [wait]")
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--cpu", default="1", help="taskset CPU list ('' for none)")
     p.add_argument("--note", default="Measured on a 2-core machine shared with other "
@@ -325,16 +423,27 @@ def main(argv: list[str] | None = None) -> None:
         p.error(f"--optima: no known optimum for {bad}")
     if not Path(a.minobs).is_file():
         p.error(f"--minobs: {a.minobs} is not a file")
+    missing = [str(path) for _, path in map(cache_path, a.caches) if not path.is_file()]
+    if missing:
+        p.error(f"--caches: no such file {missing}")
     cpu = a.cpu or None
-    result = {"seconds": a.seconds, "optima_seconds": a.optima_seconds, "seeds": a.seeds,
-              "cpu": cpu, "tools": a.tools, "optima_tools": a.optima_tools, "note": a.note,
-              "minobs": a.minobs,
-              "table": {}, "optima": {}}
-    for part, names, tools, seconds in (("table", a.caches, a.tools, a.seconds),
-                                        ("optima", a.optima, a.optima_tools,
-                                         a.optima_seconds)):
-        result[part] = measure(names, tools, a.minobs, seconds, a.seeds, cpu)
-        print(write_report(a.name, result, markdown(result)))  # each part when done
+    result: dict[str, Any] = {
+        "budgets": sorted(a.seconds), "optima_seconds": a.optima_seconds, "seeds": a.seeds,
+        "cpu": cpu, "tools": a.tools, "optima_tools": a.optima_tools, "note": a.note,
+        "cache_note": a.cache_note, "minobs": a.minobs, "minobs_stop": a.minobs_stop,
+        "command": " ".join(["python -m workflows.benchmarks.minobs", *map(shlex.quote, argv)]),
+        "table": {}, "optima": {}}
+
+    def written(part: str) -> Callable[[dict[str, Any]], None]:
+        def done(rows: dict[str, Any]) -> None:
+            result[part] = rows
+            print(write_report(a.name, result, markdown(result)), flush=True)
+        return done
+
+    measure(a.caches, a.tools, a.minobs, result["budgets"], a.seeds, cpu, a.minobs_stop,
+            written("table"))
+    measure(a.optima, a.optima_tools, a.minobs, [a.optima_seconds], a.seeds, cpu,
+            a.minobs_stop and max(a.minobs_stop, a.optima_seconds), written("optima"))
 
 
 if __name__ == "__main__":
