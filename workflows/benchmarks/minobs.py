@@ -230,6 +230,40 @@ def run_ours(algorithm: str, path: Path, budgets: list[float], seed: int,
     return {"at": at, **rec, "process_seconds": wall}
 
 
+def run_parallel(tool: str, path: Path, budgets: list[float], seed: int, cpus: str,
+                 fams: Families, tmp: Path) -> dict[str, Any]:
+    """``ALGORITHM@N``: ``bnsl-dist learn`` with N seeds (spawned from ``seed``) on a local
+    cluster of N workers, pinned to ``cpus``: each seed searches the largest budget, the
+    best over the seeds at each budget (its checkpoints) rescored here. The cluster's
+    start is outside the seconds, as the one-core runs' start-up is."""
+    algorithm, workers = tool.split("@")
+    out = tmp / f"learn-{seed}.json"
+    t0 = time.perf_counter()
+    subprocess.run([*_taskset(cpus), sys.executable, "-c",
+                    "from bnsl_dist.cli import main; main()", "learn", str(path),
+                    "-a", algorithm, "--seconds", f"{max(budgets):g}", "--seeds", workers,
+                    "--workers", workers, "--seed", str(seed), "--checkpoints",
+                    ",".join(f"{b:g}" for b in budgets), "-q", "-o", str(out)], check=True)
+    wall = time.perf_counter() - t0
+    rec = json.loads(out.read_text())
+    at: dict[str, float | None] = {}
+    for c in rec["checkpoints"]:
+        b, dag = f"{c['budget']:g}", c["dag"]
+        if dag is None:
+            at[b] = None
+            continue
+        index = {name: int(name) if name.isdigit() else i
+                 for i, name in enumerate(dag["nodes"])}
+        at[b] = score = score_dag(fams, [[index[q] for q in dag["parents"][name]]
+                                         for name in dag["nodes"]])
+        if abs(score - c["score"]) > 1e-6 * max(1.0, abs(score)):
+            raise RuntimeError(f"{tool}: reported {c['score']}, rescored {score}")
+    trace = sorted((i["elapsed"], i["score"]) for r in rec["runs"] for i in r["incumbents"])
+    return {"at": at, "trace": trace, "process_seconds": wall,
+            "search_seconds": max(r["seconds"] for r in rec["runs"]),
+            "workers": int(workers)}
+
+
 def child(algorithm: str, path: str, budgets: list[float], seed: int, out: str) -> None:
     """Our side of a run: start-up timed apart, then the largest budget's search; the
     incumbent at each budget kept."""
@@ -263,9 +297,13 @@ def child(algorithm: str, path: str, budgets: list[float], seed: int, out: str) 
 
 def measure(names: list[str], tools: list[str], minobs: str, budgets: list[float],
             seeds: list[int], cpu: str | None, stop: float | None,
-            done: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+            done: Callable[[dict[str, Any]], None],
+            parallel_cpus: str = "0,1", earlier: dict[str, Any] | None = None
+            ) -> dict[str, Any]:
     """Every (seed, cache, tool) run, seed by seed (so that an interrupted run has its
-    first seeds on every cache), the tools alternating; ``done(rows)`` after each cache."""
+    first seeds on every cache), the tools alternating; ``done(rows)`` after each cache.
+    The runs of ``earlier`` (rows of an interrupted run, same budgets) are kept, not run
+    again."""
     rows: dict[str, Any] = {}
     caches = [cache_path(name) for name in names]
     with tempfile.TemporaryDirectory() as d:
@@ -276,14 +314,21 @@ def measure(names: list[str], tools: list[str], minobs: str, budgets: list[float
             write_plain(fams_of[label], tmp / f"{label}.jkl")
             rows[label] = {"n": len(fams_of[label]), "path": str(path),
                            "runs": {t: [] for t in ["minobs", *tools]}, "median": {}}
+            for t, rs in ((earlier or {}).get(label) or {}).get("runs", {}).items():
+                if t in rows[label]["runs"]:
+                    rows[label]["runs"][t] = [r for r in rs if r["seed"] in seeds]
         for seed in seeds:
             for label, path in caches:
                 fams, row = fams_of[label], rows[label]
                 for tool, runs in row["runs"].items():
+                    if any(r["seed"] == seed for r in runs):
+                        continue
                     load = os.getloadavg()[0]
                     rec = (run_minobs(minobs, tmp / f"{label}.jkl", budgets, seed, cpu,
                                       stop, fams, tmp)
                            if tool == "minobs"
+                           else run_parallel(tool, path, budgets, seed, parallel_cpus,
+                                             fams, tmp) if "@" in tool
                            else run_ours(tool, path, budgets, seed, cpu, fams, tmp))
                     runs.append({"seed": seed, "load_average": load, **rec})
                     print(f"{label} {tool} seed {seed}: {rec['at']} "
@@ -371,7 +416,7 @@ def markdown(result: dict[str, Any]) -> list[str]:
                          + " | ".join(cells) + " |")
         lines.append("")
     ours = [r for part in ("table", "optima") for row in result[part].values()
-            for t, rs in row["runs"].items() if t != "minobs" for r in rs]
+            for t, rs in row["runs"].items() if t != "minobs" and "@" not in t for r in rs]
     if ours:
         lines.append("Our start-up per process, medians: " + ", ".join(
             f"{k.replace('_seconds', '')} {statistics.median(r[k] for r in ours):.2f} s"
@@ -399,7 +444,10 @@ def main(argv: list[str] | None = None) -> None:
         return
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--minobs", required=True, help="path of a MINOBS binary (search)")
-    p.add_argument("--tools", nargs="+", default=["memetic"], help="our optimizers")
+    p.add_argument("--tools", nargs="+", default=["memetic"],
+                   help="our optimizers; ALGORITHM@N: N seeds on N local Dask workers "
+                   "(bnsl-dist learn), pinned to --parallel-cpus")
+    p.add_argument("--parallel-cpus", default="0,1", help="taskset CPU list of @N tools")
     p.add_argument("--caches", nargs="*", default=TABLE,
                    help="blip-is cache names, or NAME=PATH")
     p.add_argument("--cache-note", default="", help="how the NAME=PATH caches were built")
@@ -417,6 +465,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--note", default="Measured on a 2-core machine shared with other "
                    "jobs (load average per run in the JSON).")
     p.add_argument("--name", default="minobs")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the runs of NAME.json (an interrupted run with the same "
+                   "budgets) and run the others")
     a = p.parse_args(argv)
     bad = [c for c in a.optima if c not in OPTIMA]
     if bad:
@@ -434,6 +485,16 @@ def main(argv: list[str] | None = None) -> None:
         "command": " ".join(["python -m workflows.benchmarks.minobs", *map(shlex.quote, argv)]),
         "table": {}, "optima": {}}
 
+    earlier: dict[str, Any] = {"table": {}, "optima": {}}
+    if a.resume:
+        from workflows.benchmarks._common import OUT_DIR
+
+        earlier = json.loads((OUT_DIR / f"{a.name}.json").read_text())
+        if earlier["budgets"] != result["budgets"] or earlier["optima_seconds"] != \
+                a.optima_seconds:
+            p.error(f"--resume: {a.name}.json has other budgets")
+        result["command"] = earlier["command"] + " (resumed: " + result["command"] + ")"
+
     def written(part: str) -> Callable[[dict[str, Any]], None]:
         def done(rows: dict[str, Any]) -> None:
             result[part] = rows
@@ -441,9 +502,10 @@ def main(argv: list[str] | None = None) -> None:
         return done
 
     measure(a.caches, a.tools, a.minobs, result["budgets"], a.seeds, cpu, a.minobs_stop,
-            written("table"))
+            written("table"), a.parallel_cpus, earlier["table"])
     measure(a.optima, a.optima_tools, a.minobs, [a.optima_seconds], a.seeds, cpu,
-            a.minobs_stop and max(a.minobs_stop, a.optima_seconds), written("optima"))
+            a.minobs_stop and max(a.minobs_stop, a.optima_seconds), written("optima"),
+            a.parallel_cpus, earlier["optima"])
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
 from bnsl_dist._io import is_plain_int, read_text
@@ -107,6 +106,8 @@ def _line_finder(text: str, start: int, comma: bool, body_line: int) -> Callable
 
 def _int_table(buf: io.StringIO, comma: bool, width: int) -> NDArray[np.int64] | None:
     """The rest of ``buf`` as a table of non-negative integers, or None if it is not one."""
+    import pandas as pd  # not at the top: only a text table needs it (start-up)
+
     try:
         df = pd.read_csv(buf, header=None, sep="," if comma else r"\s+", dtype=np.int64,
                          engine="c", na_filter=False, low_memory=False)
@@ -118,6 +119,8 @@ def _int_table(buf: io.StringIO, comma: bool, width: int) -> NDArray[np.int64] |
 
 def _factorize(col: Any) -> Factorized:
     """``col``'s tokens as codes into their distinct values, white space stripped."""
+    import pandas as pd
+
     codes, uniq = pd.factorize(col)
     raw = [str(u) for u in uniq]
     stripped = [u.strip() for u in raw]
@@ -132,6 +135,8 @@ def _str_table(buf: io.StringIO, width: int) -> list[Factorized] | None:
     parser; None if its rows are not all ``width`` fields long (the record loop then
     finds the line). In one pass (``low_memory=False``): by default the parser makes
     every column anew for each chunk of about 2**20 / width rows, O(N width²) in all."""
+    import pandas as pd
+
     try:
         df = pd.read_csv(buf, header=None, sep=",", dtype="string[pyarrow]", engine="c",
                          na_filter=False, skip_blank_lines=True, low_memory=False)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import networkx as nx
 import numpy as np
 from numpy.typing import NDArray
 
@@ -37,6 +36,8 @@ def _cyclic_components(n: int, arcs: Sequence[tuple[int, int]]) -> list[list[int
 def integer_clusters(fam: Families, chosen: Sequence[int]) -> list[int]:
     """Violated cluster constraints of an integral choice: each non-trivial SCC of its
     graph, and one directed cycle inside each (empty list when the graph is a DAG)."""
+    import networkx as nx  # not at the top: start-up imports every optimizer module
+
     arcs = [(p, v) for v, i in enumerate(chosen) for p in bits(fam.masks[int(i)])]
     out: list[int] = []
     comps = _cyclic_components(fam.n, arcs)
@@ -65,6 +66,8 @@ def fractional_clusters(fam: Families, x: NDArray[np.float64], *, tol: float = 1
     simple cycles (up to ``cycle_length`` nodes, ``max_cycles`` of them) of the arcs of
     weight >= 0.3. Returns the most violated clusters (violation >= ``min_violation``).
     """
+    import networkx as nx
+
     n = fam.n
     sup = [int(i) for i in np.nonzero(x > tol)[0]]
     sx = [float(x[i]) for i in sup]

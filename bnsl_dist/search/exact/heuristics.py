@@ -32,7 +32,6 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 from numpy.typing import NDArray
 
@@ -110,6 +109,8 @@ def _bisection(sub: Subproblem, all_sets: bool, max_size: int | None = None
                ) -> list[list[int]]:
     """Kernighan-Lin min-cut bisection (seed 0) of the undirected parent relation graph;
     with ``max_size``, the largest part is bisected again until every part fits."""
+    import networkx as nx  # not at the top: start-up imports every optimizer module
+
     g = nx.Graph()
     g.add_nodes_from(range(sub.m))
     for x in range(sub.m):

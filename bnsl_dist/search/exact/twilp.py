@@ -46,7 +46,6 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
-import networkx as nx
 import numpy as np
 from numpy.typing import NDArray
 
@@ -86,6 +85,8 @@ __all__ = ["TWILP", "fit_treewidth", "root_graph_arcs", "feasibility_heuristic"]
 def _prime_cycle_sets(ych: list[set[int]], n: int, k: int) -> list[list[int]]:
     """Violated (12) sets of an integral, cyclic y-graph: W = C ∪ (children(v_l) \\ C)
     for a prime cycle C (Lemma 2); the SCCs as a fallback."""
+    import networkx as nx  # not at the top: start-up imports every optimizer module
+
     g = nx.DiGraph()
     g.add_nodes_from(range(n))
     for u in range(n):
@@ -118,6 +119,8 @@ def _fractional_dense_sets(yh: NDArray[np.float64], n: int, k: int,
     """Heuristic separation of (12) at a fractional point: local search from the SCCs of
     the thresholded y-graph, adding / removing the node that raises the violation
     ``sum_{W} y - (k|W| - k(k+1)/2)`` most."""
+    import networkx as nx
+
     m = yh + yh.T
     seeds: set[frozenset[int]] = set()
     for thr in (0.5, 0.9):
