@@ -1,0 +1,87 @@
+"""workflows/benchmarks/minobs.py: its own cache reader and rescoring against brute force,
+the result of a tool at each budget read from its trace, the medians, and a MINOBS run
+stopped at its cut-off keeping the trace it writes as it goes."""
+
+from __future__ import annotations
+
+import itertools
+import stat
+
+import pytest
+
+from workflows.benchmarks.minobs import (
+    _at,
+    _median,
+    read_families,
+    run_minobs,
+    score_dag,
+    score_order,
+    write_plain,
+)
+
+#: Three variables by name; b's sets: {} -3, {a} -1; c's: {} -4, {b} -2, {a, b} -1.5.
+JKL = """# a comment
+3
+a 1
+-2.0 0
+b 2
+-3.0 0
+-1.0 1 a
+c 3
+-4.0 0
+-2.0 1 b
+-1.5 2 a b
+"""
+
+
+def test_reader_and_rescoring_against_every_order(tmp_path):
+    path = tmp_path / "toy.jkl"
+    path.write_text(JKL)
+    fams = read_families(path)
+    assert fams == [{frozenset(): -2.0}, {frozenset(): -3.0, frozenset({0}): -1.0},
+                    {frozenset(): -4.0, frozenset({1}): -2.0, frozenset({0, 1}): -1.5}]
+    # the plain copy MINOBS reads is the same cache, by index
+    plain = tmp_path / "plain.jkl"
+    write_plain(fams, plain)
+    assert read_families(plain) == fams
+    # an order's score: each variable's best set within its predecessors, by hand
+    best = {}
+    for order in itertools.permutations(range(3)):
+        total = 0.0
+        for k, v in enumerate(order):
+            total += max(s for ps, s in fams[v].items() if ps <= set(order[:k]))
+        best[order] = total
+        assert score_order(fams, list(order)) == pytest.approx(total)
+    assert max(best.values()) == pytest.approx(-2.0 - 1.0 - 1.5)
+    assert score_dag(fams, [[], [0], [0, 1]]) == pytest.approx(-4.5)
+    with pytest.raises(ValueError, match="not in the cache"):
+        score_dag(fams, [[], [2], []])
+    with pytest.raises(ValueError, match="cycle"):
+        score_dag({0: {frozenset({1}): 0.0}, 1: {frozenset({0}): 0.0}}, [[1], [0]])
+
+
+def test_result_at_each_budget_and_medians():
+    trace = [(0.5, -9.0), (3.0, -7.0), (12.0, -5.0)]
+    assert _at(trace, [0.1, 1.0, 10.0, 60.0]) == {"0.1": None, "1": 0, "10": 1, "60": 2}
+    assert _median([3.0, 1.0, 2.0]) == 2.0
+    assert _median([1.0, 2.0]) == 1.5
+    assert _median([None, 1.0, 2.0]) == 1.0  # no result: the worst
+    assert _median([None, None, 1.0]) is None
+    assert _median([]) is None
+
+
+def test_minobs_stopped_keeps_the_trace_it_wrote(tmp_path):
+    """A stand-in binary that appends two bests to $MINOBS_TRACE (its times in ms, its
+    scores the cache's times -1e6) and then runs past its cut-off: stopped, its result
+    at each budget is the order it had within it, rescored."""
+    path = tmp_path / "toy.jkl"
+    path.write_text(JKL)
+    fams = read_families(path)
+    fake = tmp_path / "search"
+    fake.write_text('#!/bin/sh\nprintf "100\\t9000000\\n2 1 0\\n900\\t4500000\\n0 1 2\\n" '
+                    '>> "$MINOBS_TRACE"\nexec sleep 60\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    rec = run_minobs(str(fake), path, [0.05, 0.5, 1.0], 0, None, 5.0, fams, tmp_path)
+    assert rec["stopped"] and rec["process_seconds"] < 30
+    # order 2 1 0: c {} -4, b {} -3, a {} -2 = -9; order 0 1 2: -4.5
+    assert rec["at"] == {"0.05": None, "0.5": pytest.approx(-9.0), "1": pytest.approx(-4.5)}
