@@ -14,15 +14,17 @@ pgmpy is an optional dependency: it is imported only when these functions are ca
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 from numpy.typing import NDArray
 
 from bnsl_dist.exceptions import DataError
 from bnsl_dist.graph.dag import DAG
 from bnsl_dist.model.network import BayesianNetwork
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["to_pgmpy", "from_pgmpy", "to_networkx", "cpt_to_pgmpy_values",
            "cpt_from_pgmpy_values"]
@@ -130,6 +132,8 @@ def to_networkx(net: BayesianNetwork | DAG) -> nx.DiGraph:
     For a network, each node carries ``states`` (labels) and ``cpt`` (our layout) and
     ``parents`` (the CPT's parent order) attributes.
     """
+    import networkx as nx  # not at the top: start-up (bnsl_dist.pipeline imports this module)
+
     dag = net.dag if isinstance(net, BayesianNetwork) else net
     g = nx.DiGraph()
     for v, s in enumerate(dag.names):
