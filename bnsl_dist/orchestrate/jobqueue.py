@@ -79,12 +79,8 @@ def open_batch_cluster(cluster: ClusterConfig, announce: bool = True) -> Iterato
         kc = KubeCluster(name=k8s.name, namespace=k8s.namespace, image=k8s.image,
                          n_workers=k8s.n_workers, resources=k8s.resources or None,
                          env=k8s.env or None)
-        try:
-            with Client(kc) as client:
-                announce_client(client, announce)
-                yield client
-        finally:
-            kc.close()
+        with _client_of(kc, announce) as client:
+            yield client
         return
     jq = cluster.jobqueue
     if jq is None:
@@ -98,9 +94,16 @@ def open_batch_cluster(cluster: ClusterConfig, announce: bool = True) -> Iterato
            "sge": dask_jobqueue.SGECluster, "lsf": dask_jobqueue.LSFCluster}[cluster.kind]
     jc = cls(**jobqueue_kwargs(cluster))
     jc.scale(jobs=jq.jobs)
+    with _client_of(jc, announce) as client:
+        yield client
+
+
+@contextlib.contextmanager
+def _client_of(cluster: Any, announce: bool) -> Iterator[Client]:
+    """A client of a started ``cluster``, announced; the cluster closed at the end."""
     try:
-        with Client(jc) as client:
+        with Client(cluster) as client:
             announce_client(client, announce)
             yield client
     finally:
-        jc.close()
+        cluster.close()
