@@ -144,3 +144,33 @@ def test_iterations_is_the_count_run(name, kw):
         cache, Budget(seconds=30), np.random.default_rng(0)))
     assert trace.incumbents
     assert trace.total_iterations >= max(1, max(i.iterations for i in trace.incumbents))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_greedy_start_stops_taking_orders_at_its_deadline(seed):
+    """The exact solvers' start (ASOBS + swaps over random orders) takes no new order
+    after its deadline, but always runs the first; with no deadline it is the batch."""
+    import time
+
+    from bnsl_dist.search.exact._ilp_families import Families, greedy_dag, order_search
+
+    fam = Families(random_cache(25, seed, max_sets_per_var=6))
+    perms = np.random.default_rng(seed)
+    drawn = np.stack([perms.permutation(fam.n) for _ in range(6)])
+    one_by_one = [order_search(fam, r[None, :]) for r in drawn]
+    scores = [fam.score(c) for c in one_by_one]
+    best = one_by_one[int(np.argmax(scores))]  # argmax: the first of equals
+
+    rng = np.random.default_rng(seed)
+    assert greedy_dag(fam, rng, 6, deadline=time.perf_counter() - 1.0) == one_by_one[0]
+    assert rng.permutation(fam.n).tolist() == perms.permutation(fam.n).tolist()
+    assert greedy_dag(fam, np.random.default_rng(seed), 6, deadline=float("inf")) == best
+    assert greedy_dag(fam, np.random.default_rng(seed), 6) == best
+
+
+def test_start_deadline_is_half_a_seconds_budget_and_none_for_iterations():
+    from bnsl_dist.search.exact._ilp_families import start_deadline
+
+    watch = Budget(seconds=3.6).stopwatch()
+    assert start_deadline(watch) == pytest.approx(watch.start + 1.8)
+    assert start_deadline(Budget(max_iterations=5).stopwatch()) is None

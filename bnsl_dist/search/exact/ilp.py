@@ -74,6 +74,7 @@ from bnsl_dist.search.exact._ilp_families import (
     lp_order,
     order_search,
     repair,
+    start_deadline,
 )
 from bnsl_dist.search.exact._ilp_separation import (
     fractional_clusters,
@@ -266,7 +267,7 @@ class ILP:
                              iterations=found.iterations, bound=bound,
                              info={"encoding": self.encoding, "optimal": False})
 
-        hint = greedy_dag(fam, rng, self.n_greedy)
+        hint = greedy_dag(fam, rng, self.n_greedy, start_deadline(watch))
         first = Found(watch.elapsed(), hint, fam.score(hint), upper, 0)
         return (yield from incumbents(first, upper, lambda: self._stream(fam, watch, seed, hint),
                                       make))

@@ -68,7 +68,14 @@ from bnsl_dist.search.exact._ilp_common import (
     scip_stream,
     solve_scip,
 )
-from bnsl_dist.search.exact._ilp_families import Families, bits, greedy_dag, lp_order, order_search
+from bnsl_dist.search.exact._ilp_families import (
+    Families,
+    bits,
+    greedy_dag,
+    lp_order,
+    order_search,
+    start_deadline,
+)
 from bnsl_dist.search.exact._ilp_separation import fractional_clusters, integer_clusters
 from bnsl_dist.search.exact._twilp_heuristics import (
     best_subset,
@@ -442,7 +449,8 @@ class TWILP:
         if k == 0:  # n <= 1: the empty DAG, whose score is the upper bound (optimal)
             chosen, order = [best_subset(fam, v, 0) for v in range(n)], list(range(n))
         else:
-            chosen, order = fit_treewidth(fam, greedy_dag(fam, rng, self.n_greedy), k)
+            chosen, order = fit_treewidth(fam, greedy_dag(fam, rng, self.n_greedy,
+                                                                start_deadline(watch)), k)
         first = Found(watch.elapsed(), chosen, fam.score(chosen), upper, 0, tuple(order))
         return (yield from incumbents(first, upper, lambda: scip_stream(
             watch, lambda emit, stopper: _solve(fam, k, watch, seed, (chosen, order),
