@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from bnsl_dist._json import json_digest
 from bnsl_dist._spec import make
 from bnsl_dist.cache import independence as _indep
 from bnsl_dist.cache.independence import ExploreStats, explore_independence
@@ -41,7 +40,6 @@ __all__ = [
     "explore_batch",
     "assemble_cache",
     "resolve_variables",
-    "cache_key",
     "warm_up",
 ]
 
@@ -222,15 +220,6 @@ def assemble_cache(data: CategoricalData, results: Sequence[VariableResult],
     }
     return ParentSetCache.from_lists(lists, names=data.names, arities=data.arities, meta=meta,
                                      entropies=entropies)
-
-
-def cache_key(data_hash: str, settings: CacheSpec, variables: Sequence[int]) -> str:
-    """A file-name-safe key of (data, settings, variables): where a built cache is kept."""
-    from bnsl_dist import __version__
-
-    payload = {"data": data_hash, "settings": settings.json_dict(),
-               "variables": [int(v) for v in variables], "version": __version__, "format": 1}
-    return json_digest(payload, 32)
 
 
 def build_cache(data: CategoricalData, spec: CacheSpec | None = None, *,

@@ -28,7 +28,9 @@ _BUILD_FLAGS = {"method": "--method"}
 @cache_options_with(renamed=_BUILD_FLAGS)
 @cluster_options(workers_help="Run on a local Dask cluster of N single-threaded workers.")
 @click.option("--cache-dir", "cache_dir", type=click.Path(file_okay=False), default=None,
-              help="With Dask: keep built caches here and reuse them.")
+              help="A results folder whose caches/ keeps built caches (as `grid run "
+                   "--results` does: a grid's results folder shares them); a cache of the "
+                   "same data reference and settings there is read, not built again.")
 @click.option("--no-comments", "no_comments", is_flag=True,
               help="Write no '#' lines (plain GOBNILP input).")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
@@ -38,10 +40,14 @@ def build_cmd(data: str, cache_dir: str | None, no_comments: bool, output: str, 
               **options: Any) -> None:
     """Explore the parent sets of every variable of DATA (a file, or a name from
     `bnsl-dist data list`) and write the cache; print a JSON summary."""
-    from bnsl_dist.cache import build_cache, write_jkl
+    from bnsl_dist.cache import write_jkl
     from bnsl_dist.cli._inputs import load_data
     from bnsl_dist.cli._progress import Phases
     from bnsl_dist.exceptions import InvalidConfigError
+    from bnsl_dist.orchestrate.execute import execute
+    from bnsl_dist.pipeline.cell import CacheJob
+    from bnsl_dist.pipeline.specs import DataRef
+    from bnsl_dist.results.store import ResultStore
     from bnsl_dist.search.warmup import kernels_phase, warm_up
 
     phases = Phases(enabled=not quiet)
@@ -52,13 +58,12 @@ def build_cmd(data: str, cache_dir: str | None, no_comments: bool, output: str, 
     conn = pop_cluster_kwargs(options)
     spec = cache_spec_with(options, renamed=_BUILD_FLAGS)  # checked before any data are read
     on_dask = any(conn[k] is not None for k in ("workers", "scheduler", "scheduler_file"))
-    if cache_dir is not None and not on_dask:
-        raise InvalidConfigError("--cache-dir needs --workers, --scheduler or "
-                                 "--scheduler-file")
     check_output_file(output, "--output")
     check_output_dir(cache_dir, "--cache-dir")
     progress = phases.enabled  # the bar: on a terminal, without -q
-    d = load_data(data)
+    d = load_data(data)  # a bad DATA fails here, before any cluster starts
+    job = CacheJob(data=DataRef.parse(data), cache=spec)
+    store = None if cache_dir is None else ResultStore(cache_dir)
     t0 = time.perf_counter()
     if conn["scheduler"] is None and conn["scheduler_file"] is None:
         # this process, or a local cluster still to start: compiled once, here, and its
@@ -68,15 +73,13 @@ def build_cmd(data: str, cache_dir: str | None, no_comments: bool, output: str, 
     building = f"building the cache: {spec.method} selection over {d.n_vars} variables"
     if not on_dask:
         phases.note(building)  # on a terminal the bar shows the variables explored
-        cache = build_cache(d, spec, progress=progress)
+        cache = execute([job], store=store, progress=progress).caches[job.key]
     else:
         from bnsl_dist.orchestrate.cluster import connect
-        from bnsl_dist.orchestrate.explore import build_cache_distributed
 
         with connect(**conn, announce=not quiet) as client:
             phases.note(building)
-            cache = build_cache_distributed(client, d, spec, cache_dir=cache_dir,
-                                            progress=progress)
+            cache = execute([job], client, store, progress=progress).caches[job.key]
     wall = time.perf_counter() - t0
     write_jkl(cache, output, comments=not no_comments)
     stats = cache.meta.get("stats", {})

@@ -1,17 +1,23 @@
-"""One executor for the cells of ``learn`` (with or without ``--time-limit``):
-:func:`execute` builds each distinct cache the cells need once, through one route, then
-runs every cell, serially or on Dask.
+"""One executor for every command's cells: :func:`execute` builds each distinct cache the
+cells need once, through one route, then runs every cell, serially or on Dask —
+``learn`` (with or without ``--time-limit``), ``impute``, ``grid run`` (cells into a
+store) and ``cache build`` (cache jobs alone).
 
 The route: :func:`bnsl_dist.cache.build.explore_batch` over every variable, assembled by
 :func:`~bnsl_dist.cache.build.assemble_cache` — in this process
 (:func:`~bnsl_dist.cache.build.build_cache`) or fanned out in guided batches on Dask
-(:func:`~bnsl_dist.orchestrate.explore.build_cache_distributed`). A time-limited cell's
+(:func:`~bnsl_dist.orchestrate.explore.build_cache_distributed`; cells run into a store:
+the same batches as tasks of the run's graph,
+:func:`~bnsl_dist.orchestrate.explore.submit_cache_build`). A time-limited cell's
 cache is built in its share of the limit (each variable an equal share of the time
 still left; on Dask one slice of the variables per worker thread, all sharing the
-deadline). A cache file the spec names is read, never rebuilt.
+deadline). A cache file the spec names is read, never rebuilt; with a store, each cache
+is its file ``caches/<key>.jkl.gz`` there (key :attr:`~bnsl_dist.pipeline.cell.CacheJob.key`),
+built once and read by later runs.
 
 Then each cell runs: a search, inference or SEM cell as
-:func:`~bnsl_dist.pipeline.learn.run_seed` (``run_cell``), a time-limited one as
+:func:`~bnsl_dist.pipeline.learn.run_seed` (``run_cell``; into a store:
+:mod:`bnsl_dist.orchestrate.stored`), a time-limited one as
 :func:`bnsl_dist.pipeline.tasks.within.run` on its cell's seed stream until the shared
 deadline (serially the cells take equal shares of what is left, one after the other; on
 Dask they run at once). The same cells give the same results serially and on any number
@@ -29,10 +35,11 @@ from typing import Any
 
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.data.dataset import CategoricalData
-from bnsl_dist.pipeline.cell import Cell
+from bnsl_dist.orchestrate.stored import Scheduling
+from bnsl_dist.pipeline.cell import CacheJob, Cell
 from bnsl_dist.pipeline.tasks.within import Progress, WithinResult, WithinTask
 
-__all__ = ["Execution", "execute"]
+__all__ = ["Execution", "Scheduling", "execute"]
 
 
 @dataclass
@@ -44,7 +51,9 @@ class Execution:
     them), or a :class:`~bnsl_dist.pipeline.tasks.within.WithinResult`; the caches built
     or read, by :attr:`~bnsl_dist.pipeline.cell.CacheJob.key`, and their stages
     (seconds, exact scores, sets, slices); the seconds spent compiling numba kernels
-    before a time limit's clock ran."""
+    before a time limit's clock ran. Cells run into a store: their records (None for a
+    cell skipped or failed) and the run's
+    :class:`~bnsl_dist.orchestrate.outcomes.GridSummary`; cache jobs: their caches."""
 
     outcomes: list[Any]
     caches: dict[str, ParentSetCache] = field(default_factory=dict)
@@ -52,6 +61,7 @@ class Execution:
     compile_seconds: float = 0.0
     cells: Sequence[Cell] = ()
     started: float = 0.0
+    summary: Any = None
 
     def learn_result(self) -> Any:
         """What ``learn`` writes: the seeds' records merged
@@ -69,21 +79,25 @@ class Execution:
         return LearnResult.merge(self.cells, self.outcomes)
 
 
-def execute(cells: Sequence[Cell], client: Any = None, store: Any = None, *,
-            started: float | None = None, margin: float = 0.0,
+def execute(cells: Sequence[Cell] | Sequence[CacheJob], client: Any = None,
+            store: Any = None, *, started: float | None = None, margin: float = 0.0,
             on_progress: Callable[[Any], None] | None = None,
             phase: Callable[[str], AbstractContextManager[Any]] | None = None,
-            caches: Mapping[str, ParentSetCache] | None = None) -> Execution:
+            caches: Mapping[str, ParentSetCache] | None = None,
+            scheduling: Scheduling | None = None, progress: bool = False) -> Execution:
     """Build the caches ``cells`` need (each once) and run the cells.
 
     Parameters
     ----------
-    cells : the cells, of one kind
+    cells : the cells, of one kind; or cache jobs (:class:`~bnsl_dist.pipeline.cell.CacheJob`):
+        their caches are built (or read) and are the outcomes
     client : distributed.Client, optional
         Run on it; default: in this process.
     store : ResultStore, optional
-        Cells whose record it holds are skipped (their outcome is None); the others'
-        records are written to it.
+        Search, inference and SEM cells it holds a record of are skipped (their outcome
+        is None); the others' records, or failure records, are written to it as they
+        arrive, and their caches kept in it (:mod:`~bnsl_dist.orchestrate.stored`); a
+        cache job's cache is kept in it and read back by later runs.
     started : float, optional
         When a time limit's clock started (``time.time()``; default now): the limit
         counts from it, so a cluster's start is inside it; compiling kernels is not.
@@ -99,45 +113,115 @@ def execute(cells: Sequence[Cell], client: Any = None, store: Any = None, *,
     caches : mapping, optional
         Caches already built, by their :attr:`~bnsl_dist.pipeline.cell.CacheJob.key`
         (search, inference and SEM cells): not built again.
+    scheduling : Scheduling, optional
+        Cells run into a store: the stop time, priorities' fan-out threshold, progress
+        bar... (:class:`~bnsl_dist.orchestrate.stored.Scheduling`).
+    progress : bool
+        A progress bar of each cache build (cache jobs).
     """
     if not cells:
         return Execution([])
-    kinds = {c.kind for c in cells}
+    if all(isinstance(c, CacheJob) for c in cells):
+        return _execute_caches(cells, client, store, progress)  # type: ignore[arg-type]
+    if not all(isinstance(c, Cell) for c in cells):
+        raise ValueError("execute takes cells or cache jobs, not both")
+    todo: Sequence[Cell] = cells  # type: ignore[assignment]
+    kinds = {c.kind for c in todo}
     if len(kinds) != 1 or (kinds & {"within", "impute"} and store is not None):
         raise ValueError("execute takes cells of one kind (time-limited and impute cells "
                          "no store)")
     t0 = time.time() if started is None else started
     if "within" in kinds:
-        out = _execute_within(cells, client, t0, margin, on_progress)
+        out = _execute_within(todo, client, t0, margin, on_progress)
     elif "impute" in kinds:
-        out = _execute_impute(cells, client, t0, on_progress)
+        out = _execute_impute(todo, client, t0, on_progress)
+    elif store is not None:
+        out = _execute_stored(todo, client, store, scheduling or Scheduling())
     else:
-        out = _execute_cells(cells, client, store, phase or (lambda _: nullcontext()),
+        out = _execute_cells(todo, client, phase or (lambda _: nullcontext()),
                              dict(caches or {}))
-    out.cells, out.started = list(cells), t0
+    out.cells, out.started = list(todo), t0
+    return out
+
+
+def _execute_stored(cells: Sequence[Cell], client: Any, store: Any,
+                    how: Scheduling) -> Execution:
+    """:func:`~bnsl_dist.orchestrate.stored.run_stored`; the records this run stored
+    are the outcomes."""
+    from dataclasses import replace
+
+    from bnsl_dist.orchestrate.stored import run_stored
+
+    got: dict[str, Any] = {}
+
+    def heard(rec: Any) -> None:
+        got[rec.key] = rec
+        if how.on_result is not None:
+            how.on_result(rec)
+
+    out = Execution([])
+    out.summary = run_stored(cells, client, store, replace(how, on_result=heard))
+    out.outcomes = [got.get(c.key) for c in cells]
+    return out
+
+
+# ------------------------------------------------------------------ cache jobs
+def _builder(client: Any, progress: bool) -> Callable[[CategoricalData, Any], ParentSetCache]:
+    """The one way a cache is built from its data: in this process, or fanned out in
+    variable batches on ``client`` (the same cache with a score budget or none)."""
+    if client is None:
+        from bnsl_dist.cache.build import build_cache
+
+        return lambda data, spec: build_cache(data, spec, progress=progress)
+    from bnsl_dist.orchestrate.explore import build_cache_distributed
+
+    return lambda data, spec: build_cache_distributed(client, data, spec, progress=progress)
+
+
+def _execute_caches(jobs: Sequence[CacheJob], client: Any, store: Any,
+                    progress: bool) -> Execution:
+    """Each distinct job's cache: its spec's file, the store's file (unless built from
+    other data: the data at a path changed), or built (and kept in the store)."""
+    from pathlib import Path
+
+    from bnsl_dist.pipeline.run import build, load_cache, save_cache, stage_data
+
+    out = Execution([])
+    for job in jobs:
+        if job.key in out.caches:
+            continue
+        _, _, target = stage_data(job)
+        given = job.given_path
+        if given is not None or target is None:
+            out.caches[job.key] = load_cache(given or "", target)
+            continue
+        path = None if store is None else Path(store.cache_path(job.key))
+        if path is not None and path.is_file():
+            kept = load_cache(path, None)  # its data first: names may differ too
+            if kept.meta.get("data_hash") in (None, target.content_hash()):
+                out.caches[job.key] = load_cache(path, target)
+                continue
+        cache = build(job.cache, target, _builder(client, progress))
+        if path is not None:
+            save_cache(job, cache, path)
+        out.caches[job.key] = cache
+    out.outcomes = [out.caches[j.key] for j in jobs]
     return out
 
 
 # ------------------------------------------------------------------ search, inference, sem
-def _execute_cells(cells: Sequence[Cell], client: Any, store: Any,
+def _execute_cells(cells: Sequence[Cell], client: Any,
                    phase: Callable[[str], AbstractContextManager[Any]],
                    given: dict[str, ParentSetCache]) -> Execution:
     from bnsl_dist.pipeline.learn import prepare_cache, run_seed
 
-    done = set() if store is None else store.done_keys()
-    todo = [c for c in cells if c.key not in done]
+    todo = list(cells)
     groups: dict[str, list[Cell]] = {}
     for c in todo:
         if c.kind != "sem":  # a SEM cell builds its caches itself, one per M-step
             groups.setdefault(c.cache_job.key, []).append(c)
     out = Execution([None] * len(cells), {k: v for k, v in given.items() if k in groups})
-    builder = None
-    if client is not None:
-        from bnsl_dist.orchestrate.explore import build_cache_distributed
-
-        def builder(data: CategoricalData, spec: Any) -> ParentSetCache:
-            return build_cache_distributed(client, data, spec)
-
+    builder = None if client is None else _builder(client, False)
     with phase("cache"):
         for key, group in groups.items():
             # a .jkl the spec names, on Dask: each worker process reads it
@@ -149,14 +233,7 @@ def _execute_cells(cells: Sequence[Cell], client: Any, store: Any,
             results = [run_seed(c, out.caches.get(c.cache_job.key)) for c in todo]
         else:
             results = _map_cells(client, todo, out.caches)
-    by_key = dict(zip((c.key for c in todo), results, strict=True))
-    out.outcomes = [by_key.get(c.key) for c in cells]
-    if store is not None:
-        from bnsl_dist.results.records import CellResult
-
-        for r in results:
-            if isinstance(r, CellResult):
-                store.write_result(r)
+    out.outcomes = list(results)
     return out
 
 
@@ -197,13 +274,13 @@ def _execute_impute(cells: Sequence[Cell], client: Any, t0: float,
         data = load_data(c.data)
         kw: dict[str, Any] = {}
         if client is not None:
-            from bnsl_dist.orchestrate.explore import build_cache_distributed
             from bnsl_dist.orchestrate.sem import DaskEStep
 
-            spec = c.cache
+            build = _builder(client, False)
 
-            def builder(d: CategoricalData, spec: Any = spec) -> ParentSetCache:
-                return build_cache_distributed(client, d, spec)
+            def builder(d: CategoricalData, spec: Any = c.cache,
+                        build: Callable[..., ParentSetCache] = build) -> ParentSetCache:
+                return build(d, spec)
 
             kw = {"cache_builder": builder, "e_step_runner": DaskEStep(client, task.batch_size)}
         out.outcomes.append(run(task, data, c.cache, np.random.default_rng(c.seed),

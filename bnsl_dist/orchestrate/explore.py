@@ -16,9 +16,9 @@ workers pick up (and Dask's work stealing moves queued ones).
 Each task runs :func:`bnsl_dist.cache.build.explore_batch`, the very function of the
 serial build, and :func:`~bnsl_dist.cache.build.assemble_cache` merges the results by
 variable, so a score-budgeted (or unbudgeted) build equals the serial one whatever the
-number of workers or the batching. With ``cache_dir`` the cache is written there as
-``<key>.jkl`` (key = hash of the data and the settings) and later runs with the same
-data and settings read it back.
+number of workers or the batching. Where a built cache is kept (a results folder's
+``caches/``, by :attr:`~bnsl_dist.pipeline.cell.CacheJob.key`) is the executor's
+(:func:`bnsl_dist.orchestrate.execute.execute`).
 
 Grids (:func:`submit_cache_build`) fan a large cache out the same way without any
 client round trip: batches of :func:`explore_job` (each worker stages the cell's data
@@ -46,11 +46,9 @@ from bnsl_dist.cache.build import (
     VariableResult,
     as_spec,
     assemble_cache,
-    cache_key,
     explore_batch,
     resolve_variables,
 )
-from bnsl_dist.cache.jkl import read_jkl, write_jkl
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.cache.spec import CacheSpec
 from bnsl_dist.data.dataset import CategoricalData
@@ -64,7 +62,7 @@ from bnsl_dist.pipeline.staged import is_url, local_path
 if TYPE_CHECKING:
     from bnsl_dist.orchestrate.staging import StagedFile, Staging
 
-__all__ = ["build_cache_distributed", "cached_path", "explore_job", "guided_batches",
+__all__ = ["build_cache_distributed", "explore_job", "guided_batches",
            "load_data_task", "store_job_cache", "submit_cache_build", "thread_slices"]
 
 #: One batch's outcome: the explored variables and the task's seconds.
@@ -109,17 +107,10 @@ def thread_slices(client: Client, variables: Sequence[int]
     return [(list(variables[i::m]), slots[i]) for i in range(m)]
 
 
-def cached_path(cache_dir: str | os.PathLike[str], data: CategoricalData,
-                settings: CacheSpec, variables: Sequence[int]) -> Path:
-    """Where a cache built from these data and settings is kept."""
-    return Path(cache_dir) / f"cache-{cache_key(data.content_hash(), settings, variables)}.jkl"
-
-
 def build_cache_distributed(client: Client, data: CategoricalData | str | os.PathLike[str],
                             spec: CacheSpec | None = None, *,
                             variables: Sequence[int | str] | None = None,
                             progress: bool = False, batch_size: int | None = None,
-                            cache_dir: str | os.PathLike[str] | None = None,
                             deadline: float | None = None, cutoff: float | None = None,
                             warmed: bool = False, **settings: Any) -> ParentSetCache:
     """:func:`bnsl_dist.cache.build_cache` on a Dask cluster.
@@ -135,9 +126,6 @@ def build_cache_distributed(client: Client, data: CategoricalData | str | os.Pat
         As in :func:`~bnsl_dist.cache.build_cache`; ``progress`` shows a rich bar.
     batch_size : int, optional
         Variables per task (default: shrinking batches, see :func:`guided_batches`).
-    cache_dir : path, optional
-        Keep the cache there and reuse it on later calls with the same data and
-        settings.
     deadline, cutoff : float, optional
         A time-limited build (``time.time()`` values, as in
         :func:`~bnsl_dist.cache.build.explore_batch`): one slice of the variables per
@@ -169,11 +157,6 @@ def build_cache_distributed(client: Client, data: CategoricalData | str | os.Pat
         raise DataError("scores need complete data: this data set has missing values"
                         " (impute them, or use structural EM)", path=local.source)
     todo = resolve_variables(local, variables)
-    target = None if cache_dir is None else cached_path(cache_dir, local, cfg, todo)
-    if target is not None and target.exists():
-        cache = read_jkl(target, names=local.names)
-        if cache.meta.get("data_hash") == local.content_hash():
-            return cache
     from bnsl_dist.orchestrate.workers import register_warmup, task_key
 
     if not warmed:
@@ -190,7 +173,7 @@ def build_cache_distributed(client: Client, data: CategoricalData | str | os.Pat
     batches = [b for b, _ in pinned]
     # the data's key is unique (scattered with hash=False): two builds at once on one
     # scheduler never share a task
-    tag = (cache_key(h, cfg, todo), getattr(shipped, "key", shipped), deadline, cutoff)
+    tag = (h, cfg.json_dict(), todo, getattr(shipped, "key", shipped), deadline, cutoff)
     futures: list[Future] = [client.submit(_explore_task, shipped, h, b, cfg, deadline, cutoff,
                                            key=task_key("explore", tag, b), pure=False,
                                            priority=len(batches) - i,
@@ -199,10 +182,7 @@ def build_cache_distributed(client: Client, data: CategoricalData | str | os.Pat
                              for i, (b, w) in enumerate(pinned)]
     results = _drain(futures, batches, cfg, progress)
     del futures, shipped
-    cache = assemble_cache(local, results, cfg, todo, data_hash=h)
-    if target is not None:
-        write_jkl(cache, target, comments=True)
-    return cache
+    return assemble_cache(local, results, cfg, todo, data_hash=h)
 
 
 def _drain(futures: list[Future], batches: list[list[int]], settings: CacheSpec,

@@ -2,20 +2,23 @@
 
 ``run_grid(client, grid, results_dir)``:
 
-1. expands the grid into cells (:func:`bnsl_dist.pipeline.grid.expand_grid`) and skips every
-   cell whose result file exists;
-2. builds each distinct cache the pending cells need once (key ``cache-<hash of data +
-   settings>``), saved as ``caches/<key>.jkl.gz`` so reruns and recomputed tasks reuse
-   it: as one task, or, when its estimated work (:func:`~bnsl_dist.pipeline.cost.cache_work`) reaches
-   ``fan_out_seconds`` on a cluster of two workers or more, as guided batches of
-   per-variable tasks and one task storing the file
-   (:func:`bnsl_dist.orchestrate.explore.submit_cache_build`; the same file);
-3. submits every pending cell as a task ``run_cell(cell, cache)`` keyed ``cell-<key>``,
-   all in one graph (:func:`~bnsl_dist.orchestrate.cells.run_cells`): a cell starts as soon as its own cache exists,
-   in the order of :func:`~bnsl_dist.pipeline.cost.priorities` (caches before all but
-   one last wave of cells, long cells first); a cell's seed derives from the grid seed and
-   the cell identity, so the result is the same on any worker, in any order, after any
-   worker loss;
+1. expands the grid into cells (:func:`bnsl_dist.pipeline.grid.expand_grid`) and runs
+   them through the one executor, :func:`bnsl_dist.orchestrate.execute.execute`, into
+   the results folder (:mod:`bnsl_dist.orchestrate.stored`), which skips every cell
+   whose result file exists;
+2. the executor builds each distinct cache the pending cells need once (key
+   :attr:`~bnsl_dist.pipeline.cell.CacheJob.key`), saved as ``caches/<key>.jkl.gz`` so
+   reruns and recomputed tasks reuse it: as one task, or, when its estimated work
+   (:func:`~bnsl_dist.pipeline.cost.cache_work`) reaches ``fan_out_seconds`` on a cluster
+   of two workers or more, as guided batches of per-variable tasks and one task storing
+   the file (:func:`bnsl_dist.orchestrate.explore.submit_cache_build`; the same file);
+3. and submits every pending cell as a task ``run_cell(cell, cache)`` keyed
+   ``cell-<key>``, all in one graph (:func:`~bnsl_dist.orchestrate.cells.run_cells`): a
+   cell starts as soon as its own cache exists, in the order of
+   :func:`~bnsl_dist.pipeline.cost.priorities` (caches before all but one last wave of
+   cells, long cells first); a cell's seed derives from the grid seed and the cell
+   identity, so the result is the same on any worker, in any order, after any worker
+   loss (without a client, the same cells run in this process: the same records);
 4. writes each result as its own Parquet file atomically, or a failure record (status +
    traceback) — never a result — when the cell raised, found no DAG or killed its
    workers (:mod:`bnsl_dist.orchestrate.outcomes`); cells the cluster cut off are left
@@ -67,18 +70,15 @@ from bnsl_dist.orchestrate.cells import (
     run_cells,
     unless_late,
 )
+from bnsl_dist.orchestrate.execute import execute
 from bnsl_dist.orchestrate.outcomes import GridInterrupted, GridSummary, NotStarted
-from bnsl_dist.orchestrate.staging import Staging, has_shared_fs
+from bnsl_dist.orchestrate.stored import Scheduling
 from bnsl_dist.orchestrate.summary import run_report
-from bnsl_dist.orchestrate.workers import register_warmup
-from bnsl_dist.pipeline.cell import Cell
 from bnsl_dist.pipeline.config import GridConfig
-from bnsl_dist.pipeline.cost import FAN_OUT_SECONDS, builds_cache
-from bnsl_dist.pipeline.forecast import estimate_from_store
+from bnsl_dist.pipeline.cost import FAN_OUT_SECONDS
 from bnsl_dist.pipeline.grid import grid_cells
 from bnsl_dist.results.records import CellResult
-from bnsl_dist.results.store import ResultStore, StoreStatus
-from bnsl_dist.search.warmup import algorithm_spec
+from bnsl_dist.results.store import ResultStore
 
 __all__ = ["GridInterrupted", "GridSummary", "NotStarted", "connected_workers", "grid_cells",
            "run_cells", "run_grid", "unless_late"]
@@ -125,7 +125,7 @@ def _report(path: Path | None) -> Iterator[None]:
 
 
 
-def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[str], *,
+def run_grid(client: Client | None, grid: GridConfig, results_dir: str | os.PathLike[str], *,
              progress: bool = True, report: bool = True, warmup: bool = True,
              on_result: Callable[[CellResult], None] | None = None,
              no_worker_timeout: float = NO_WORKER_TIMEOUT,
@@ -142,8 +142,8 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
 
     Parameters
     ----------
-    client : distributed.Client
-        Any cluster (the function never creates one).
+    client : distributed.Client, optional
+        Any cluster (the function never creates one); None: in this process.
     grid : GridConfig
     results_dir : path
         Results folder (:class:`~bnsl_dist.results.store.ResultStore` layout).
@@ -197,38 +197,20 @@ def run_grid(client: Client, grid: GridConfig, results_dir: str | os.PathLike[st
     store = ResultStore(results_dir)
     store.save_text(f"grids/{grid.name}.json", grid.model_dump_json(indent=1) + "\n")
     cells = grid_cells(grid, datasets, labels)
-    done = store.done_keys()
-    pending = [c for c in cells if c.key not in done]
-    if not pending:
+    n_pending = len(set(c.key for c in cells) - store.done_keys())
+    if not n_pending:
         return GridSummary(total=len(cells), skipped=len(cells),
                            seconds=time.perf_counter() - t0)
-
-    def cache_path(c: Cell) -> str | None:
-        if not builds_cache(c):
-            return None
-        return str(store.cache_path(c.cache_job.key))
-
-    if warmup:
-        builds = any(cache_path(c) is not None and not Path(cache_path(c) or "").is_file()
-                     for c in pending) or grid.kind == "sem"
-        register_warmup(client, cache_methods=(grid.cache.method,) if builds else (),
-                        algorithms={algorithm_spec(c.algorithm, c.search.params, c.k)
-                                    for c in pending})
     stamp = time.strftime("%Y%m%d-%H%M%S")
     report_path = store.reports_dir / f"dask-performance-{grid.name}-{stamp}.html" \
-        if report else None
-    if stop_at is not None and expected is None:  # run_cells reads them for stop_at
-        expected = estimate_from_store(results_dir, cells, StoreStatus(
-            tuple(done), (), tuple(c.key for c in pending)))
-    with _report(report_path), _progress(progress, len(pending)) as bar:
-        bar.add_task(grid.name, total=len(pending))
-        summary = run_cells(client, pending, store, cache_path=cache_path, bar=bar,
-                            on_result=on_result, no_worker_timeout=no_worker_timeout,
-                            fan_out_seconds=fan_out_seconds, stop_at=stop_at,
-                            expected=expected,
-                            staging=Staging(client, has_shared_fs(client, shared_fs)),
-                            **(compute or {}))
-    summary.total, summary.skipped = len(cells), len(cells) - len(pending)
+        if report and client is not None else None
+    with _report(report_path), _progress(progress, n_pending) as bar:
+        bar.add_task(grid.name, total=n_pending)
+        summary: GridSummary = execute(cells, client, store, scheduling=Scheduling(
+            stop_at=stop_at, expected=expected, fan_out_seconds=fan_out_seconds,
+            no_worker_timeout=no_worker_timeout, shared_fs=shared_fs,
+            compute=dict(compute or {}), warmup=warmup, bar=bar,
+            on_result=on_result)).summary
     summary.report = report_path if report_path is not None and report_path.exists() \
         else None
     summary.seconds = time.perf_counter() - t0

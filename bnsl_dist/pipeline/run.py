@@ -50,7 +50,7 @@ from bnsl_dist.search.base import AnytimeTrace, Incumbent
 from bnsl_dist.search.qds import Screening, screen
 
 __all__ = ["run_cell", "load_data", "stage_data",
-           "ensure_cache", "load_cache", "build", "NoSolutionError", "failure_record",
+           "ensure_cache", "save_cache", "load_cache", "build", "NoSolutionError", "failure_record",
            "trace_fields"]
 
 
@@ -165,16 +165,22 @@ def ensure_cache(job: CacheJob, path: str | os.PathLike[str],
     p = Path(path)
     if p.is_file():
         return str(p)
-    from bnsl_dist.cache.jkl import write_jkl
-
     _, _, target = stage_data(job)
     if target is None:
         raise DataError("a cache build needs data")
-    cache = build(job.cache, target, builder)
+    save_cache(job, build(job.cache, target, builder), p)
+    return str(p)
+
+
+def save_cache(job: CacheJob, cache: ParentSetCache, path: str | os.PathLike[str]) -> None:
+    """Write ``cache``, built for ``job``, at ``path`` (atomically; its key in its
+    ``meta``) and its build times beside it (``<key>.times.json``)."""
+    from bnsl_dist.cache.jkl import write_jkl
+
+    p = Path(path)
     cache.meta["cache_key"] = job.key
     write_jkl(cache, p)
     _write_cache_times(cache, p.with_name(f"{job.key}.times.json"))
-    return str(p)
 
 
 def _write_cache_times(cache: ParentSetCache, path: Path) -> None:

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from bnsl_dist.cache import CacheSpec, build_cache, explore_variable, read_jkl, write_jkl
-from bnsl_dist.cache.build import cache_key
 from bnsl_dist.data import CategoricalData
 from bnsl_dist.data.registry import bundled_path
 from bnsl_dist.exceptions import DataError, InvalidConfigError
@@ -110,15 +109,6 @@ def test_cache_survives_a_jkl_round_trip(asia, tmp_path):
         assert np.array_equal(getattr(back, k), getattr(cache, k))
     assert back.names == cache.names and np.array_equal(back.arities, cache.arities)
     assert back.meta["stats"] == cache.meta["stats"]
-
-
-def test_cache_key_depends_on_data_settings_and_variables(asia):
-    s1, s2 = CacheSpec(scores_per_variable=10), CacheSpec(scores_per_variable=11)
-    h = asia.content_hash()
-    assert cache_key(h, s1, [0, 1]) == cache_key(h, CacheSpec(scores_per_variable=10),
-                                                 [0, 1])
-    assert len({cache_key(h, s1, [0, 1]), cache_key(h, s2, [0, 1]), cache_key(h, s1, [0]),
-                cache_key("x" + h[1:], s1, [0, 1])}) == 4
 
 
 def test_independence_default_budget_is_one_second():

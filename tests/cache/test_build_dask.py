@@ -73,27 +73,46 @@ def test_data_task_is_keyed_by_content_hash_and_files_are_read_by_workers(client
         load_data_task(str(path), "0" * 64)
 
 
-def test_cache_dir_saves_and_reuses(client, child, tmp_path):
+def _job(path, **settings):
     from bnsl_dist.cache import CacheSpec
-    from bnsl_dist.orchestrate.explore import build_cache_distributed, cached_path
+    from bnsl_dist.pipeline.cell import CacheJob
+    from bnsl_dist.pipeline.specs import DataRef
 
-    kw = {"method": "independence", "scores_per_variable": 60, "variables": [1, 2, 3]}
-    first = build_cache_distributed(client, child, cache_dir=tmp_path, **kw)
-    path = cached_path(tmp_path, child, CacheSpec(method="independence",
-                                                        scores_per_variable=60), [1, 2, 3])
-    assert path.exists()
+    return CacheJob(data=DataRef.parse(str(path)), cache=CacheSpec(**settings))
+
+
+def test_a_store_keeps_a_cache_job_by_its_key_and_reads_it_back(client, child, tmp_path):
+    """A cache job run into a store on Dask is kept at the store's ``caches/<key>.jkl.gz``
+    (the grid's file) and equals the serial build; a later run returns the kept file (a
+    marked copy put there comes back), other settings make another file, and data changed
+    at the same path (the key names the path, not the bytes) are rebuilt."""
+    from bnsl_dist.data import read_data
+    from bnsl_dist.orchestrate.execute import execute
+    from bnsl_dist.results.store import ResultStore
+
+    data = tmp_path / "child.csv"
+    write_csv(child.select(list(range(6))), data, header=True)
+    store = ResultStore(tmp_path / "res")
+    job = _job(data, method="independence", scores_per_variable=60)
+    first = execute([job], client, store).caches[job.key]
+    _same(first, build_cache(read_data(data), method="independence", scores_per_variable=60))
+    path = store.cache_path(job.key)
     _same(first, read_jkl(path))
-    # Replace the stored cache by a marked one: a later run must return the stored file.
     marked = ParentSetCache(first.names, first.offsets, first.scores - 1.0, first.par_offsets,
                             first.par_flat, first.arities, dict(first.meta))
     write_jkl(marked, path)
-    again = build_cache_distributed(client, child, cache_dir=tmp_path, **kw)
+    again = execute([job], client, store).caches[job.key]
     assert np.array_equal(again.scores, first.scores - 1.0)
-    # other settings: another file
-    other = build_cache_distributed(client, child, cache_dir=tmp_path,
-                                    **{**kw, "scores_per_variable": 61})
-    assert len(list(tmp_path.glob("cache-*.jkl"))) == 2
-    assert other.meta["scores_per_variable"] == 61
+    other = _job(data, method="independence", scores_per_variable=61)
+    assert execute([other], client, store).caches[other.key].meta["scores_per_variable"] == 61
+    assert len(list(store.caches_dir.glob("*.jkl.gz"))) == 2
+    from bnsl_dist.pipeline.run import _load_data
+
+    write_csv(child.select(list(range(1, 7))), data, header=True)
+    _load_data.cache_clear()  # this process read the former file
+    fresh = execute([job], None, store).caches[job.key]
+    _same(fresh, build_cache(read_data(data), method="independence", scores_per_variable=60))
+    _same(fresh, read_jkl(path))
 
 
 @pytest.mark.slow  # starts a second cluster
@@ -102,7 +121,8 @@ def test_cli_build_on_a_local_cluster_fills_its_cache_dir(client, child, tmp_pat
 
     from bnsl_dist.cli import main
     from bnsl_dist.data import read_data
-    from bnsl_dist.orchestrate.explore import build_cache_distributed
+    from bnsl_dist.orchestrate.execute import execute
+    from bnsl_dist.results.store import ResultStore
 
     data = tmp_path / "child.csv"
     write_csv(child.select(list(range(8))), data, header=True)
@@ -110,15 +130,15 @@ def test_cli_build_on_a_local_cluster_fills_its_cache_dir(client, child, tmp_pat
                                     "--workers", "2", "--cache-dir", str(tmp_path / "cd"),
                                     "-o", str(tmp_path / "a.jkl")])
     assert res.exit_code == 0, res.output
-    stored = list((tmp_path / "cd").glob("cache-*.jkl"))
+    stored = list((tmp_path / "cd" / "caches").glob("*.jkl.gz"))
     assert len(stored) == 1
     a = read_jkl(tmp_path / "a.jkl")
     _same(a, read_jkl(stored[0]))
     local = read_data(data)
     _same(a, build_cache(local, scores_per_variable=40))
-    # the library finds the CLI's cache (same key)
-    again = build_cache_distributed(client, local, scores_per_variable=40,
-                                    cache_dir=tmp_path / "cd")
+    # the executor finds the CLI's cache (same key)
+    job = _job(data, scores_per_variable=40)
+    again = execute([job], client, ResultStore(tmp_path / "cd")).caches[job.key]
     assert again.meta["source"] == str(stored[0])
 
 
@@ -143,5 +163,5 @@ def test_cli_build_reuses_a_running_cluster_through_its_scheduler_file(client, c
                                     "--cache-dir", str(tmp_path / "cd"),
                                     "-o", str(tmp_path / "a.jkl")])
     assert res.exit_code == 0, res.output
-    assert len(list((tmp_path / "cd").glob("cache-*.jkl"))) == 1  # built on the cluster
+    assert len(list((tmp_path / "cd" / "caches").glob("*.jkl.gz"))) == 1  # on the cluster
     _same(read_jkl(tmp_path / "a.jkl"), build_cache(read_data(data), scores_per_variable=40))

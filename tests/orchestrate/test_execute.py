@@ -38,27 +38,30 @@ def _search(iterations: int = 5) -> SearchSpec:
 
 def test_each_distinct_cache_is_built_once_and_a_store_skips_done_cells(asia_ref, tmp_path,
                                                                         monkeypatch):
-    """Three seeds on one cache spec and one seed on another: two builds. With a store,
-    the records are written and a second run over the same cells runs none of them; each
-    record's score is the naive BIC of its DAG."""
+    """Three seeds on one cache spec and one seed on another: two builds, kept in the
+    store by their keys. With a store, the records are written and a second run over the
+    same cells runs none of them; each record's score is the naive BIC of its DAG."""
     import importlib
 
-    learn_mod = importlib.import_module("bnsl_dist.pipeline.learn")  # not the function
+    run_mod = importlib.import_module("bnsl_dist.pipeline.run")
 
     built: list[str] = []
-    real = learn_mod.prepare_cache
+    real = run_mod.build
 
-    def counting(cell, builder=None):
-        built.append(cell.cache_job.key)
-        return real(cell, builder)
+    def counting(spec, data, builder=None):
+        built.append(repr(spec))
+        return real(spec, data, builder)
 
-    monkeypatch.setattr(learn_mod, "prepare_cache", counting)
+    monkeypatch.setattr(run_mod, "build", counting)
     cells = [*learn_cells(asia_ref, CacheSpec(scores_per_variable=30), _search(), 3),
              *learn_cells(asia_ref, CacheSpec(scores_per_variable=10), _search(), 1)]
     store = ResultStore(tmp_path / "res")
     done = execute(cells, store=store)
-    assert len(built) == 2 and len(set(built)) == 2 and len(done.caches) == 2
+    assert len(built) == 2 and len(set(built)) == 2
+    assert sorted(p.name for p in store.caches_dir.glob("*.jkl.gz")) == sorted(
+        {f"{c.cache_job.key}.jkl.gz" for c in cells})
     assert store.done_keys() == {c.key for c in cells}
+    assert done.summary.computed == [c.key for c in cells]
     from bnsl_dist.pipeline.run import load_data
 
     data = load_data(asia_ref)
@@ -72,6 +75,27 @@ def test_each_distinct_cache_is_built_once_and_a_store_skips_done_cells(asia_ref
     built.clear()
     again = execute(cells, store=store)
     assert again.outcomes == [None] * len(cells) and built == []
+    assert again.summary.skipped == len(cells)
+
+
+def test_a_cache_job_is_built_once_and_equals_the_serial_build(asia_ref, tmp_path):
+    """Cache jobs alone (``cache build``): each distinct one built once, equal to
+    :func:`build_cache` of its data; a job naming a ready file reads it."""
+    from bnsl_dist.cache import build_cache, write_jkl
+    from bnsl_dist.pipeline.cell import CacheJob
+    from bnsl_dist.pipeline.run import load_data
+
+    job = CacheJob(data=asia_ref, cache=CacheSpec(scores_per_variable=25))
+    out = execute([job, job])
+    oracle = build_cache(load_data(asia_ref), scores_per_variable=25)
+    (cache,) = out.caches.values()
+    assert out.outcomes == [cache, cache]
+    for k in ("offsets", "scores", "par_offsets", "par_flat"):
+        assert np.array_equal(getattr(cache, k), getattr(oracle, k)), k
+    ready = tmp_path / "ready.jkl"
+    write_jkl(oracle.prune_dominated(), ready)  # not what a build would give
+    named = CacheJob(data=asia_ref, cache=CacheSpec(path=str(ready)))
+    assert execute([named]).outcomes[0].meta["source"] == str(ready)
 
 
 @pytest.mark.parametrize("task", [

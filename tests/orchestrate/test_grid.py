@@ -179,6 +179,35 @@ def test_builds_each_cache_once(client, tmp_path):
     assert plan_grid(grid, tmp_path).caches_to_build == ()
 
 
+def test_a_grid_run_in_this_process_stores_what_two_workers_store(client, tmp_path):
+    """``run_grid`` without a client (the executor's serial route into a store) and on two
+    workers: the same cache files (timings aside), the same records and the same failure
+    records; a rerun of either skips every stored cell."""
+    from bnsl_dist.orchestrate.grid import run_grid
+
+    grid = GridConfig.model_validate({
+        "name": "twice", "seed": 5,
+        "datasets": [{"name": "nltcs", "splits": ["valid", "test"]}],
+        "cache": {"method": "independence", "scores_per_variable": 30},
+        "algorithms": [{"name": "kg", "k": [2]}, {"name": "asobs"},
+                       {"name": "dp", "params": {"max_vars": 4}}],
+        "seeds": [0, 1], "budget": {"iterations": 20, "iteration_checkpoints": [10, 20]}})
+    stored = {}
+    for name, c in (("serial", None), ("dask", client)):
+        summary = run_grid(c, grid, tmp_path / name, progress=False, report=False)
+        assert len(summary.computed) == 8 and len(summary.failed) == 4
+        store = ResultStore(tmp_path / name)
+        stored[name] = (
+            sorted(comparable(r) for r in store.read_results()),
+            sorted((f.key, f.status, f.error) for f in store.read_failures()),
+            {f.name: _without_timings(f) for f in store.caches_dir.glob("*.jkl.gz")})
+        again = run_grid(c, grid, tmp_path / name, progress=False, report=False)
+        # stored cells skipped, failed ones tried again (a rerun retries failures)
+        assert again.skipped == 8 and again.computed == [] and len(again.failed) == 4
+    assert len(stored["serial"][2]) == 2
+    assert stored["serial"] == stored["dask"]
+
+
 def test_qds_grid_cells_are_ok_and_equal_qds_learn(client, tmp_path):
     """Screening is a stage: every cell of a small qds grid (any optimizer after the
     screen) runs through the grid runner, and each lifted DAG is the one qds_learn
