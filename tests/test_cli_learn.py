@@ -293,7 +293,7 @@ def test_cache_option_help_states_each_commands_defaults():
 
     from bnsl_dist.cache.spec import ITERATION_CACHE_SCORES, CacheSpec
     from bnsl_dist.pipeline.tasks.within import learn_within
-    from bnsl_dist.sem.structural_em import (
+    from bnsl_dist.sem.budgets import (
         CACHE_ROW_SCORES,
         CACHE_SCORES_RANGE,
         EXPAND_DOMINATED,

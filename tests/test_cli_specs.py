@@ -91,6 +91,42 @@ def test_generated_search_and_budget_options_keep_learns_command_line():
                    "checkpoints": (["--checkpoints"], False, None)}
 
 
+def test_impute_options_are_generated_from_its_task_and_keep_its_command_line():
+    """Every ImputeTask field but its kind has an impute option, impute.py declares none
+    of them by hand, and the flags, defaults and bounds are those impute had when it
+    declared them itself (the defaults now the model's)."""
+    from bnsl_dist.cli.impute import impute_cmd
+    from bnsl_dist.sem.spec import ImputeTask
+
+    assert set(OPTION_FIELDS[ImputeTask]) == set(ImputeTask.model_fields) - {"kind"}
+    imp = _params(impute_cmd)
+    given = impute_cmd.make_context("impute", ["m.csv", "-o", "o.csv"]).params
+    got = {f: (imp[p].opts, imp[p].secondary_opts, given[p])
+           for f, p in OPTION_FIELDS[ImputeTask].items()}
+    assert got == {"k": (["-k", "--k"], [], 4),
+                   "max_iterations": (["--max-iterations"], [], 10),
+                   "time_limit": (["--time-limit"], [], None),
+                   "e_step": (["--e-step"], [], "mpe"),
+                   "imputation": (["--imputation"], [], "marginal"),
+                   "accumulate": (["--accumulate"], ["--no-accumulate"], False),
+                   "search_seconds": (["--search-seconds"], [], None),
+                   "search_iterations": (["--search-iterations"], [], None),
+                   "batch_size": (["--batch-size"], [], 20_000)}
+    tree = ast.parse((CLI / "impute.py").read_text())
+    flags = {f for p in OPTION_FIELDS[ImputeTask].values() for f in imp[p].opts}
+    by_hand = {a.value for n in ast.walk(tree) if isinstance(n, ast.Call)
+               and isinstance(n.func, ast.Attribute) and n.func.attr == "option"
+               for a in n.args if isinstance(a, ast.Constant)} & flags
+    assert not by_hand, f"impute.py declares {by_hand} by hand"
+    for args, needle in ((["--max-iterations", "0"], "'--max-iterations': 0 is not in"),
+                         (["--batch-size", "0"], "'--batch-size': 0 is not in"),
+                         (["--search-seconds", "0"], "'--search-seconds': 0.0 is not in"),
+                         (["--time-limit", "inf"], "--time-limit: Input should be a finite")):
+        res = CliRunner().invoke(impute_cmd, ["m.csv", "--serial", "-o", "o.csv", *args])
+        assert res.exit_code != 0
+        assert needle in res.output or needle in str(res.exception), (args, res.output)
+
+
 @pytest.mark.parametrize("args, message", [
     (["--seconds", "0"], "Invalid value for '--seconds': 0.0 is not in the range x>0"),
     (["--seconds", "-1"], "Invalid value for '--seconds': -1.0 is not in the range x>0"),

@@ -26,10 +26,11 @@ from bnsl_dist.cache.spec import CacheSpec, with_iteration_budget
 from bnsl_dist.search.base import DEFAULT_ALGORITHM
 from bnsl_dist.search.qds import ScreeningSpec
 from bnsl_dist.search.spec import DEFAULT_SEARCH_SECONDS, BudgetSpec, SearchSpec
+from bnsl_dist.sem.spec import ImputeTask
 
 __all__ = ["cache_options", "cache_options_with", "screening_options", "cache_spec",
            "cache_spec_with", "screening_spec", "parse_param", "search_options",
-           "budget_options", "search_spec", "OPTION_FIELDS"]
+           "budget_options", "search_spec", "impute_options", "impute_task", "OPTION_FIELDS"]
 
 F = Callable[..., Any]
 
@@ -159,6 +160,17 @@ _BUDGET_FLAGS: dict[str, tuple[tuple[str, ...], str, bool, str | None, Any]] = {
     "iterations": (("--iterations",), "iterations", False, None, None),
     "checkpoints": (("--checkpoints",), "checkpoints", False, "B1,B2,...", None),
 }
+#: ``impute``'s spellings of :class:`~bnsl_dist.sem.spec.ImputeTask` (defaults: the model's).
+_IMPUTE_FLAGS: dict[str, tuple[tuple[str, ...], str, bool, str | None, Any]] = {
+    name: (flags, name, False, metavar, ImputeTask.model_fields[name].default)
+    for name, flags, metavar in (
+        ("k", ("-k", "--k"), None), ("max_iterations", ("--max-iterations",), None),
+        ("time_limit", ("--time-limit",), "SECONDS"), ("e_step", ("--e-step",), None),
+        ("imputation", ("--imputation",), None),
+        ("accumulate", ("--accumulate/--no-accumulate",), None),
+        ("search_seconds", ("--search-seconds",), None),
+        ("search_iterations", ("--search-iterations",), None),
+        ("batch_size", ("--batch-size",), None))}
 #: Each spec model's fields and the command parameter that holds each (the budget's two
 #: kinds of checkpoints share ``--checkpoints``), for the test that every field has its
 #: option (tests/test_cli_specs.py).
@@ -168,6 +180,7 @@ OPTION_FIELDS: dict[type[BaseModel], dict[str, str]] = {
                  "iteration_checkpoints": "checkpoints"},
     CacheSpec: {f: "cache_" + f for f in CacheSpec.model_fields if f != "path"},
     ScreeningSpec: {f: "screen_" + f for f in ScreeningSpec.model_fields},
+    ImputeTask: {f: v[1] for f, v in _IMPUTE_FLAGS.items()},
 }
 
 
@@ -204,8 +217,12 @@ def _spelled(model: type[BaseModel],
         for name, (flags, dest, multiple, metavar, default) in reversed(table.items()):
             info = model.model_fields[name]
             more: dict[str, Any] = {"multiple": True} if multiple else {
-                "type": _bounded_type(info.annotation), "default": default,
-                "show_default": default is not None}
+                "default": default, "show_default": default is not None}
+            if not multiple and "/" not in flags[0]:  # "--x/--no-x": click's boolean flag
+                # a constrained field's bounds: in its annotation (``X | None``) or, for
+                # a plain ``X`` with a ``Field`` default, in the field's metadata
+                more["type"] = _bounded_type(Annotated[(info.annotation, *info.metadata)]
+                                             if info.metadata else info.annotation)
             fn = click.option(*flags, dest, metavar=metavar, help=info.description,
                               **more)(fn)
         return fn
@@ -217,6 +234,21 @@ def _spelled(model: type[BaseModel],
 search_options = _spelled(SearchSpec, _SEARCH_FLAGS)
 #: ``--seconds``, ``--iterations``, ``--checkpoints B1,B2,...``.
 budget_options = _spelled(BudgetSpec, _BUDGET_FLAGS)
+
+
+#: ``impute``'s options of :class:`~bnsl_dist.sem.spec.ImputeTask`: ``-k``,
+#: ``--max-iterations``, ``--time-limit``, ``--e-step``, ``--imputation``,
+#: ``--accumulate/--no-accumulate``, ``--search-seconds``, ``--search-iterations``,
+#: ``--batch-size``.
+impute_options = _spelled(ImputeTask, _IMPUTE_FLAGS)
+
+
+def impute_task(kwargs: dict[str, Any]) -> ImputeTask:
+    """The ImputeTask of the command line (:data:`impute_options`, popped from
+    ``kwargs``); errors name the flags."""
+    given = {name: kwargs.pop(dest) for name, (_, dest, *_) in _IMPUTE_FLAGS.items()}
+    return make(ImputeTask, given, names={name: flags[0].split("/")[0] for name, (flags, *_)
+                                          in _IMPUTE_FLAGS.items()})
 
 
 def _checkpoints(text: str, seconds: float | None, iterations: int | None

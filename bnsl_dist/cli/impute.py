@@ -9,36 +9,17 @@ from typing import Any
 import click
 
 from bnsl_dist.cli._checks import check_bif_writable, check_output_file
-from bnsl_dist.cli._common import FiniteRange, cluster_options, echo_json, pop_cluster_kwargs
-from bnsl_dist.cli._specs import cache_options_with, cache_spec
+from bnsl_dist.cli._common import cluster_options, echo_json, pop_cluster_kwargs
+from bnsl_dist.cli._specs import cache_options_with, cache_spec, impute_options, impute_task
 
 
 @click.command("impute")
 @click.argument("data", type=click.Path(dir_okay=False))
-@click.option("-k", "--k", "k", type=int, default=4, show_default=True,
-              help="Treewidth bound of k-MAX.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Completed data (CSV, '.gz' compresses).")
 @click.option("--network", "network_out", type=click.Path(dir_okay=False), default=None,
               help="Also write the learned network (BIF).")
-@click.option("--max-iterations", type=int, default=10, show_default=True)
-@click.option("--time-limit", "time_limit", type=FiniteRange(min=0, min_open=True),
-              default=None, metavar="SECONDS",
-              help="No EM iteration starts that would not end, with the final "
-                   "completion, within SECONDS of the command's start (at the mean time "
-                   "of those before; the first always runs): the best network so far "
-                   "imputes (stop reason 'time limit').")
-@click.option("--e-step", type=click.Choice(["mpe", "marginal"]), default="mpe",
-              show_default=True, help="Completion of each EM iteration: joint MPE or "
-              "per-variable argmax.")
-@click.option("--imputation", type=click.Choice(["marginal", "mpe"]), default="marginal",
-              show_default=True,
-              help="Completion written to OUTPUT by the learned network: each missing "
-                   "cell's posterior-marginal argmax (most cells right on average), or the "
-                   "joint MPE of each record (the paper's).")
-@click.option("--accumulate/--no-accumulate", default=False, show_default=True,
-              help="Keep the earlier M-steps' parent sets (rescored) in each M-step's "
-                   "cache; --no-accumulate: each cache is its own build, as in the paper.")
+@impute_options
 @cache_options_with(  # defaults of SEM-kMAX, not CacheSpec's (sem_cache_spec)
     seconds_per_variable="Cache budget per variable in seconds (the paper's wall-clock "
                          "protocol; default: the exact scores of --scores-per-variable).",
@@ -47,24 +28,14 @@ from bnsl_dist.cli._specs import cache_options_with, cache_spec
     expand_dominated="Independence selection: expand sets that a subset one member "
                      "smaller dominates (the paper; false spends the budget elsewhere). "
                      "[False]")
-@click.option("--search-seconds", type=float, default=None,
-              help="k-MAX budget per iteration in seconds (default: none, the iterations).")
-@click.option("--search-iterations", type=int, default=None,
-              help="k-MAX budget per iteration in iterations (default: 1.2e6/n_vars "
-                   "within 200-20,000, reproducible).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @cluster_options
 @click.option("--serial", is_flag=True,
               help="Run without Dask (default for small data unless a cluster option is "
                    "given: see below).")
-@click.option("--batch-size", type=int, default=20_000, show_default=True,
-              help="Records per E-step task.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iterations: int,
-               time_limit: float | None, e_step: str, imputation: str, accumulate: bool,
-               search_seconds: float | None, search_iterations: int | None,
-               seed: int, serial: bool, batch_size: int, quiet: bool,
-               **options: Any) -> None:
+def impute_cmd(data: str, output: str, network_out: str | None, seed: int, serial: bool,
+               quiet: bool, **options: Any) -> None:
     """Learn a bounded-treewidth network from DATA with missing values (?, empty, NA)
     by SEM-kMAX and write the completed data to OUTPUT.
 
@@ -76,22 +47,16 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
     costs more than it saves there. The result is the same either way for one seed."""
     import time
 
-    from bnsl_dist._spec import make
     from bnsl_dist.cli._inputs import load_data
     from bnsl_dist.data import write_csv
-    from bnsl_dist.exceptions import InvalidConfigError
     from bnsl_dist.orchestrate.execute import execute
     from bnsl_dist.pipeline.cell import Cell
     from bnsl_dist.pipeline.specs import DataRef
-    from bnsl_dist.pipeline.tasks.sem import ImputeTask
-    from bnsl_dist.sem.structural_em import EXPAND_DOMINATED, sem_cache_spec
+    from bnsl_dist.sem.budgets import EXPAND_DOMINATED, sem_cache_spec
 
     started = time.time()
     conn = pop_cluster_kwargs(options, serial)
-    for name, val in (("-k", k), ("--max-iterations", max_iterations),
-                      ("--batch-size", batch_size)):
-        if val < 1:
-            raise InvalidConfigError(f"{name} must be >= 1, got {val}")
+    task = impute_task(options)  # checked before the data are read
     check_output_file(output, "--output")
     check_output_file(network_out, "--network")
     # no cache budget given: the data-scaled, reproducible one of sem_budgets (not
@@ -116,15 +81,10 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
 
         click.echo(kernels_phase(), err=True)  # a fresh machine compiles: say so first
 
-    task = make(ImputeTask, k=k, max_iterations=max_iterations, e_step=e_step,
-                imputation=imputation, accumulate=accumulate, search_seconds=search_seconds,
-                search_iterations=search_iterations, time_limit=time_limit,
-                batch_size=batch_size, names={"search_seconds": "--search-seconds",
-                                              "search_iterations": "--search-iterations"})
     cell = Cell(grid="impute", label="kmax", data=DataRef.parse(data, "mask"), cache=cache,
                 task=task, seed=seed)
     if not serial and all(conn[k] is None for k in ("workers", "scheduler", "scheduler_file")):
-        from bnsl_dist.sem.structural_em import prefer_serial
+        from bnsl_dist.sem.budgets import prefer_serial
 
         serial = prefer_serial(d.n_vars, d.n_samples)
     on_iteration = None if quiet else report
@@ -142,7 +102,7 @@ def impute_cmd(data: str, k: int, output: str, network_out: str | None, max_iter
 
         write_bif(res.network, network_out)
     n_missing = 0 if d.missing is None else int(d.missing.sum())
-    echo_json({"output": output, "n_missing_imputed": n_missing, "k": k,
+    echo_json({"output": output, "n_missing_imputed": n_missing, "k": task.k,
                "mode": "serial" if serial else "dask",
                "iterations": len(res.history), "converged": res.converged,
                "stop_reason": res.stop_reason,

@@ -15,7 +15,7 @@ cache build gets the completed data scattered once to every worker.
 
 At 3,000 x 60 the whole serial run takes ~10 CPU seconds, less than a local cluster's
 start; ``bnsl-dist impute`` then runs serially unless a cluster is asked for
-(:func:`bnsl_dist.sem.structural_em.prefer_serial`).
+(:func:`bnsl_dist.sem.budgets.prefer_serial`).
 """
 
 from __future__ import annotations

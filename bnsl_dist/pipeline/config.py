@@ -195,7 +195,7 @@ class SemConfig(_Model):
     × seed is one repetition; the grid's ``cache`` rebuilds the cache at every M-step.
 
     The M-step budgets are those of ``bnsl-dist impute``
-    (:func:`bnsl_dist.sem.structural_em.sem_budgets`: work counts scaled to the data, so
+    (:func:`bnsl_dist.sem.budgets.sem_budgets`: work counts scaled to the data, so
     a cell reproduces on any machine) unless given in seconds, the paper's protocol:
     ``search_seconds_per_variable`` gives k-MAX that many seconds × n per M-step (the
     paper: 1), and ``cache_budget: grid`` builds the cache with the grid's ``cache``

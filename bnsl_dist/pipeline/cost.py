@@ -69,14 +69,14 @@ def builds_cache(cell: Cell) -> bool:
 def cell_budget_seconds(cell: Cell) -> float | None:
     """The worker seconds a cell's time budgets allow at most (None: not bounded in
     seconds): its search budget; for a SEM cell, its M-steps' budgets as the cell sets
-    them (:func:`~bnsl_dist.sem.structural_em.sem_cache_spec` and
-    :func:`~bnsl_dist.sem.structural_em.sem_search_budget`: the cache's seconds per
+    them (:func:`~bnsl_dist.sem.budgets.sem_cache_spec` and
+    :func:`~bnsl_dist.sem.budgets.sem_search_budget`: the cache's seconds per
     variable and k-MAX's seconds, capped by the cell's budget) times the EM iteration
     cap, its E-steps not counted; None when either M-step budget is a count
     (data-scaled) or the data's size is unknown."""
     if cell.sem is None:
         return cell.budget_seconds
-    from bnsl_dist.sem.structural_em import sem_cache_spec, sem_search_budget
+    from bnsl_dist.sem.budgets import sem_cache_spec, sem_search_budget
 
     sem = cell.sem
     n, rows = shape_hint(cell.data) if cell.data is not None else (None, None)

@@ -19,7 +19,7 @@ from bnsl_dist.pipeline.config import GridConfig, load_grid
 from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.pipeline.run import load_data, run_cell
 from bnsl_dist.sem import imputation_accuracy
-from bnsl_dist.sem.structural_em import sem_budgets
+from bnsl_dist.sem.budgets import sem_budgets
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "grids"
 
@@ -101,7 +101,7 @@ def test_sem_cell_is_structural_em_with_the_impute_defaults():
     from bnsl_dist.graph.dag import DAG
     from bnsl_dist.search.base import Budget
     from bnsl_dist.sem import structural_em
-    from bnsl_dist.sem.structural_em import sem_cache_spec, sem_search_budget
+    from bnsl_dist.sem.budgets import sem_cache_spec, sem_search_budget
 
     (cell,) = expand_grid(sem_grid())
     rec = run_cell(cell)

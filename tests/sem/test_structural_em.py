@@ -282,7 +282,7 @@ def test_bad_stopping_settings(asia, bad):
 
 
 def test_default_budgets_scale_with_the_data_and_reproduce(asia):
-    from bnsl_dist.sem.structural_em import (
+    from bnsl_dist.sem.budgets import (
         CACHE_SCORES_RANGE,
         SEARCH_ITERATIONS_RANGE,
         sem_budgets,

@@ -6,7 +6,7 @@ Data: ``--rows`` rows sampled from a seeded random network of ``--vars`` variabl
 in this process's run (so their ratios are comparable; absolute times depend on load):
 
 * ``cli`` — ``bnsl-dist impute DATA -o OUT`` with its defaults (at 3,000 x 60 it runs
-  serially: :func:`bnsl_dist.sem.structural_em.prefer_serial`; process start, import and
+  serially: :func:`bnsl_dist.sem.budgets.prefer_serial`; process start, import and
   file I/O included in the time);
 * ``cli_base`` — ``bnsl-dist impute`` given, as options, the default budgets
   (``sem_budgets``) of ``--base-rev`` (only with that option): the defaults of another

@@ -5,7 +5,7 @@ Per data set and repetition ``r`` (0..reps-1) the cells are hidden with seed ``r
 SEM runs with seed ``r`` in each variant, on the same masked data (paired):
 
 * ``default`` — :func:`bnsl_dist.sem.structural_em` with its defaults (carried
-  families, budgets of :func:`bnsl_dist.sem.structural_em.sem_budgets`);
+  families, budgets of :func:`bnsl_dist.sem.budgets.sem_budgets`);
 * ``long`` — the same with 4x both M-step budgets (exact scores per variable, k-MAX
   iterations) and 2x ``max_iterations``;
 * ``scaled`` / ``scaled_long`` — ``--scale S,I`` times the default exact scores and
@@ -56,7 +56,7 @@ from bnsl_dist.model.generate import random_network
 from bnsl_dist.model.sampling import sample
 from bnsl_dist.search import Budget
 from bnsl_dist.sem import imputation_accuracy, impute, structural_em
-from bnsl_dist.sem.structural_em import EXPAND_DOMINATED, sem_budgets
+from bnsl_dist.sem.budgets import EXPAND_DOMINATED, sem_budgets
 from workflows.benchmarks._common import SHARED_DATA, write_result
 
 ROWS = 3000

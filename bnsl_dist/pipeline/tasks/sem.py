@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import numpy as np
-from pydantic import Field, PositiveFloat, PositiveInt
+from pydantic import PositiveFloat, PositiveInt
 
 from bnsl_dist._json import canonical_json
 from bnsl_dist._spec import Spec
@@ -30,6 +30,7 @@ from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import DataError
 from bnsl_dist.search.base import Budget
 from bnsl_dist.search.spec import SearchSpec
+from bnsl_dist.sem.spec import ImputeTask
 
 if TYPE_CHECKING:
     from bnsl_dist.pipeline.cell import Cell
@@ -68,27 +69,6 @@ class SemTask(Spec):
     kind: Literal["sem"]
     search: SearchSpec
     sem: SemSpec
-
-
-class ImputeTask(Spec):
-    """Structural EM with k-MAX on the cell's incomplete data, then its completion
-    (``bnsl-dist impute``): the treewidth bound ``k``, the EM iteration cap, each
-    iteration's completion (``e_step``) and the written one (``imputation``), whether
-    each M-step's cache keeps the earlier ones' sets (``accumulate``), k-MAX's budget per
-    M-step (``search_seconds``, ``search_iterations``; none: the data-scaled iterations)
-    and a wall-clock ``time_limit`` (no EM iteration starts that would not end in it)."""
-
-    kind: Literal["impute"] = "impute"
-    k: PositiveInt = 4
-    max_iterations: PositiveInt = 10
-    e_step: Literal["mpe", "marginal"] = "mpe"
-    imputation: Literal["marginal", "mpe"] = "marginal"
-    accumulate: bool = False
-    search_seconds: float | None = Field(default=None, gt=0)
-    search_iterations: PositiveInt | None = None
-    time_limit: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    #: Records per E-step task on Dask (no effect on the result).
-    batch_size: PositiveInt = 20_000
 
 
 def run(task: ImputeTask, data: CategoricalData, cache: CacheSpec,
@@ -160,7 +140,7 @@ def run_sem_cell(cell: Cell, t_start: float) -> CellResult:
     from bnsl_dist.pipeline.run import provenance_fields
     from bnsl_dist.results.records import CellResult
     from bnsl_dist.sem import imputation_accuracy, impute, mode_impute
-    from bnsl_dist.sem.structural_em import sem_cache_spec, sem_search_budget
+    from bnsl_dist.sem.budgets import sem_cache_spec, sem_search_budget
 
     truth, masked = sem_cell_inputs(cell)
     sem = cell.sem
