@@ -8,7 +8,7 @@ import math
 import re
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import click
 
@@ -92,7 +92,7 @@ def stop_time(text: str, now: float | None = None) -> float:
     return at.timestamp()
 
 
-class StopTime(click.ParamType):
+class StopTime(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.2 (floor 8.1)
     """A ``--stop-at`` value (:func:`stop_time`), made a ``time.time()`` when parsed."""
 
     name = "WHEN"
@@ -147,7 +147,17 @@ _CLUSTER_OPTIONS = [
 ]
 
 
-def cluster_options(fn: F | None = None, *, workers_help: str | None = None) -> Any:
+@overload
+def cluster_options(fn: F, *, workers_help: str | None = None) -> F: ...
+
+
+@overload
+def cluster_options(fn: None = None, *, workers_help: str | None = None
+                    ) -> Callable[[F], F]: ...
+
+
+def cluster_options(fn: F | None = None, *, workers_help: str | None = None
+                    ) -> F | Callable[[F], F]:
     """Add the cluster-connection options (``--workers``, ``--scheduler``,
     ``--scheduler-file``, ``--connect-timeout``, ``--tls-dir``); the command receives them
     as keyword arguments and passes :func:`cluster_kwargs` of them to

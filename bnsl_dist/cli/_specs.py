@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import annotated_types
 import click
@@ -32,7 +32,7 @@ __all__ = ["cache_options", "cache_options_with", "screening_options", "cache_sp
            "cache_spec_with", "screening_spec", "parse_param", "search_options",
            "budget_options", "search_spec", "impute_options", "impute_task", "OPTION_FIELDS"]
 
-F = Callable[..., Any]
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: Option names that differ from ``--field-name``.
 _RENAMED = {"method": "--cache-method"}

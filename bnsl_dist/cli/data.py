@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from bnsl_dist.cli._checks import check_output_dir, check_output_file
@@ -22,7 +24,7 @@ def list_cmd(as_json: bool) -> None:
     from bnsl_dist.datasets.catalog import load_catalog
 
     cat = load_catalog()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, e in sorted(cat.datasets.items()):
         spec = e.spec
         what = f"files ({e.config.stem})" if spec.kind == "files" else f"sampled from {spec.network}"

@@ -122,7 +122,7 @@ def loglik_cmd(network: str, data: str, missing: str, memory_limit: float, fallb
         align_data(net, d)  # report data errors before building anything
         engine = _engine(net, memory_limit, fallback, samples, seconds, seed)
     res = log_likelihood(net, d, engine=engine)
-    out = res.to_json_dict()
+    out: dict[str, Any] = dict(res.to_json_dict())
     out.update({"network": network, "data": data,
                 "n_missing_rows": 0 if d.missing is None else int(d.missing.any(axis=1).sum())})
     echo_json(out)

@@ -109,7 +109,7 @@ def _summary(result: Any, out: Path, source: str) -> None:
               help="Also write the network beside the result (BIF needs data: CPTs).")
 @click.option("--quiet", "-q", is_flag=True, help="No summary or progress on stderr.")
 @click.pass_context
-def learn_cmd(ctx: click.Context, source: str, params: tuple[str, ...], seeds: int | None,
+def learn_cmd(ctx: click.Context, /, source: str, params: tuple[str, ...], seeds: int | None,
               base_seed: int, serial: bool, time_limit: float | None,
               save_cache: str | None, output: str, export: str | None, quiet: bool,
               **options: Any) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -109,7 +109,7 @@ def write_all_tables(recs: RecordSet, out_dir: Path, *, at: float | None = None,
     return written
 
 
-def _comparison_plots(frame: pd.DataFrame, comps: list, out_dir: Path,
+def _comparison_plots(frame: pd.DataFrame, comps: list[Any], out_dir: Path,
                       at: float | None) -> list[Path]:
     from bnsl_dist.reporting.plots import (
         plot_anytime,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -142,7 +143,7 @@ class LikelihoodWeighting:
         return float(logpe), marg, best_x, best_lp
 
     def _run(self, evidence: Evidence | None, counts: bool = True
-             ) -> list[tuple[float, NDArray, NDArray, float]]:
+             ) -> list[tuple[float, NDArray[Any], NDArray[Any], float]]:
         ev = as_evidence(self.net, evidence)
         # the i-th child of the seed, without advancing it: same row, same particles
         seeds = [np.random.SeedSequence(self._seed.entropy, spawn_key=self._seed.spawn_key + (i,))

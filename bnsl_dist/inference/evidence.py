@@ -17,8 +17,9 @@ from bnsl_dist.model.network import BayesianNetwork
 
 __all__ = ["Evidence", "as_evidence", "parse_assignments", "variable_index", "state_code"]
 
-Evidence = (NDArray[np.integer] | Mapping[str | int, str | int]
-            | Sequence[Mapping[str | int, str | int]])
+#: One row: a variable (name or index) to its state (label or code).
+Assignment = Mapping[str, str | int] | Mapping[int, str | int] | Mapping[str | int, str | int]
+Evidence = NDArray[np.integer] | Assignment | Sequence[Assignment]
 
 
 def variable_index(net: BayesianNetwork, var: str | int) -> int:
@@ -110,10 +111,10 @@ def as_evidence(net: BayesianNetwork, evidence: Evidence | None) -> NDArray[np.i
         return np.ascontiguousarray(arr, dtype=np.int32)
     rows = list(evidence)
     out = np.full((len(rows), n), -1, dtype=np.int32)
-    for i, row in enumerate(rows):
-        if not isinstance(row, Mapping):
+    for i, given in enumerate(rows):
+        if not isinstance(given, Mapping):
             raise DataError(f"evidence row {i} is not a mapping of variables to states")
-        for var, state in row.items():
+        for var, state in given.items():
             v = variable_index(net, var)
             out[i, v] = state_code(net, v, state)
     return out

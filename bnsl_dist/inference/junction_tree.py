@@ -242,8 +242,8 @@ class JunctionTree:
             def emit(arr: NDArray[np.int64]) -> int:
                 nonlocal cursor
                 idx_parts.append(arr.astype(np.int32))
-                cursor += arr.shape[0]
-                return cursor - arr.shape[0]
+                cursor += int(arr.shape[0])
+                return cursor - int(arr.shape[0])
 
             sep = self.separators[c]
             sst = _mixed_strides([int(ar[u]) for u in sep])
@@ -325,12 +325,12 @@ class JunctionTree:
         return [(i, min(i + b, n_rows)) for i in range(0, n_rows, b)]
 
     def _collect(self, ev: NDArray[np.int32], mode: int
-                 ) -> tuple[NDArray, NDArray, NDArray, NDArray]:
+                 ) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]]:
         """ev (n, B). Returns lam, use, up, logz."""
         nb_ = ev.shape[1]
         lam = np.empty((int(self._var_off[-1]), nb_))
         K.fill_lambda(ev, self._var_off, self._arities, lam)
-        use = (ev >= 0).any(axis=1)
+        use = np.asarray((ev >= 0).any(axis=1))
         up = np.empty((self._n_sep, nb_))
         logz = np.empty(nb_)
         K.collect(mode, self._post, self._base, self._base_off, self._idx, self._out_off,

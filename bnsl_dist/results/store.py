@@ -135,7 +135,9 @@ class ResultStore:
     def status(self, keys: Iterable[str]) -> StoreStatus:
         """Which of ``keys`` are done, failed (and not done since), or pending."""
         done_all, failed_all = self.done_keys(), self.failed_keys()
-        done, failed, pending = [], [], []
+        done: list[str] = []
+        failed: list[str] = []
+        pending: list[str] = []
         for k in keys:
             (done if k in done_all else failed if k in failed_all else pending).append(k)
         return StoreStatus(tuple(done), tuple(failed), tuple(pending))

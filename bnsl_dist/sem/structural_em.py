@@ -142,11 +142,11 @@ def initial_network(data: CategoricalData, rng: np.random.Generator,
         if dag.parents[v]:
             j = data.codes[ok, dag.parents[v][0]].astype(np.int64)
         counts = np.bincount(j * r + data.codes[ok, v].astype(np.int64), minlength=q * r)
-        counts = counts.reshape(q, r) + alpha / (q * r)
-        tot = counts.sum(axis=1, keepdims=True)
+        smoothed = counts.reshape(q, r) + alpha / (q * r)
+        tot = smoothed.sum(axis=1, keepdims=True)
         # nothing to count (alpha = 0, a parent state never seen with the child): uniform,
         # as fit_cpts does
-        cpts.append(np.where(tot > 0, counts / np.where(tot > 0, tot, 1.0), 1.0 / r))
+        cpts.append(np.where(tot > 0, smoothed / np.where(tot > 0, tot, 1.0), 1.0 / r))
     states = tuple(tuple(data.state_label(v, k) for k in range(int(ar[v])))
                    for v in range(data.n_vars))
     # A chain has treewidth 1: eliminating from the tail is a perfect order.
@@ -322,7 +322,7 @@ def structural_em(data: CategoricalData, *, k: int = 4, rng: np.random.Generator
     kk = min(k, data.n_vars - 1)
     if searcher is None:
         def searcher(cache: ParentSetCache, b: Budget, g: np.random.Generator) -> Incumbent:
-            best = None
+            best: Incumbent | None = None
             for inc in make_optimizer("kmax", k=kk).run(cache, b, g):
                 best = inc
             if best is None:
@@ -331,7 +331,8 @@ def structural_em(data: CategoricalData, *, k: int = 4, rng: np.random.Generator
 
     runner = e_step_runner or _serial_e_step
     missing = data.missing if data.missing is not None else np.zeros(data.codes.shape, bool)
-    net, order = initial_network(data, gen, alpha)
+    net, chain_order = initial_network(data, gen, alpha)
+    order: tuple[int, ...] | None = chain_order  # None: k-MAX gave no elimination order
     history: list[SEMIteration] = []
     seen: dict[tuple[Any, Any], int] = {}
     best: tuple[float, BayesianNetwork, tuple[int, ...] | None, int] | None = None

@@ -118,6 +118,7 @@ class OrderGraphSearch:
         self.bound_expansions = opt.bound_expansions
         self.max_bytes = int(opt.max_memory_mb * 2**20)
         self.stats = SearchStats(opt.algorithm)
+        self._rate = 1e5  # expansions per second, re-measured on every chunk
         self._best_score = -np.inf
         self._rest: Any = None
 

@@ -249,7 +249,7 @@ class ASOBS:
             max_window = int(self.max_window)
             cached: list[NDArray[np.uint64]] = []
 
-            def refine(fc, order, chosen, watch, g):  # type: ignore[no-untyped-def]
+            def refine(fc, order, chosen, watch, g):
                 if not cached:
                     cached.append(candidate_bitsets(fc))
                 return window_refine(fc, order, chosen, watch, g, max_window=max_window,
