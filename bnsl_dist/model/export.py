@@ -30,14 +30,14 @@ __all__ = ["to_pgmpy", "from_pgmpy", "to_networkx", "cpt_to_pgmpy_values",
            "cpt_from_pgmpy_values"]
 
 
-def cpt_to_pgmpy_values(cpt: NDArray[np.float64], parent_arities: list[int]) -> NDArray:
+def cpt_to_pgmpy_values(cpt: NDArray[np.float64], parent_arities: list[int]) -> NDArray[np.float64]:
     """Our ``(q, r)`` CPT as pgmpy's ``(r, q)`` values, evidence in the same parent order."""
     r = cpt.shape[1]
     shape = tuple(reversed(parent_arities)) + (r,)
     return np.asarray(cpt).reshape(shape).T.reshape(r, -1)
 
 
-def cpt_from_pgmpy_values(values: NDArray, parent_arities: list[int]) -> NDArray[np.float64]:
+def cpt_from_pgmpy_values(values: NDArray[Any], parent_arities: list[int]) -> NDArray[np.float64]:
     """Inverse of :func:`cpt_to_pgmpy_values`."""
     r = values.shape[0]
     shape = (r,) + tuple(parent_arities)

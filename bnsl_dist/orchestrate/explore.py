@@ -162,7 +162,7 @@ def build_cache_distributed(client: Client, data: CategoricalData | str | os.Pat
     if not warmed:
         register_warmup(client, cache_methods=(cfg.method,))
     h = local.content_hash()
-    shipped: Future | str = source if isinstance(source, str) and is_url(source) \
+    shipped: Future[Any] | str = source if isinstance(source, str) and is_url(source) \
         else client.scatter(local, broadcast=True, hash=False)
     if deadline is None and cutoff is None:
         n_workers = len(client.scheduler_info().get("workers", {}))
@@ -174,7 +174,7 @@ def build_cache_distributed(client: Client, data: CategoricalData | str | os.Pat
     # the data's key is unique (scattered with hash=False): two builds at once on one
     # scheduler never share a task
     tag = (h, cfg.json_dict(), todo, getattr(shipped, "key", shipped), deadline, cutoff)
-    futures: list[Future] = [client.submit(_explore_task, shipped, h, b, cfg, deadline, cutoff,
+    futures: list[Future[Any]] = [client.submit(_explore_task, shipped, h, b, cfg, deadline, cutoff,
                                            key=task_key("explore", tag, b), pure=False,
                                            priority=len(batches) - i,
                                            **({} if w is None else
@@ -185,7 +185,7 @@ def build_cache_distributed(client: Client, data: CategoricalData | str | os.Pat
     return assemble_cache(local, results, cfg, todo, data_hash=h)
 
 
-def _drain(futures: list[Future], batches: list[list[int]], settings: CacheSpec,
+def _drain(futures: list[Future[Any]], batches: list[list[int]], settings: CacheSpec,
            progress: bool) -> list[VariableResult]:
     results: list[VariableResult] = []
     if not progress:
@@ -238,7 +238,7 @@ def submit_cache_build(client: Client, job: CacheJob, path: str, n_vars: int,
                        n_workers: int, priority: float, store_priority: float,
                        explore: Any = explore_job, store: Any = store_job_cache,
                        deps: dict[str, list[str]] | None = None,
-                       staging: Staging | None = None) -> Future | StagedFile | str:
+                       staging: Staging | None = None) -> Future[Any] | StagedFile | str:
     """Submit the cache of ``job`` as guided batches of ``n_vars`` variables for
     ``n_workers`` worker threads (priorities in (``priority``, ``priority`` + 1), largest
     batches first; ``explore(job, variables)`` each; all in one graph) and the task
@@ -260,7 +260,7 @@ def submit_cache_build(client: Client, job: CacheJob, path: str, n_vars: int,
     # one graph, one message to the scheduler, each batch queued there (:mod:`.queued`):
     # submitted one by one, the first batches went to workers at once (their task group
     # still small) and waited there, and each cost the scheduler a graph update
-    parts: list[Future] = client.compute(tasks, optimize_graph=False)
+    parts: list[Future[Any]] = client.compute(tasks, optimize_graph=False)
     out = stage.build(store, job, path, *parts, key=task_key("cache", job.key, path),
                       pure=False, priority=store_priority)
     if deps is not None:

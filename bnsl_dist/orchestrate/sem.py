@@ -70,11 +70,11 @@ class DaskEStep:
         self.client = client
         self.batch_size = int(batch_size)
         self.n_tasks = 0
-        self._batches: tuple[str, list[tuple[Future, Future]]] | None = None
+        self._batches: tuple[str, list[tuple[Future[Any], Future[Any]]]] | None = None
         self._warmed = False
 
     def _scattered(self, codes: NDArray[np.integer], missing: NDArray[np.bool_],
-                   rows: NDArray[np.intp]) -> list[tuple[Future, Future]]:
+                   rows: NDArray[np.intp]) -> list[tuple[Future[Any], Future[Any]]]:
         """The record batches on the cluster, scattered on the first call only."""
         from dask.base import tokenize
 

@@ -62,7 +62,7 @@ class StagedFile(NamedTuple):
     of a cache built on the cluster."""
 
     path: str
-    future: Future | str
+    future: Future[Any] | str
 
 
 class Inputs(WorkerPlugin):
@@ -220,12 +220,12 @@ class Staging:
         return path if self.shared_fs else self.file(path)
 
     def cell_task(self, fn: Callable[..., Any], cell: Cell,
-                  cache: str | Future | StagedFile | None) -> tuple[Any, ...]:
+                  cache: str | Future[Any] | StagedFile | None) -> tuple[Any, ...]:
         """``fn(cell, cache)``: the cell with its data and cache (its grid's
         ``cache.path`` file included)."""
         if self.shared_fs:
             return (fn, cell, cache)
-        files: list[tuple[str, Future | str]] = []
+        files: list[tuple[str, Future[Any] | str]] = []
         given = cell.cache_job.given_path
         if isinstance(cache, StagedFile):
             files.append((cache.path, cache.future))
@@ -236,17 +236,17 @@ class Staging:
         return (with_inputs, self._data_items(refs), files, fn, cell, cache)
 
     def build(self, fn: Callable[..., Any], job: CacheJob, path: str, *rest: Any,
-              **submit: Any) -> str | Future | StagedFile:
+              **submit: Any) -> str | Future[Any] | StagedFile:
         """Submit ``fn(job, path, *rest)``, the task building (and writing) the cache at
         ``path``: on a shared file system as it is; else the worker returns the file's
         bytes (:func:`as_bytes`) and the client writes them at ``path`` when they
         arrive."""
         if self.shared_fs:
-            fut: Future = self.client.submit(fn, job, path, *rest, **submit)
+            fut: Future[Any] = self.client.submit(fn, job, path, *rest, **submit)
             return fut
         fut = self.client.submit(*self.task([job.data], as_bytes, fn, job, path, *rest),
                                  **submit)
-        def write(f: Future) -> None:  # in a thread of the client, once the task ended
+        def write(f: Future[Any]) -> None:  # in a thread of the client, once the task ended
             if f.status != "finished":
                 return  # failed or cancelled: its cells say so
             done = threading.Event()
