@@ -121,11 +121,12 @@ def execute(cells: Sequence[Cell] | Sequence[CacheJob], client: Any = None,
     """
     if not cells:
         return Execution([])
-    if all(isinstance(c, CacheJob) for c in cells):
-        return _execute_caches(cells, client, store, progress)  # type: ignore[arg-type]
-    if not all(isinstance(c, Cell) for c in cells):
+    jobs = [c for c in cells if isinstance(c, CacheJob)]
+    todo = [c for c in cells if isinstance(c, Cell)]
+    if jobs and todo:
         raise ValueError("execute takes cells or cache jobs, not both")
-    todo: Sequence[Cell] = cells  # type: ignore[assignment]
+    if jobs:
+        return _execute_caches(jobs, client, store, progress)
     kinds = {c.kind for c in todo}
     if len(kinds) != 1 or (kinds & {"within", "impute"} and store is not None):
         raise ValueError("execute takes cells of one kind (time-limited and impute cells "
@@ -184,6 +185,7 @@ def _execute_caches(jobs: Sequence[CacheJob], client: Any, store: Any,
     other data: the data at a path changed), or built (and kept in the store)."""
     from pathlib import Path
 
+    from bnsl_dist.exceptions import DataError
     from bnsl_dist.pipeline.run import build, load_cache, save_cache, stage_data
 
     out = Execution([])
@@ -192,9 +194,11 @@ def _execute_caches(jobs: Sequence[CacheJob], client: Any, store: Any,
             continue
         _, _, target = stage_data(job)
         given = job.given_path
-        if given is not None or target is None:
-            out.caches[job.key] = load_cache(given or "", target)
+        if given is not None:
+            out.caches[job.key] = load_cache(given, target)
             continue
+        if target is None:
+            raise DataError("a cache job needs data or a cache file")
         path = None if store is None else Path(store.cache_path(job.key))
         if path is not None and path.is_file():
             kept = load_cache(path, None)  # its data first: names may differ too
@@ -215,9 +219,8 @@ def _execute_cells(cells: Sequence[Cell], client: Any,
                    given: dict[str, ParentSetCache]) -> Execution:
     from bnsl_dist.pipeline.learn import prepare_cache, run_seed
 
-    todo = list(cells)
     groups: dict[str, list[Cell]] = {}
-    for c in todo:
+    for c in cells:
         if c.kind != "sem":  # a SEM cell builds its caches itself, one per M-step
             groups.setdefault(c.cache_job.key, []).append(c)
     out = Execution([None] * len(cells), {k: v for k, v in given.items() if k in groups})
@@ -230,10 +233,9 @@ def _execute_cells(cells: Sequence[Cell], client: Any,
                 out.caches[key] = prepare_cache(group[0], builder)
     with phase("run"):
         if client is None:
-            results = [run_seed(c, out.caches.get(c.cache_job.key)) for c in todo]
+            out.outcomes = [run_seed(c, out.caches.get(c.cache_job.key)) for c in cells]
         else:
-            results = _map_cells(client, todo, out.caches)
-    out.outcomes = list(results)
+            out.outcomes = _map_cells(client, cells, out.caches)
     return out
 
 

@@ -141,3 +141,5 @@ def test_one_kind_per_execution(asia_ref):
              task=ImputeTask(), seed=0)
     with pytest.raises(ValueError, match="one kind"):
         execute([a, b])
+    with pytest.raises(ValueError, match="not both"):
+        execute([a, a.cache_job])
