@@ -31,6 +31,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -181,7 +182,8 @@ def make_heuristic(sub: Subproblem, kind: str = "pdb", group_size: int = 24) -> 
                  ("kl-recursive", _bisection(sub, True, group_size))]
         best = max((_pdb(sub, g, name) for name, g in cands), key=lambda h: h.value(full))
     else:
-        makers = [("kl-all-sets", lambda: _bisection(sub, True))]
+        makers: list[tuple[str, Callable[[], Any]]] = [
+            ("kl-all-sets", lambda: _bisection(sub, True))]
         if -(-m // 2) <= 20:
             makers += [("kl-top1", lambda: _bisection(sub, False)),
                        ("breadth-first", lambda: partition_groups(sub, 2))]

@@ -18,8 +18,11 @@ step skip the variables that cannot hold the best move.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba as nb
 import numpy as np
+from numpy.typing import NDArray
 
 from bnsl_dist.scores._entropy_kernels import popcount64
 from bnsl_dist.search.ordering._kernels import EPS
@@ -380,7 +383,7 @@ def _pick(offsets, m_type, m_u, m_delta, r_row, r_delta, bound, desc, kid_off, k
     return bd
 
 
-def workspace(n, n_flat):
+def workspace(n: int, n_flat: int) -> tuple[NDArray[Any], ...]:
     """The arrays :func:`hc_steps` keeps between the calls of one climb, for ``n``
     variables and a cache whose parent lists hold ``n_flat`` entries: descendant
     bitsets, children lists (offsets, entries), a zeroed mark and three scratch arrays."""

@@ -249,7 +249,9 @@ class ASOBS:
             max_window = int(self.max_window)
             cached: list[NDArray[np.uint64]] = []
 
-            def refine(fc, order, chosen, watch, g):
+            def refine(fc: FlatCache, order: NDArray[np.int64], chosen: NDArray[np.int64],
+                       watch: Stopwatch, g: np.random.Generator
+                       ) -> Iterator[tuple[float, NDArray[np.int64]]]:
                 if not cached:
                     cached.append(candidate_bitsets(fc))
                 return window_refine(fc, order, chosen, watch, g, max_window=max_window,

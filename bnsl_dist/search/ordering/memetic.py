@@ -80,6 +80,8 @@ class _Population:
 
     def pick(self, rng: np.random.Generator) -> NDArray[np.int64]:
         """The better of two members drawn at random (binary tournament)."""
+        i: int
+        j: int
         i, j = rng.integers(len(self.orders), size=2)
         return self.orders[i if self.scores[i] >= self.scores[j] else j]
 
