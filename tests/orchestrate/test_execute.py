@@ -143,3 +143,24 @@ def test_one_kind_per_execution(asia_ref):
         execute([a, b])
     with pytest.raises(ValueError, match="not both"):
         execute([a, a.cache_job])
+
+
+def test_a_stored_run_in_this_process_starts_no_cell_that_would_overrun_the_stop_time(
+        asia_ref, tmp_path):
+    """Serially, as on Dask: a cell expected to take longer than the time left is not
+    started (no record: it stays pending), the others run; a rerun without a stop time
+    runs the rest."""
+    import time
+
+    from bnsl_dist.orchestrate.execute import Scheduling
+
+    cells = learn_cells(asia_ref, CacheSpec(scores_per_variable=10), _search(), 3)
+    store = ResultStore(tmp_path / "res")
+    late = cells[1].key
+    out = execute(cells, store=store, scheduling=Scheduling(
+        stop_at=time.time() + 600, expected={late: 3600.0}))
+    assert out.summary.not_started == [late]
+    assert out.summary.computed == [cells[0].key, cells[2].key]
+    assert store.done_keys() == {cells[0].key, cells[2].key}
+    rest = execute(cells, store=store)
+    assert rest.summary.computed == [late] and rest.summary.skipped == 2
