@@ -347,7 +347,7 @@ def test_cli_time_limit_on_a_fresh_machine_does_not_count_the_compiling(tmp_path
         clock.seconds = time.time() - t
 
     monkeypatch.setattr(warmup, "kernels_cached", lambda: False)
-    monkeypatch.setattr(warmup, "warm_up", lambda *a, **k: time.sleep(8.0))
+    monkeypatch.setattr(warmup, "warm_up", lambda *a, **k: time.sleep(8.0) or {})  # warm_up returns its problems
     monkeypatch.setattr(warmup, "compile_clock", fake_clock)
     out = tmp_path / "r.json"
     r = CliRunner().invoke(main, ["learn", "nltcs", "--time-limit", "10", "--workers", "1",
