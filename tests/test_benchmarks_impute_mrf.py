@@ -3,8 +3,6 @@ rebuilt by ``sem_cell_inputs`` for it."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
@@ -72,7 +70,7 @@ def test_sem_cell_inputs_give_the_cells_the_sem_cell_hid(tmp_path):
         "budget": {"iterations": 100}, "sem": {"missing_rates": [0.2], "max_em_iterations": 1}})
     (cell,) = expand_grid(grid)
     rec = run_cell(cell)
-    extra = json.loads(rec.extra)
+    extra = rec.outputs["sem"]
     truth, masked = sem_cell_inputs(cell)
     assert masked.missing is not None and int(masked.missing.sum()) == extra["missing_cells"]
     assert extra["missing_cells"] == pytest.approx(0.2 * truth.codes.size, rel=0.05)

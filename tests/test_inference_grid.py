@@ -197,7 +197,7 @@ def records(tmp_path_factory):
 
 
 def _inf(rec: CellResult) -> dict:
-    return json.loads(rec.extra)["inference"]
+    return dict(rec.outputs["inference"])
 
 
 def test_cells_answer_like_brute_force(records):
@@ -310,12 +310,11 @@ def test_mismatched_queries_are_refused(records):
     from bnsl_dist.exceptions import DataError
 
     _, _, recs, _ = records
-    rows = [r.to_row() for r in recs]
+    rows = [{**r.to_row(), "inference": r.outputs.get("inference")} for r in recs]
     for r in rows:
         if r["dataset"] == "nltcs" and r["label"] == "kg-ent":
-            extra = json.loads(r["extra"])
-            extra["inference"]["evidence"] = extra["inference"]["evidence"][1:]
-            r["extra"] = json.dumps(extra)
+            inf = r["inference"]
+            r["inference"] = {**inf, "evidence": inf["evidence"][1:]}
     with pytest.raises(DataError, match="other queries than the reference"):
         inference_frame(pd.DataFrame(rows))
 

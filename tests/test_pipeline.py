@@ -365,8 +365,8 @@ def test_sem_cell_imputes_reproducibly():
         mp.setattr(sem_pkg, "structural_em", spy)
         a = E.run_cell(cell)
     b = E.run_cell(cell)
-    ea = json.loads(a.extra)
-    assert ea == json.loads(b.extra) and a.dag_json == b.dag_json
+    ea = a.outputs["sem"]
+    assert a.outputs == b.outputs and a.dag_json == b.dag_json
     n_cells = a.n_samples * a.n_vars
     sd = math.sqrt(n_cells * 0.4 * 0.6)
     assert abs(ea["missing_cells"] - 0.4 * n_cells) < 4 * sd

@@ -22,6 +22,7 @@ from bnsl_dist.pipeline.plan import (
     list_schedule,
     lower_bound,
     plan,
+    record_twin_key,
     replay_model,
 )
 from bnsl_dist.pipeline.specs import CacheSpec, DataRef, SearchSpec
@@ -215,3 +216,22 @@ def test_small_jobs_fit_threads():
     assert not fits_threads(cells(algorithm="dp"), 16, 10)
     given = learn_cells(None, CacheSpec(path="c.jkl"), _search("asobs-ent", 20), 2)
     assert not fits_threads(given, 16, 10)
+
+
+def test_sem_records_are_twins_by_their_missing_rate_and_budget_scale():
+    """A SEM record's twin key reads its rate and budget scale from its ``sem`` column
+    (the committed records hold them in their older ``extra``), as the cell stored in
+    its ``spec`` has them; the full grid's cells replay their reduced twins."""
+    records = read_records(ROOT / "workflows" / "results" / "sem-imputation-2018-reduced"
+                           / "records.parquet")
+    rows = records.table.to_pylist()
+    for r in rows:
+        sem = json.loads(r["spec"])["sem"]
+        assert record_twin_key(r)[5:] == (sem["missing_rate"], sem.get("budget_scale", 1.0))
+    assert {record_twin_key(r)[6] for r in rows} == {0.5, 1.0, 2.0}
+    cells = expand_grid(load_grid(ROOT / "configs" / "grids" / "sem-imputation-2018.yaml"))
+    twins = {record_twin_key(r) for r in rows}
+    found = [c for c in cells if cell_twin_key(c) in twins][:30]
+    assert found
+    model = replay_model(found, records)
+    assert {model.sources[c.key] for c in found} == {"scaled"}

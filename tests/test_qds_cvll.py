@@ -59,12 +59,12 @@ def test_heldout_per_row_is_the_counts_taken_row_by_row(dag, alpha):
 def test_cvll_frame_averages_over_seeds_unscreened_first():
     rng = np.random.default_rng(3)
     splits = {"train": _data(rng, 80), "valid": _data(rng, 20), "test": _data(rng, 20)}
-    scr = json.dumps({"screening": {"epsilon": 0.1, "n_roots": 2}})
+    scr = {"epsilon": 0.1, "n_roots": 2}
     frame = pd.DataFrame({
         "dataset": "toy", "split": "train",
         "label": ["qds", "qds", "sota", "sota"],
         "dag_json": [DAG_FULL, DAG_EMPTY, DAG_FULL, DAG_FULL],
-        "extra": [scr, scr, "{}", "{}"],
+        "screening": [scr, scr, None, None],
         "best_score": [-160.0, -200.0, -150.0, -150.0], "n_samples": 80})
     c = cvll_frame(frame, lambda name, split: splits[split], 1.0)
     assert c["label"].tolist() == ["sota", "qds"]

@@ -26,6 +26,7 @@ import argparse
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,8 +52,8 @@ def heldout_per_row(dag_json: str, train: CategoricalData,
     return {s: float(log_likelihood(net, d).mean) for s, d in held.items()}
 
 
-def _epsilon(extra: str) -> float:
-    scr = json.loads(extra or "{}").get("screening")
+def _epsilon(scr: dict[str, Any] | None) -> float:
+    """A record's screening threshold (its ``screening`` column; NaN without)."""
     return np.nan if scr is None else float(scr["epsilon"])
 
 
@@ -71,7 +72,7 @@ def cvll_frame(frame: pd.DataFrame, load: Callable[[str, str], CategoricalData],
             ll = {s: np.array([memo[d][s] for d in h["dag_json"]]) for s in splits}
             arcs = [sum(len(p) for p in json.loads(d)["parents"].values())
                     for d in h["dag_json"]]
-            eps = [_epsilon(e) for e in h["extra"]]
+            eps = [_epsilon(s) for s in h["screening"]]
             row: dict[str, object] = {
                 "dataset": ds, "split": split, "label": label,
                 "epsilon": float(np.median(eps)), "seeds": int(len(h))}

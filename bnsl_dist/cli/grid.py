@@ -187,7 +187,6 @@ def _cell_log(cells: Sequence[Any], done: Sequence[str], pending: Sequence[Any],
     seconds and the time left (:func:`~bnsl_dist.pipeline.forecast.estimate_left` over the
     cells stored before, whose wall seconds are ``walls``, and during the run, shared
     among the connected ``workers``)."""
-    import json
     import time
 
     from bnsl_dist.pipeline.forecast import estimate_left, format_duration, sum_known
@@ -216,14 +215,14 @@ def _cell_log(cells: Sequence[Any], done: Sequence[str], pending: Sequence[Any],
         stored.append(rec.key)
         to_run.discard(rec.key)
         walls[rec.key] = rec.wall_seconds
-        extra = json.loads(rec.extra)
+        sem = rec.outputs.get("sem") or {}
         what = [f"{rec.dataset}/{rec.split}", rec.label]
         if rec.k is not None:
             what.append(f"k={rec.k}")
-        if "missing_rate" in extra:
-            what.append(f"missing={extra['missing_rate']:g}")
-        if extra.get("budget_scale", 1.0) != 1.0:
-            what.append(f"budget x{extra['budget_scale']:g}")
+        if "missing_rate" in sem:
+            what.append(f"missing={sem['missing_rate']:g}")
+        if sem.get("budget_scale", 1.0) != 1.0:
+            what.append(f"budget x{sem['budget_scale']:g}")
         what.append(f"seed={rec.seed}")
         click.echo(f"{time.strftime('%H:%M:%S')} {len(pending) - len(to_run)}/{len(pending)} "
                    f"{' '.join(what)}: {rec.best_score:.4f} in {rec.wall_seconds:.1f} s"

@@ -12,7 +12,7 @@ the four task functions :func:`~bnsl_dist.orchestrate.grid.run_cells` takes (``r
 ``build_cache``, ``explore``, ``store_cache``); nothing else differs.
 
 Each replayed cell stores a record of status ``replayed`` (no score: NaN, an empty DAG;
-``extra.replay`` says from which records, at which speed, and where its seconds came
+its ``replay`` column says from which records, at which speed, and where its seconds came
 from), so no table can take it for a result; a replayed cache leaves a text file (not a
 cache) where the cache would be, so that a resumed replay skips it as a resumed run
 would. The folder is marked (``REPLAY``) and a real run refuses it
@@ -93,8 +93,8 @@ def replayed_record(cell: Cell, run: ReplayRun, real_seconds: float) -> CellResu
         best_score=math.nan, dag_json=_EMPTY_DAG, n_vars=n_vars_hint(cell.data) or 0,
         n_samples=0, status="replayed", elapsed=real_seconds,
         wall_seconds=run.model.cells.get(cell.key, 0.0), cache_key=cell.cache_job.key,
-        extra=canonical_json({"replay": {"records": run.records, "speed": run.speed,
-                                         "seconds_from": run.model.sources.get(cell.key)}}),
+        outputs={"replay": {"records": run.records, "speed": run.speed,
+                            "seconds_from": run.model.sources.get(cell.key)}},
         versions=canonical_json(prov["versions"]), hostname=prov["hostname"],
         commit=prov["commit"], dirty=prov["dirty"], cpus=prov["cpus"], spec=canonical_json(cell.json_dict()),
         finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))

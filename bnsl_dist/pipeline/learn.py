@@ -148,7 +148,7 @@ class LearnResult:
                                strict=True)]) if isinstance(r, CellResult)
             else SeedRun(c.seed, r.iterations or 0, r.seconds or 0.0, [])
             for c, r in zip(cells, results, strict=True)]
-        screening = json.loads(top.extra).get("screening")
+        screening = top.outputs.get("screening")
         return cls(
             spec={"data": None if c0.data is None else c0.data.json_dict(),
                   "cache": c0.cache.json_dict(),

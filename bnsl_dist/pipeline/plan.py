@@ -143,10 +143,10 @@ def cell_twin_key(cell: Cell) -> tuple[Any, ...]:
 
 
 def record_twin_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
-    """:func:`cell_twin_key` of a record (its SEM settings are in ``extra``)."""
-    extra = json.loads(row.get("extra") or "{}")
-    rate = extra.get("missing_rate")
-    scale = extra.get("budget_scale", None if rate is None else 1.0)  # x1 is not written
+    """:func:`cell_twin_key` of a record (a row of the result table: its SEM settings
+    are in its ``sem`` column)."""
+    sem = row.get("sem") or {}
+    rate, scale = sem.get("missing_rate"), sem.get("budget_scale")
     return _twin(row["dataset"], row["split"], row["label"], row["k"], int(row["seed"]),
                  None if rate is None else float(rate), None if scale is None else float(scale))
 
@@ -200,7 +200,7 @@ class ReplayModel:
         return out
 
 
-_COLUMNS = ("key", "dataset", "split", "label", "k", "seed", "extra", "budget_seconds",
+_COLUMNS = ("key", "dataset", "split", "label", "k", "seed", "sem", "budget_seconds",
             "wall_seconds", "cache_key", "cache_seconds", "n_vars", "n_samples",
             "n_parent_sets", "spec")
 

@@ -350,16 +350,16 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
         bound = final if bound is None else min(bound, final)
     optimal = bound is not None and bound - best.score <= 1e-9 * max(1.0, abs(best.score))
     order, width = _certificate(best, cell.k)
-    extra: dict[str, Any] = {} if scr is None else {"screening": scr.to_dict()}
+    outputs: dict[str, Any] = {} if scr is None else {"screening": scr.to_dict()}
     solver = solver_stats(info)
     if solver:
-        extra["solver"] = solver
+        outputs["solver"] = solver
     if cell.kind == "inference" and data is not None:
         from bnsl_dist.pipeline.tasks.inference import study
 
-        extra["inference"] = study(cell, data, best, order or None)
+        outputs["inference"] = study(cell, data, best, order or None)
     if cell.holdout is not None and data is not None:
-        extra["holdout"] = holdout_loglik(best.dag, data, cell.holdout, job.cache.ess)
+        outputs["holdout"] = holdout_loglik(best.dag, data, cell.holdout, job.cache.ess)
     return CellResult(
         key=cell.key, grid=cell.grid, dataset=cell.dataset, split=cell.split,
         algorithm=cell.algorithm, label=cell.label, params=cell.params_json, k=cell.k,
@@ -374,7 +374,7 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
         cache_key=job.key, cache_seconds=float(cache_seconds), n_parent_sets=int(pc.n_sets),
         data_hash=data.content_hash() if data is not None else str(pc.meta.get("data_hash", "")),
         treewidth_bound=width, treewidth_order=order, **trace_fields(trace, b),
-        extra=canonical_json(extra), **provenance_fields(cell))
+        outputs=outputs, **provenance_fields(cell))
 
 
 def holdout_loglik(dag: DAG, data: CategoricalData, holdout: DataRef,

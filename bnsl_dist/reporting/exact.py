@@ -20,7 +20,7 @@ integer linear programming", AISTATS 2014, Table 1.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +48,10 @@ def is_exact(algorithm: str) -> bool:
         return False
 
 
-def solver_stats_of(extra: str) -> dict[str, Any]:
-    """``extra["solver"]`` of a record's ``extra`` JSON (empty when absent)."""
-    out: dict[str, Any] = json.loads(extra or "{}").get("solver", {})
-    return out
+def solver_stats_of(solver: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A record's ``solver`` column (the optimizer's statistics with its best network,
+    by name; empty when it has none)."""
+    return dict(solver or {})
 
 
 def _param(params: str, name: str) -> Any:
@@ -75,7 +75,7 @@ def exact_frame(frame: pd.DataFrame, failures: Iterable[CellFailure] = ()) -> pd
                      "bound": float(bound) if has_bound else np.nan, "gap": gap,
                      "optimal": bool(optimal), "status": r.status,
                      "seconds": float(r.elapsed), "iterations": int(r.iterations),
-                     "cache s": float(r.cache_seconds), "solver": solver_stats_of(r.extra)})
+                     "cache s": float(r.cache_seconds), "solver": solver_stats_of(r.solver)})
     algos = set(f["algorithm"]) if len(f) else set()
     for fail in failures:
         if not is_exact(fail.algorithm) and fail.algorithm not in algos:
@@ -132,7 +132,7 @@ def top_p_frame(frame: pd.DataFrame) -> pd.DataFrame:
         p = _param(r.params, "p")
         if p is None:
             continue
-        st = solver_stats_of(r.extra)
+        st = solver_stats_of(r.solver)
         score = float(r.best_score)
         bound = float(r.bound) if r.bound is not None and np.isfinite(r.bound) else np.nan
         eps = st.get("epsilon")

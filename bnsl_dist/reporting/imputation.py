@@ -23,7 +23,6 @@ IJAR 95, 2018, §7.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -43,23 +42,27 @@ _REPETITION = ["dataset", "split", "label", "k", "missing_rate", "seed"]
 
 
 def imputation_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per imputation cell of ``frame`` (those whose ``extra`` has an
+    """One row per imputation cell of ``frame`` (those whose ``sem`` column has an
     ``imputation_accuracy``), with the columns the tables read."""
     rows: list[dict[str, Any]] = []
+
+    def given(v: Any, default: Any) -> Any:
+        return default if v is None else v
+
     for r in frame.itertuples(index=False):
-        ex = json.loads(r.extra or "{}")
-        if "imputation_accuracy" not in ex:
+        sem = getattr(r, "sem", None) or {}
+        if sem.get("imputation_accuracy") is None:
             continue
         rows.append({
             "dataset": r.dataset, "split": r.split, "n_vars": int(r.n_vars),
             "n_samples": int(r.n_samples), "label": r.label, "k": r.k, "seed": int(r.seed),
-            "missing_rate": float(ex["missing_rate"]),
-            "budget_scale": float(ex.get("budget_scale", 1.0)),
-            "accuracy": float(ex["imputation_accuracy"]),
-            "accuracy_mpe": float(ex.get("imputation_accuracy_mpe", np.nan)),
-            "accuracy_mode": float(ex.get("imputation_accuracy_mode", np.nan)),
-            "em_iterations": int(ex.get("em_iterations", r.iterations)),
-            "converged": bool(ex.get("converged", False)),
+            "missing_rate": float(sem["missing_rate"]),
+            "budget_scale": float(given(sem.get("budget_scale"), 1.0)),
+            "accuracy": float(sem["imputation_accuracy"]),
+            "accuracy_mpe": float(given(sem.get("imputation_accuracy_mpe"), np.nan)),
+            "accuracy_mode": float(given(sem.get("imputation_accuracy_mode"), np.nan)),
+            "em_iterations": int(given(sem.get("em_iterations"), r.iterations)),
+            "converged": bool(given(sem.get("converged"), False)),
             "seconds": float(r.wall_seconds)})
     return pd.DataFrame(rows, columns=_CELL_COLUMNS)
 

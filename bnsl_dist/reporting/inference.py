@@ -1,7 +1,7 @@
 """The inference study's Table 5 and Figure 7 (Scanagatta et al., MLJ 2018, §6.3) from
 the records of a ``kind: inference`` grid alone.
 
-Each cell stores its model's answers to its data set's queries (``extra["inference"]``,
+Each cell stores its model's answers to its data set's queries (its ``inference`` column,
 :func:`bnsl_dist.pipeline.run.run_cell`); the reference learner's cell stores, for a data
 set with a known network, the true network's answers too (``truth``). Errors are computed
 here, per cell:
@@ -20,7 +20,6 @@ for large Bayesian networks", Machine Learning 107, 2018, §6.3, Figures 5-7, Ta
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -57,7 +56,7 @@ def inference_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """
     rows: list[dict[str, Any]] = []
     for rec in frame.to_dict("records"):
-        inf = json.loads(rec.get("extra") or "{}").get("inference")
+        inf = rec.get("inference")
         if inf is None:
             continue
         k = rec.get("k")

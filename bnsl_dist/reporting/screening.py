@@ -1,10 +1,10 @@
 """The quasi-determinism screening sweep (Rahier et al. 2018, Table 1 and Figures 3–6)
 from stored records: per data set, label and treewidth (a bounded learner's k), the
-screening threshold epsilon and the roots kept (from ``extra["screening"]``), then over
+screening threshold epsilon and the roots kept (the records' ``screening`` column), then over
 the seeds the mean, standard
 deviation and best of the score, the mean seconds (search, cache, screening, and their
 sum), the mean number of arcs of the learned DAG and, when the cells scored their DAG on
-a held-out split (``extra["holdout"]``: a grid that lists a test split), the mean
+a held-out split (the ``holdout`` column: a grid that lists a test split), the mean
 held-out log-likelihood per row (the paper's comparison on the test set). Runs of the screened algorithms
 without screening (the inner learner alone, "sota") are the baseline rows; other
 algorithms are left out.
@@ -44,13 +44,13 @@ def screening_frame(frame: pd.DataFrame) -> pd.DataFrame:
     by data set, split, k, epsilon (the baseline first), label."""
     if frame.empty:
         return pd.DataFrame(columns=["dataset", "split", "label", "k", *_NUMERIC])
-    scr = [json.loads(e or "{}").get("screening") for e in frame["extra"]]
+    scr = list(frame["screening"])
     if all(s is None for s in scr):
         return pd.DataFrame(columns=["dataset", "split", "label", "k", *_NUMERIC])
     screened = {a for a, x in zip(frame["algorithm"], scr, strict=True) if x is not None}
     keep = frame["algorithm"].isin(screened).to_numpy()
     frame, scr = frame[keep], [x for x, k in zip(scr, keep, strict=True) if k]
-    held = [json.loads(e or "{}").get("holdout") for e in frame["extra"]]
+    held = list(frame["holdout"])
     f = frame.assign(
         holdout=[np.nan if h is None else float(h["mean"]) for h in held],
         epsilon=[np.nan if s is None else float(s["epsilon"]) for s in scr],

@@ -53,6 +53,8 @@ from bnsl_dist.results.records import (
     CellFailure,
     CellResult,
     conform_table,
+    records_frame,
+    without_empty_kind_columns,
 )
 from bnsl_dist.results.store import ResultStore
 
@@ -85,7 +87,7 @@ class RecordSet:
 
     def frame(self) -> pd.DataFrame:
         """The results as a DataFrame, one row per cell."""
-        return self.table.to_pandas()
+        return records_frame(self.table)
 
     def results(self) -> list[CellResult]:
         return [CellResult.from_row(r) for r in self.table.to_pylist()]
@@ -173,7 +175,8 @@ def export_records(results: str | os.PathLike[str], out: str | os.PathLike[str],
         if part is not None:
             meta[_META_PART] = canonical_json(part).encode()
         buf = io.BytesIO()
-        pq.write_table(rows.replace_schema_metadata(meta), buf, compression="zstd",
+        pq.write_table(without_empty_kind_columns(rows).replace_schema_metadata(meta), buf,
+                       compression="zstd",
                        compression_level=_ZSTD_LEVEL)
         return buf.getvalue()
 

@@ -13,13 +13,22 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 
 from bnsl_dist.graph.dag import DAG
+from bnsl_dist.results.columns import (
+    KIND_COLUMN_NAMES,
+    KIND_COLUMNS,
+    from_arrow_value,
+    from_extra,
+    to_arrow_value,
+)
 from bnsl_dist.search.base import AnytimeTrace, Incumbent
 
 __all__ = ["CellResult", "CellFailure", "RESULT_SCHEMA", "records_to_table",
-           "conform_table", "FAILURE_STATUSES"]
+           "conform_table", "records_frame", "without_empty_kind_columns",
+           "FAILURE_STATUSES"]
 
 #: Status values of a failure record.
 FAILURE_STATUSES = ("error", "no-solution", "killed")
@@ -43,8 +52,11 @@ class CellResult:
     ``treewidth_bound``. Provenance: ``versions`` (package and dependencies, JSON),
     ``commit`` and ``dirty`` (when run from a git checkout), ``hostname``, ``cpus`` (its
     logical core count) and ``spec``
-    (the fully resolved cell, JSON). ``params`` and ``extra`` (e.g. SEM imputation
-    accuracy, screening) are JSON text.
+    (the fully resolved cell, JSON). ``params`` is JSON text. ``outputs``: the
+    kind-specific results (solver statistics, screening, holdout, inference answers, SEM
+    accuracies, replay), one typed column each
+    (:data:`~bnsl_dist.results.columns.KIND_COLUMNS`), by column name; a column the
+    cell has no value for is left out.
     """
 
     key: str
@@ -79,7 +91,7 @@ class CellResult:
     trace_elapsed: tuple[float, ...] = ()
     trace_scores: tuple[float, ...] = ()
     trace_iterations: tuple[int, ...] = ()
-    extra: str = "{}"
+    outputs: Mapping[str, Any] = field(default_factory=dict)
     versions: str = "{}"
     hostname: str = ""
     finished_at: str = ""
@@ -90,18 +102,28 @@ class CellResult:
     spec: str = "{}"
     cpus: int | None = None
 
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.outputs) - set(KIND_COLUMN_NAMES))
+        if unknown:
+            raise ValueError(f"not kind-specific result columns: {', '.join(unknown)}")
+
     def to_row(self) -> dict[str, Any]:
         row = asdict(self)
         for name in _LIST_FIELDS:
             row[name] = list(row[name])
+        outputs = row.pop("outputs")
+        for name in KIND_COLUMN_NAMES:
+            row[name] = to_arrow_value(name, outputs.get(name))
         return row
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> CellResult:
         """Inverse of :meth:`to_row` (tolerates missing optional columns)."""
-        kw: dict[str, Any] = {}
+        kw: dict[str, Any] = {"outputs": {
+            name: from_arrow_value(name, row[name]) for name in KIND_COLUMN_NAMES
+            if row.get(name) is not None}}
         for f in fields(cls):
-            if f.name not in row:
+            if f.name not in row or f.name == "outputs":
                 continue
             val = row[f.name]
             if f.name in _LIST_FIELDS:
@@ -178,7 +200,7 @@ RESULT_SCHEMA = pa.schema([
     ("iteration_checkpoint_scores", pa.list_(pa.float64())),
     ("trace_elapsed", pa.list_(pa.float64())), ("trace_scores", pa.list_(pa.float64())),
     ("trace_iterations", pa.list_(pa.int64())),
-    ("extra", pa.string()), ("versions", pa.string()), ("hostname", pa.string()),
+    *((c.name, c.type) for c in KIND_COLUMNS), ("versions", pa.string()), ("hostname", pa.string()),
     ("finished_at", pa.string()), ("incumbent_dags", pa.string()),
     ("treewidth_order", pa.list_(pa.int64())), ("commit", pa.string()),
     ("dirty", pa.bool_()), ("spec", pa.string()), ("cpus", pa.int64()),
@@ -189,6 +211,15 @@ def records_to_table(records: Iterable[CellResult]) -> pa.Table:
     """Rows of :class:`CellResult` as an Arrow table with :data:`RESULT_SCHEMA`."""
     rows = [r.to_row() for r in records]
     return pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
+
+
+def without_empty_kind_columns(table: pa.Table) -> pa.Table:
+    """``table`` less the kind-specific columns that no row has a value in: what a file
+    stores (a file of one search cell does not carry the inference and SEM columns' 40
+    leaves; :func:`conform_table` adds them back as nulls)."""
+    empty = [c for c in KIND_COLUMN_NAMES
+             if c in table.column_names and table.column(c).null_count == table.num_rows]
+    return table.drop_columns(empty)
 
 
 def result_schema(columns: Sequence[str] | None = None) -> pa.Schema:
@@ -210,12 +241,27 @@ def result_schema(columns: Sequence[str] | None = None) -> pa.Schema:
 def conform_table(table: pa.Table, columns: Sequence[str] | None = None) -> pa.Table:
     """``table`` with exactly the columns of :data:`RESULT_SCHEMA` (or those named in
     ``columns``), in its order and types; columns an older schema lacked are added as
-    nulls."""
+    nulls, and the ``extra`` JSON of records written before the kind-specific columns
+    is read into them (:func:`~bnsl_dist.results.columns.from_extra`)."""
     schema = result_schema(columns)
+    table = from_extra(table)
     for f in schema:
         if f.name not in table.column_names:
             table = table.append_column(f, pa.nulls(table.num_rows, type=f.type))
     return table.select(schema.names).cast(schema)
+
+
+def records_frame(table: pa.Table) -> pd.DataFrame:
+    """Result rows (:data:`RESULT_SCHEMA`) as a DataFrame, one row per cell; each
+    kind-specific column holds the records' Python values (dicts and lists, ``solver``
+    a dict of scalars; None where a cell has none), as :attr:`CellResult.outputs` does."""
+    frame = table.to_pandas()
+    for name in KIND_COLUMN_NAMES:
+        if name in table.column_names:
+            frame[name] = pd.Series([from_arrow_value(name, v)
+                                     for v in table.column(name).to_pylist()],
+                                    index=frame.index, dtype=object)
+    return frame
 
 
 @dataclass(frozen=True, slots=True)

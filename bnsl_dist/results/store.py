@@ -30,13 +30,16 @@ import pyarrow.parquet as pq
 
 from bnsl_dist._io import atomic_write_text, atomic_writer
 from bnsl_dist.exceptions import DataError
+from bnsl_dist.results.columns import KIND_COLUMN_NAMES
 from bnsl_dist.results.legacy import revise_table
 from bnsl_dist.results.records import (
     CellFailure,
     CellResult,
     conform_table,
+    records_frame,
     records_to_table,
     result_schema,
+    without_empty_kind_columns,
 )
 
 __all__ = ["ResultStore", "StoreStatus"]
@@ -161,7 +164,7 @@ class ResultStore:
     # ------------------------------------------------------------------ writing
     def write_result(self, record: CellResult) -> Path:
         """Write one result atomically; a failure record of the same cell is removed."""
-        table = records_to_table([record])
+        table = without_empty_kind_columns(records_to_table([record]))
         path = self.result_path(record.key)
 
         def write(fh: IO[bytes]) -> None:
@@ -211,15 +214,18 @@ class ResultStore:
         try:
             f = pq.ParquetFile(io.BytesIO(path.read_bytes()))
             have = f.schema_arrow.names
-            t = f.read(columns=None if columns is None else [c for c in columns if c in have],
-                       use_threads=False)
+            read = None if columns is None else [c for c in columns if c in have]
+            if read is not None and "extra" in have and \
+                    set(columns or ()) & set(KIND_COLUMN_NAMES):  # an older record's layout
+                read.append("extra")
+            t = f.read(columns=read, use_threads=False)
         except (OSError, pa.ArrowInvalid) as exc:
             raise DataError(f"unreadable result file: {exc}", path=str(path)) from None
         return conform_table(t, columns)
 
     def read_frame(self) -> pd.DataFrame:
         """All results as a DataFrame (one row per cell)."""
-        return self.read_table().to_pandas()
+        return records_frame(self.read_table())
 
     def read_results(self, keys: Iterable[str] | None = None) -> list[CellResult]:
         return [CellResult.from_row(r) for r in self.read_table(keys).to_pylist()]

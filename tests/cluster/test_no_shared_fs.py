@@ -90,8 +90,8 @@ def test_grid_and_sem_grid_without_a_shared_file_system(cluster, data, tmp_path)
     (cell,) = expand_grid(sem)
     got = {rec.key: rec for rec in ResultStore(res).read_results()}[cell.key]
     want = run_cell(cell)
-    assert (got.best_score, got.dag_json, got.extra) == (want.best_score, want.dag_json,
-                                                          want.extra)
+    assert (got.best_score, got.dag_json, got.outputs) == (want.best_score, want.dag_json,
+                                                            want.outputs)
 
 
 def test_learn_cache_build_and_impute_without_a_shared_file_system(cluster, data,

@@ -250,7 +250,7 @@ def test_qds_grid_cells_are_ok_and_equal_qds_learn(client, tmp_path):
                         root_fraction=cell.screening.root_fraction, score="bdeu")
         assert [list(p) for p in ref.dag.parents] == parents
         assert rec.best_score == pytest.approx(ref.score, rel=1e-12)
-        assert json.loads(rec.extra)["screening"]["n_roots"] == len(ref.roots)
+        assert rec.outputs["screening"]["n_roots"] == len(ref.roots)
 
 
 def test_shipped_qds_grid_runs_every_cell(client, tmp_path, shared_data):

@@ -95,7 +95,7 @@ def test_a_replay_reproduces_the_list_schedule_of_a_small_grid(tmp_path):
     assert {r.status for r in recs} == {"replayed"}
     assert all(r.best_score is None or math.isnan(r.best_score) for r in recs)  # no score
     assert sorted(r.wall_seconds for r in recs) == sorted(DURATIONS)
-    assert {json.loads(r.extra)["replay"]["seconds_from"] for r in recs} == {"budget"}
+    assert {r.outputs["replay"]["seconds_from"] for r in recs} == {"budget"}
 
 
 def test_a_replayed_cache_is_fanned_out_and_precedes_its_cells(tmp_path):

@@ -13,18 +13,20 @@ import pytest
 
 from bnsl_dist.reporting.imputation import imputation_frame, imputation_table
 from bnsl_dist.results import records_to_table
+from bnsl_dist.results.records import records_frame
 from tests.results import synthetic as S
 
 
 def sem_record(dataset: str, rate: float, seed: int, acc: float, mpe: float | None,
                mode: float | None, em: int, converged: bool, wall: float):
-    extra = {"missing_rate": rate, "imputation_accuracy": acc, "em_iterations": em,
-             "converged": converged, "max_em_iterations": 10}
+    sem = {"missing_rate": rate, "imputation_accuracy": acc, "em_iterations": em,
+           "converged": converged, "max_em_iterations": 10}
     if mpe is not None:
-        extra["imputation_accuracy_mpe"] = mpe
+        sem["imputation_accuracy_mpe"] = mpe
     if mode is not None:
-        extra["imputation_accuracy_mode"] = mode
-    r = S.record("sem-kmax", "kmax", -10.0, seed=seed, dataset=dataset, k=4, extra=extra)
+        sem["imputation_accuracy_mode"] = mode
+    r = S.record("sem-kmax", "kmax", -10.0, seed=seed, dataset=dataset, k=4,
+                 outputs={"sem": sem})
     return dataclasses.replace(r, key=f"{r.key}-{rate}", wall_seconds=wall)
 
 
@@ -54,7 +56,7 @@ def frame() -> pd.DataFrame:
             sem_record("kdd", 0.1, 1, 0.80, 0.79, 0.60, 5, False, 20.0),
             sem_record("kdd", 0.2, 0, 0.75, None, None, 4, True, 30.0),  # older record
             S.record("sota", "hc-tabu", -5.0)]  # not an imputation cell
-    return records_to_table(recs).to_pandas()
+    return records_frame(records_to_table(recs))
 
 
 def test_imputation_table_by_hand(frame):
@@ -91,9 +93,9 @@ def test_tables_cli_writes_the_sem_tables(tmp_path, frame):
 def scaled_record(dataset: str, scale: float, seed: int, mpe: float, wall: float,
                   n_samples: int = 100):
     r = sem_record(dataset, 0.1, seed, mpe, mpe, 0.5, 3, True, wall)
-    extra = {**json.loads(r.extra), **({} if scale == 1.0 else {"budget_scale": scale})}
+    sem = {**r.outputs["sem"], "budget_scale": scale}
     return dataclasses.replace(r, key=f"{r.key}-x{scale}", n_samples=n_samples,
-                               extra=json.dumps(extra))
+                               outputs={"sem": sem})
 
 
 def test_tuning_table_by_hand():
@@ -109,7 +111,7 @@ def test_tuning_table_by_hand():
             scaled_record("plants", 1.0, 0, 0.60, 1.0), scaled_record("plants", 1.0, 1, 0.60, 3.0),
             scaled_record("plants", 2.0, 0, 0.70, 2.0), scaled_record("plants", 2.0, 1, 0.80, 4.0),
             scaled_record("plants", 2.0, 2, 0.99, 4.0)]  # seed 2 has no ×1 run: unpaired
-    cells = imputation_frame(records_to_table(recs).to_pandas())
+    cells = imputation_frame(records_frame(records_to_table(recs)))
     t = tuning_table(cells)
     assert t["data set"].tolist() == ["plants", "kdd", "all"]  # 3·100 < 3·5,000
     plants, kdd, every = (t.iloc[i] for i in range(3))

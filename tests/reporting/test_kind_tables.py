@@ -13,12 +13,13 @@ from bnsl_dist.reporting.exact import exact_table, is_exact, top_p_frame, top_p_
 from bnsl_dist.reporting.screening import screening_frame, screening_table
 from bnsl_dist.reporting.text import csv_text, markdown_table
 from bnsl_dist.results import records_to_table
+from bnsl_dist.results.records import records_frame
 from tests.results import synthetic as S
 
 
 @pytest.fixture
 def frame() -> pd.DataFrame:
-    return records_to_table(S.records()).to_pandas()
+    return records_frame(records_to_table(S.records()))
 
 
 def test_exactness_from_the_registry():
@@ -94,12 +95,13 @@ def test_screening_sweep_keeps_treewidths_apart():
                               (4, (-10.0, -12.0), (-11.0, -13.0))):
         for seed in (0, 1):
             recs.append(S.record("base", "kmax", base[seed], k=k, seed=seed))
-            recs.append(S.record("qds", "kmax", screened[seed], k=k, seed=seed, extra=scr))
-    f = screening_frame(records_to_table(recs).to_pandas())
+            recs.append(S.record("qds", "kmax", screened[seed], k=k, seed=seed,
+                                 outputs=scr))
+    f = screening_frame(records_frame(records_to_table(recs)))
     # (the two treewidths were one row per label: 4 seeds, score mean -16 and -17.5)
     assert f["seeds"].tolist() == [2, 2, 2, 2]
     assert list(zip(f["label"], f["k"], f["score mean"], strict=True)) == [
         ("base", 2, -21.0), ("qds", 2, -23.0), ("base", 4, -11.0), ("qds", 4, -12.0)]
     assert f["score best"].tolist() == [-20.0, -21.0, -10.0, -11.0]
-    t = screening_table(records_to_table(recs).to_pandas())
+    t = screening_table(records_frame(records_to_table(recs)))
     assert t["label"].tolist() == ["base k=2", "qds k=2", "base k=4", "qds k=4"]

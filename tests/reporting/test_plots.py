@@ -60,12 +60,13 @@ def test_curve_of_unbounded_vs_bounded_shows_both(tmp_path, monkeypatch):
     from bnsl_dist.cli.tables import _comparison_plots
     from bnsl_dist.reporting.tables import Comparison
     from bnsl_dist.results import records_to_table
+    from bnsl_dist.results.records import records_frame
     from tests.results import synthetic as S
 
     drawn = []
     monkeypatch.setattr(P, "plot_anytime",
                         lambda sel, path, title="": drawn.append((sel, title)) or path)
-    frame = records_to_table(S.records()).to_pandas()
+    frame = records_frame(records_to_table(S.records()))
     _comparison_plots(frame, [Comparison("unbounded", "twilp", columns=("k",), grid=S.GRID)],
                       tmp_path, None)
     (sel, title), = drawn

@@ -17,6 +17,7 @@ from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.pipeline.run import load_data, run_cell
 from bnsl_dist.reporting.screening import screening_frame, screening_table
 from bnsl_dist.results import records_to_table
+from bnsl_dist.results.records import records_frame
 from tests.results import synthetic as S
 
 
@@ -52,12 +53,12 @@ def test_qds_cells_score_their_dag_on_the_test_split():
     train, test = load_data(cells[0].data), load_data(cells[0].holdout)
     for cell in cells[:2]:
         rec = run_cell(cell)
-        held = json.loads(rec.extra)["holdout"]
+        held = rec.outputs["holdout"]
         assert held["split"] == "test" and held["n_rows"] == test.n_samples
         assert held["total"] == pytest.approx(_naive_holdout(rec.dag_json, train, test, 2.0),
                                               rel=1e-10)
         assert held["mean"] == pytest.approx(held["total"] / test.n_samples, rel=1e-12)
-    assert "holdout" not in json.loads(run_cell(cells[3]).extra)
+    assert "holdout" not in run_cell(cells[3]).outputs
     # grids without screening: no held-out scoring (their cells and keys unchanged)
     plain = GridConfig.model_validate({**grid.model_dump(), "algorithms": [
         {"name": "hc-tabu", "label": "sota"}]})
@@ -66,16 +67,13 @@ def test_qds_cells_score_their_dag_on_the_test_split():
 
 
 def test_screening_table_reports_the_mean_holdout_per_row():
-    frame = records_to_table(S.records()).to_pandas()
+    frame = records_frame(records_to_table(S.records()))
     assert "test LL/row" not in screening_frame(frame).columns  # no record has one
-    extras = []
     values = iter([-1.0, -2.0, -4.0, -0.5, -1.5, -1.0])
-    for alg, e in zip(frame["algorithm"], frame["extra"], strict=True):
-        d = json.loads(e or "{}")
-        if alg == "hc-tabu":
-            d["holdout"] = {"split": "test", "mean": next(values), "total": 0.0, "n_rows": 1}
-        extras.append(json.dumps(d))
-    f = screening_frame(frame.assign(extra=pd.Series(extras, index=frame.index)))
+    held = [{"split": "test", "mean": next(values), "total": 0.0, "n_rows": 1}
+            if alg == "hc-tabu" else None for alg in frame["algorithm"]]
+    with_held = frame.assign(holdout=pd.Series(held, index=frame.index, dtype=object))
+    f = screening_frame(with_held)
     by_label = dict(zip(f["label"], f["test LL/row"], strict=True))
     # the hc-tabu records in table order: three of sota, three of qds-eps0.1
     labels = frame.loc[frame["algorithm"] == "hc-tabu", "label"].tolist()
@@ -83,5 +81,5 @@ def test_screening_table_reports_the_mean_holdout_per_row():
     want = {lab: np.mean([v for v, l2 in zip(vals, labels, strict=True) if l2 == lab])
             for lab in set(labels)}
     assert by_label == pytest.approx(want)
-    t = screening_table(frame.assign(extra=pd.Series(extras, index=frame.index)))
+    t = screening_table(with_held)
     assert t["test LL/row"].tolist() == [f"{want[lab]:.4f}" for lab in t["label"]]

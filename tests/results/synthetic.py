@@ -40,7 +40,7 @@ def dag_json(parents: dict[str, list[str]]) -> str:
 
 def record(label: str, algorithm: str, score: float, *, seed: int = 0, dataset: str = "d1",
            bound: float | None = None, k: int | None = None, params: dict[str, Any] | None
-           = None, extra: dict[str, Any] | None = None, elapsed: float = 1.0,
+           = None, outputs: dict[str, Any] | None = None, elapsed: float = 1.0,
            cache_seconds: float = 0.5, iterations: int = 10, dense: bool = False,
            hostname: str = "h") -> CellResult:
     # dense: a -> b, a -> c, b -> c (3 arcs); else a -> b (1 arc)
@@ -53,28 +53,28 @@ def record(label: str, algorithm: str, score: float, *, seed: int = 0, dataset: 
         status="optimal" if bound == score else "ok", bound=bound, iterations=iterations,
         elapsed=elapsed, cache_seconds=cache_seconds, n_parent_sets=7,
         trace_elapsed=(elapsed / 2,), trace_scores=(score,), trace_iterations=(1,),
-        extra=json.dumps(extra or {}), versions='{"bnsl_dist": "0"}', hostname=hostname,
+        outputs=outputs or {}, versions='{"bnsl_dist": "0"}', hostname=hostname,
         spec=json.dumps({"label": label, "seed": seed}))
 
 
 def records() -> list[CellResult]:
     solver = {"nodes_expanded": 40, "proved_optimal": True, "algorithm": "astar"}
     out = [
-        record("astar", "astar", -50.0, bound=-50.0, extra={"solver": solver}),
+        record("astar", "astar", -50.0, bound=-50.0, outputs={"solver": solver}),
         record("astar", "astar", -100.0, bound=-99.0, dataset="d0", iterations=7,
-               extra={"solver": {**solver, "proved_optimal": False, "stopped": "budget"}}),
+               outputs={"solver": {**solver, "proved_optimal": False, "stopped": "budget"}}),
         # top-p: epsilon given by the solver (p=1), else score / bound (p=2)
         record("awastar-p1", "awastar", -110.0, bound=-100.0, params={"p": 1},
-               extra={"solver": {"epsilon": 1.1, "epsilon_paper": 1.2, "n_sets_kept": 4}}),
+               outputs={"solver": {"epsilon": 1.1, "epsilon_paper": 1.2, "n_sets_kept": 4}}),
         record("awastar-p2", "awastar", -100.0, bound=-95.0, params={"p": 2}, elapsed=3.0),
         record("twilp", "twilp", -60.0, bound=-57.0, k=2),
-        record("unbounded", "ilp", -55.0, bound=-55.0, extra={"solver": {"optimal": True}}),
+        record("unbounded", "ilp", -55.0, bound=-55.0, outputs={"solver": {"optimal": True}}),
     ]
     for seed, (score, eps_score) in enumerate([(-10.0, -11.0), (-12.0, -11.0), (-14.0, -14.0)]):
         out.append(record("sota", "hc-tabu", score, seed=seed, elapsed=2.0 + seed))
         out.append(record("qds-eps0.1", "hc-tabu", eps_score, seed=seed, elapsed=1.0,
                           cache_seconds=0.25, dense=seed == 0,
-                          extra={"screening": {"epsilon": 0.1, "n_roots": 2,
+                          outputs={"screening": {"epsilon": 0.1, "n_roots": 2,
                                                "seconds": 0.5, "roots": [0, 1]}}))
     return out
 

@@ -73,8 +73,8 @@ def test_sem_cell_uses_impute_budgets_and_reproduces_under_any_clock(monkeypatch
     (cell,) = expand_grid(sem_grid())
     a, b = run_cell(cell), run_cell(cell)
     assert a.status == "ok" and a.dag_json == b.dag_json
-    ea = json.loads(a.extra)
-    assert ea == json.loads(b.extra)
+    ea = a.outputs["sem"]
+    assert a.outputs == b.outputs
     truth = load_data(cell.data)
     scores, iterations = sem_budgets(truth.n_vars, truth.n_samples)
     assert ea["cache_scores_per_variable"] == scores
@@ -86,7 +86,7 @@ def test_sem_cell_uses_impute_budgets_and_reproduces_under_any_clock(monkeypatch
     # a clock running 1,000 s per reading changes nothing: no budget reads it ...
     fast_clock(monkeypatch)
     c = run_cell(cell)
-    assert c.dag_json == a.dag_json and json.loads(c.extra) == ea
+    assert c.dag_json == a.dag_json and c.outputs["sem"] == ea
     # ... while the paper's wall-clock budgets end at their first check
     (paper,) = expand_grid(sem_grid(sem={"search_seconds_per_variable": 5.0},
                                     cache={"seconds_per_variable": 5.0},
@@ -112,7 +112,7 @@ def test_sem_cell_is_structural_em_with_the_impute_defaults():
                         cache=sem_cache_spec(None, "bic", truth),
                         search_budget=sem_search_budget(truth, cap=Budget(max_iterations=300)))
     assert DAG.from_json_dict(json.loads(rec.dag_json)) == res.network.dag
-    assert json.loads(rec.extra)["imputation_accuracy"] == \
+    assert rec.outputs["sem"]["imputation_accuracy"] == \
         imputation_accuracy(truth, masked, res.completed)
 
 
@@ -126,8 +126,8 @@ def test_grid_on_two_workers_equals_serial_cells(tmp_path):
     with connect(workers=2, announce=False, memory_limit=None) as client:
         summary = run_grid(client, grid, tmp_path, progress=False, report=False)
     assert not summary.failed
-    got = {r.key: (r.dag_json, r.extra) for r in ResultStore(tmp_path).read_results()}
-    assert got == {c.key: (r.dag_json, r.extra)
+    got = {r.key: (r.dag_json, r.outputs) for r in ResultStore(tmp_path).read_results()}
+    assert got == {c.key: (r.dag_json, r.outputs)
                    for c in expand_grid(grid) for r in [run_cell(c)]}
 
 
@@ -153,11 +153,11 @@ def test_budget_scales_run_each_repetition_at_each_scale_on_the_same_hidden_cell
     truth = load_data(cells[0].data)
     scores, iterations = sem_budgets(truth.n_vars, truth.n_samples)
     rec = run_cell(by_scale[0.5][0])
-    ex = json.loads(rec.extra)
+    ex = rec.outputs["sem"]
     assert ex["budget_scale"] == 0.5
     assert ex["cache_scores_per_variable"] == round(scores * 0.5)
     assert ex["search_iterations"] == min(round(iterations * 0.5), 300)
-    assert "budget_scale" not in json.loads(run_cell(by_scale[1.0][0]).extra)
+    assert run_cell(by_scale[1.0][0]).outputs["sem"]["budget_scale"] == 1.0
 
 
 def test_budget_scales_are_validated():

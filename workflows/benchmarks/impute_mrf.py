@@ -219,9 +219,9 @@ def pair(runs: list[dict[str, Any]], records: str | os.PathLike[str]) -> list[di
     from bnsl_dist.results.export import load_records
 
     frame = load_records(records).frame()
-    by_key = {k: (json.loads(e), float(w))
-              for k, e, w in zip(frame["key"], frame["extra"], frame["wall_seconds"],
-                                 strict=True)}
+    by_key = {k: (sem, float(w))
+              for k, sem, w in zip(frame["key"], frame["sem"], frame["wall_seconds"],
+                                   strict=True) if sem is not None}
     out = []
     for r in runs:
         got = by_key.get(r["key"])

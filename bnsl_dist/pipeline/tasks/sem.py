@@ -128,7 +128,7 @@ def _sem_streams(cell: Cell) -> tuple[np.random.SeedSequence, np.random.SeedSequ
 
 def run_sem_cell(cell: Cell, t_start: float) -> CellResult:
     """SEM-kMAX imputation (docs/ALGORITHMS.md §9): mask the data MCAR, run structural EM,
-    report in ``extra`` the imputation accuracy of the best network's completion by each
+    record (its ``sem`` column) the imputation accuracy of the best network's completion by each
     missing cell's posterior-marginal argmax (``imputation_accuracy``) and by each
     record's joint MPE (``imputation_accuracy_mpe``: the paper's) and of the baseline
     filling each cell with its variable's most frequent observed state
@@ -160,7 +160,7 @@ def run_sem_cell(cell: Cell, t_start: float) -> CellResult:
                                                         order=res.order or None))
     acc_mode = imputation_accuracy(truth, masked, mode_impute(masked))  # the baseline
     last = res.history[-1] if res.history else None
-    out_extra = {**sem.json_dict(), "imputation_accuracy": acc,
+    out = {**sem.json_dict(), "budget_scale": sem.budget_scale, "imputation_accuracy": acc,
                  "imputation": _SEM_IMPUTATION, "imputation_accuracy_mpe": acc_mpe,
                  "imputation_accuracy_mode": acc_mode,
                  "cache_scores_per_variable": cache.scores_per_variable,
@@ -179,4 +179,4 @@ def run_sem_cell(cell: Cell, t_start: float) -> CellResult:
         iterations=len(res.history), elapsed=time.perf_counter() - t_start,
         wall_seconds=time.perf_counter() - t_start, cache_key=cell.cache_job.key,
         data_hash=truth.content_hash(), treewidth_order=tuple(int(v) for v in res.order),
-        extra=canonical_json(out_extra), **provenance_fields(cell))
+        outputs={"sem": out}, **provenance_fields(cell))
