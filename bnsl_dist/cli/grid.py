@@ -284,7 +284,8 @@ def plan_cmd(grid_file: str, workers: tuple[int, ...], records: str | None,
 @click.option("--results", "results", required=True, type=click.Path(file_okay=False))
 @click.option("--by", "by", multiple=True, metavar="FIELD",
               help="Count per value of FIELD too (repeat for combinations): dataset, split, "
-                   "label, algorithm, k, seed, missing_rate, budget_scale.")
+                   "label, algorithm, k, seed, or an axis of a grid kind (missing_rate, "
+                   "budget_scale of SEM grids).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (with the keys).")
 def status_cmd(grid_file: str, results: str, by: tuple[str, ...], as_json: bool) -> None:
     """Count the done, failed and pending cells of GRID.yaml in --results (per data set,
@@ -352,8 +353,8 @@ def status_cmd(grid_file: str, results: str, by: tuple[str, ...], as_json: bool)
 @click.option("--complete-by", "complete_by", multiple=True, metavar="FIELD",
               help="Only the complete pieces: group the cells of the stored grids by "
                    "FIELD (repeat for combinations: dataset, split, label, algorithm, k, "
-                   "seed, missing_rate, budget_scale) and keep the groups none of whose "
-                   "cells is pending.")
+                   "seed, or an axis of a grid kind: missing_rate, budget_scale of SEM "
+                   "grids) and keep the groups none of whose cells is pending.")
 @click.option("--left-out", "left_out", default=None, type=click.Path(dir_okay=False),
               help="With --complete-by: write the stored cells of the other pieces to this "
                    "records file, so that `grid import` of both files resumes the grid "

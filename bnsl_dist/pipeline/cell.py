@@ -233,10 +233,12 @@ class Cell(Spec):
         """What makes the cell what it is (its seed stream derives from this). The
         inference study's settings are left out: the model a cell learns does not depend
         on how many queries it then answers (its key, which names its record, does). So
-        is a SEM cell's ``budget_scale``, a budget: the cells of one repetition at several
-        budgets mask the same cells and start EM from the same chain."""
+        are a SEM cell's budgets (``SemSpec.SEED_FREE``: ``budget_scale``): the cells of
+        one repetition at several budgets mask the same cells and start EM from the same
+        chain."""
         sem = {} if self.sem is None else self.sem.json_dict()
-        sem.pop("budget_scale", None)
+        for name in SemSpec.SEED_FREE:
+            sem.pop(name, None)
         out = {"grid": self.grid, "kind": self.kind, "dataset": self.dataset,
                "split": self.split, "algorithm": self.algorithm, "label": self.label,
                "params": self.params, "k": self.k, "seed": self.seed,

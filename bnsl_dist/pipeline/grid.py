@@ -1,21 +1,37 @@
-"""A grid YAML as cells: data sets × splits × algorithms × treewidths × seeds (× SEM
-missing rates × budget scales; inference grids: the study's settings on every cell, the reference
-learner's cells marked)."""
+"""A grid YAML as cells: data sets × splits × algorithms × treewidths × the axes of the
+grid's kind × seeds. The kind's task module (``pipeline/tasks/<kind>.py``) makes the
+tasks of each algorithm entry and treewidth (``grid_tasks``: SEM missing rates × budget
+scales; inference: the study's settings, the reference learner's cells marked) and names
+its axes (:class:`~bnsl_dist.pipeline.tasks.GridTask`); nothing here names a kind's
+axis."""
 
 from __future__ import annotations
 
+import importlib
 import os
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, get_args
 
 from bnsl_dist.exceptions import DataError, InvalidConfigError
-from bnsl_dist.pipeline.cell import Cell, InferenceSpec, SemSpec
+from bnsl_dist.pipeline.cell import Cell, Task
 from bnsl_dist.pipeline.config import GridConfig
-from bnsl_dist.pipeline.specs import SearchSpec
+from bnsl_dist.pipeline.specs import DataRef, SearchSpec
+from bnsl_dist.pipeline.tasks import GridTask, task_axes
 from bnsl_dist.results.store import ResultStore, StoreStatus
 
 __all__ = ["expand_grid", "grid_cells", "grid_status", "count_by", "cell_field",
-           "check_status_fields", "complete_pieces", "STATUS_FIELDS"]
+           "check_status_fields", "complete_pieces", "status_fields", "grid_axes",
+           "BASE_STATUS_FIELDS"]
+
+#: The tasks of a grid's cells of one algorithm entry (label) and treewidth (search),
+#: with the held-out split of a screening grid: a kind's ``grid_tasks``.
+GridTasks = Callable[[GridConfig, str, SearchSpec, DataRef | None], list[dict[str, Any]]]
+
+
+def _grid_tasks(kind: str) -> GridTasks:
+    """The ``grid_tasks`` of the task module named after the grid kind ``kind``."""
+    fn: GridTasks = importlib.import_module(f"bnsl_dist.pipeline.tasks.{kind}").grid_tasks
+    return fn
 
 
 def expand_grid(grid: GridConfig) -> list[Cell]:
@@ -36,12 +52,7 @@ def expand_grid(grid: GridConfig) -> list[Cell]:
     >>> len(expand_grid(g))
     8
     """
-    sems: tuple[SemSpec | None, ...] = (None,)
-    if grid.kind == "sem" and grid.sem is not None:
-        common = grid.sem.model_dump(exclude={"missing_rates", "budget_scales"})
-        sems = tuple(SemSpec(missing_rate=r, budget_scale=b, **common)
-                     for r in grid.sem.missing_rates for b in grid.sem.budget_scales)
-    inf = grid.inference if grid.kind == "inference" else None
+    tasks_of = _grid_tasks(grid.kind)
     screens = any(a.screening is not None for a in grid.algorithms)
     cells: list[Cell] = []
     for ds in grid.datasets:
@@ -49,20 +60,15 @@ def expand_grid(grid: GridConfig) -> list[Cell]:
         for ref in ds.refs():
             holdout = test if screens and ref.split != "test" else None
             for alg in grid.algorithms:
-                study = None if inf is None else InferenceSpec(
-                    reference=alg.display == inf.reference,
-                    **inf.model_dump(exclude={"reference"}))
                 for k in alg.treewidths(grid):
                     search = SearchSpec(algorithm=alg.name, params=alg.params, k=k,
                                         budget=alg.budget or grid.budget)
-                    for sem in sems:
+                    for task in tasks_of(grid, alg.display, search, holdout):
                         for seed in grid.seeds:
-                            # the flat layout: the task of the grid's kind
                             cells.append(Cell.model_validate(dict(
-                                grid=grid.name, kind=grid.kind, label=alg.display,
-                                data=ref, cache=grid.cache, screening=alg.screening,
-                                search=search, seed=int(seed), grid_seed=grid.seed,
-                                sem=sem, inference=study, holdout=holdout)))
+                                grid=grid.name, label=alg.display, data=ref,
+                                cache=grid.cache, screening=alg.screening, task=task,
+                                seed=int(seed), grid_seed=grid.seed)))
     return cells
 
 
@@ -83,25 +89,39 @@ def grid_status(grid: GridConfig, results_dir: str | os.PathLike[str],
     return ResultStore(results_dir).status(c.key for c in cells)
 
 
-#: What `grid status --by` counts a grid's cells by.
-STATUS_FIELDS = ("dataset", "split", "label", "algorithm", "k", "seed", "missing_rate",
-                 "budget_scale")
+#: What `grid status --by` counts every grid's cells by (and the axes of the kinds).
+BASE_STATUS_FIELDS = ("dataset", "split", "label", "algorithm", "k", "seed")
+
+
+def grid_axes() -> tuple[str, ...]:
+    """The axes of every grid kind's task (``AXES`` of the members of the cell's task
+    union), in the union's order."""
+    union = get_args(Task)[0]  # Task: Annotated[Annotated[member, Tag] | ..., Discriminator]
+    members = [get_args(tagged)[0] for tagged in get_args(union)]
+    names = (n for t in members if issubclass(t, GridTask) for n in t.AXES)
+    return tuple(dict.fromkeys(names))
+
+
+def status_fields() -> tuple[str, ...]:
+    """What `grid status --by` counts a grid's cells by: :data:`BASE_STATUS_FIELDS`
+    and :func:`grid_axes`."""
+    return (*BASE_STATUS_FIELDS, *grid_axes())
 
 
 def check_status_fields(fields: Sequence[str]) -> None:
-    """An error naming the first of ``fields`` not in :data:`STATUS_FIELDS`."""
+    """An error naming the first of ``fields`` not in :func:`status_fields`."""
+    known = status_fields()
     for name in fields:
-        if name not in STATUS_FIELDS:
-            raise InvalidConfigError(f"unknown field {name!r} (one of "
-                                     f"{', '.join(STATUS_FIELDS)})")
+        if name not in known:
+            raise InvalidConfigError(f"unknown field {name!r} (one of {', '.join(known)})")
 
 
 def cell_field(cell: Cell, name: str) -> Any:
-    """The value of one of :data:`STATUS_FIELDS` for ``cell`` (None where it has none:
-    the SEM settings of a search cell)."""
-    if name in ("missing_rate", "budget_scale"):
-        return None if cell.sem is None else getattr(cell.sem, name)
-    return getattr(cell, name)
+    """The value of one of :func:`status_fields` for ``cell`` (None where it has none:
+    a SEM axis of a search cell)."""
+    if name in BASE_STATUS_FIELDS:
+        return getattr(cell, name)
+    return task_axes(cell.task).get(name)
 
 
 def count_by(cells: Sequence[Cell], status: StoreStatus, fields: Sequence[str],
@@ -144,7 +164,7 @@ def complete_pieces(results_dir: str | os.PathLike[str], fields: Sequence[str]
     Raises
     ------
     InvalidConfigError
-        A field is not one of :data:`STATUS_FIELDS`, or no field is given.
+        A field is not one of :func:`status_fields`, or no field is given.
     DataError
         The folder stores no grid, or an unreadable one.
     """

@@ -49,6 +49,9 @@ from bnsl_dist.pipeline.cost import (
     priorities,
     shape_hint,
 )
+from bnsl_dist.pipeline.grid import grid_axes
+from bnsl_dist.pipeline.tasks import task_axes
+from bnsl_dist.results.columns import KIND_COLUMN_NAMES
 
 __all__ = ["GridPlanEstimate", "ReplayModel", "Schedule", "Task", "cell_twin_key",
            "at_budget", "critical_path", "format_plan_estimate", "grid_tasks", "list_schedule", "lower_bound", "plan",
@@ -129,26 +132,22 @@ def critical_path(seconds: Mapping[str, float], deps: Mapping[str, Sequence[str]
 
 
 # ---------------------------------------------------------------------------- the model
-def _twin(dataset: str, split: str, label: str, k: int | None, seed: int,
-          rate: float | None, scale: float | None) -> tuple[Any, ...]:
-    return (dataset, split, label, k, seed, rate, scale)
-
-
 def cell_twin_key(cell: Cell) -> tuple[Any, ...]:
-    """What a cell shares with its twin in a records file of another budget."""
-    sem = cell.sem
-    return _twin(cell.dataset, cell.split, cell.label, cell.k, cell.seed,
-                 None if sem is None else float(sem.missing_rate),
-                 None if sem is None else float(sem.budget_scale))
+    """What a cell shares with its twin in a records file of another budget: data set,
+    split, label, k, seed and its value on each grid axis (:func:`grid_axes`; None off
+    its kind's)."""
+    axes = task_axes(cell.task)
+    return (cell.dataset, cell.split, cell.label, cell.k, cell.seed,
+            *(axes.get(a) for a in grid_axes()))
 
 
 def record_twin_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
-    """:func:`cell_twin_key` of a record (a row of the result table: its SEM settings
-    are in its ``sem`` column)."""
-    sem = row.get("sem") or {}
-    rate, scale = sem.get("missing_rate"), sem.get("budget_scale")
-    return _twin(row["dataset"], row["split"], row["label"], row["k"], int(row["seed"]),
-                 None if rate is None else float(rate), None if scale is None else float(scale))
+    """:func:`cell_twin_key` of a record (a row of the result table): each axis from its
+    kind's result column, which keeps it under its name (a SEM cell's in ``sem``)."""
+    kinds = [v for v in (row.get(c) for c in KIND_COLUMN_NAMES) if isinstance(v, Mapping)]
+    return (row["dataset"], row["split"], row["label"], row["k"], int(row["seed"]),
+            *(next((v[a] for v in kinds if v.get(a) is not None), None)
+              for a in grid_axes()))
 
 
 def at_budget(seconds: float, recorded: float | None, full: float | None) -> float:
@@ -200,7 +199,8 @@ class ReplayModel:
         return out
 
 
-_COLUMNS = ("key", "dataset", "split", "label", "k", "seed", "sem", "budget_seconds",
+_COLUMNS = ("key", "dataset", "split", "label", "k", "seed", *KIND_COLUMN_NAMES,
+            "budget_seconds",
             "wall_seconds", "cache_key", "cache_seconds", "n_vars", "n_samples",
             "n_parent_sets", "spec")
 

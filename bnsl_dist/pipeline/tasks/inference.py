@@ -11,18 +11,19 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from bnsl_dist._spec import Spec
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import DataError
 from bnsl_dist.model.network import BayesianNetwork
 from bnsl_dist.pipeline.specs import DataRef, InferenceSettings, shared_data_dir
+from bnsl_dist.pipeline.tasks import GridTask
 from bnsl_dist.search.base import Incumbent
 from bnsl_dist.search.spec import SearchSpec
 
 if TYPE_CHECKING:
     from bnsl_dist.pipeline.cell import Cell
+    from bnsl_dist.pipeline.config import GridConfig
 
-__all__ = ["InferenceSpec", "InferenceTask", "study", "true_network"]
+__all__ = ["InferenceSpec", "InferenceTask", "study", "true_network", "grid_tasks"]
 
 
 class InferenceSpec(InferenceSettings):
@@ -33,13 +34,25 @@ class InferenceSpec(InferenceSettings):
     reference: bool = False
 
 
-class InferenceTask(Spec):
+class InferenceTask(GridTask):
     """A search, then the inference study on the network it learned (Scanagatta et al.
     2018 §6.3)."""
 
     kind: Literal["inference"]
     search: SearchSpec
     inference: InferenceSpec
+
+
+def grid_tasks(grid: GridConfig, label: str, search: SearchSpec,
+               holdout: DataRef | None) -> list[dict[str, Any]]:
+    """The tasks of an inference grid's cells of one algorithm entry and treewidth: the
+    search and the grid's study, the reference learner's (``label``) marked."""
+    inf = grid.inference
+    if inf is None:  # pragma: no cover - GridConfig's validator
+        raise DataError("an inference grid needs its inference section")
+    study = InferenceSpec(reference=label == inf.reference,
+                          **inf.model_dump(exclude={"reference"}))
+    return [{"kind": "inference", "search": search, "inference": study}]
 
 
 @functools.lru_cache(maxsize=2)

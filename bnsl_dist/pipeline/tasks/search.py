@@ -9,22 +9,25 @@ cell's DAGs back to all the variables and writes the record.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from bnsl_dist._spec import Spec
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.pipeline.specs import DataRef
+from bnsl_dist.pipeline.tasks import GridTask
 from bnsl_dist.pipeline.tasks.inference import InferenceTask
 from bnsl_dist.search.base import AnytimeTrace, optimizer_stream
 from bnsl_dist.search.spec import SearchSpec
 
-__all__ = ["SearchTask", "SearchResult", "run"]
+if TYPE_CHECKING:
+    from bnsl_dist.pipeline.config import GridConfig
+
+__all__ = ["SearchTask", "SearchResult", "run", "grid_tasks"]
 
 
-class SearchTask(Spec):
+class SearchTask(GridTask):
     """Search the cell's cache with one optimizer for its budget
     (:func:`~bnsl_dist.pipeline.run.run_cell`); ``holdout``: a split the learned DAG is
     scored on (held-out log-likelihood, CPTs fitted on the cell's data with the cache's
@@ -33,6 +36,13 @@ class SearchTask(Spec):
     kind: Literal["search"] = "search"
     search: SearchSpec
     holdout: DataRef | None = None
+
+
+def grid_tasks(grid: GridConfig, label: str, search: SearchSpec,
+               holdout: DataRef | None) -> list[dict[str, Any]]:
+    """The tasks of a search grid's cells of one algorithm entry and treewidth: the
+    search, scored on the held-out split ``holdout`` when given."""
+    return [{"kind": "search", "search": search, "holdout": holdout}]
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 import numpy as np
 from pydantic import PositiveFloat, PositiveInt
@@ -28,16 +28,20 @@ from bnsl_dist._spec import Spec
 from bnsl_dist.cache.spec import CacheSpec
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import DataError
+from bnsl_dist.pipeline.tasks import GridTask
 from bnsl_dist.search.base import Budget
 from bnsl_dist.search.spec import SearchSpec
 from bnsl_dist.sem.spec import ImputeTask
 
 if TYPE_CHECKING:
     from bnsl_dist.pipeline.cell import Cell
+    from bnsl_dist.pipeline.config import GridConfig
+    from bnsl_dist.pipeline.specs import DataRef
     from bnsl_dist.results.records import CellResult
     from bnsl_dist.sem.structural_em import SEMIteration, SEMResult
 
-__all__ = ["SemSpec", "SemTask", "ImputeTask", "run", "run_sem_cell", "sem_cell_inputs"]
+__all__ = ["SemSpec", "SemTask", "ImputeTask", "run", "run_sem_cell", "sem_cell_inputs",
+           "grid_tasks"]
 
 
 class SemSpec(Spec):
@@ -53,6 +57,11 @@ class SemSpec(Spec):
     cache_budget: Literal["data", "grid"] = "data"
     budget_scale: PositiveFloat = 1.0
 
+    #: Settings that are budgets, not part of what a cell is: left out of the cell's
+    #: identity, so the cells of one repetition at several budgets mask the same cells
+    #: and start EM from the same chain (:meth:`~bnsl_dist.pipeline.cell.Cell.identity`).
+    SEED_FREE: ClassVar[tuple[str, ...]] = ("budget_scale",)
+
     def json_dict(self) -> dict[str, Any]:
         """The canonical JSON data; a ``budget_scale`` of 1 is left out, so cells (and
         their keys) of earlier versions stay valid."""
@@ -62,13 +71,32 @@ class SemSpec(Spec):
         return out
 
 
-class SemTask(Spec):
+class SemTask(GridTask):
     """SEM-kMAX imputation of the cell's data, MCAR-masked (docs/ALGORITHMS.md §9); the
-    search spec is k-MAX's (its budget caps each M-step's search)."""
+    search spec is k-MAX's (its budget caps each M-step's search). Its grid axes: the
+    missing rate and the budget scale."""
 
     kind: Literal["sem"]
     search: SearchSpec
     sem: SemSpec
+
+    AXES: ClassVar[tuple[str, ...]] = ("missing_rate", "budget_scale")
+
+    def axes(self) -> dict[str, Any]:
+        return {name: getattr(self.sem, name) for name in self.AXES}
+
+
+def grid_tasks(grid: GridConfig, label: str, search: SearchSpec,
+               holdout: DataRef | None) -> list[dict[str, Any]]:
+    """The tasks of a SEM grid's cells of one algorithm entry and treewidth: one per
+    missing rate × budget scale, in that order."""
+    sem = grid.sem
+    if sem is None:  # pragma: no cover - GridConfig's validator
+        raise DataError("a sem grid needs its sem section")
+    common = sem.model_dump(exclude={"missing_rates", "budget_scales"})
+    return [{"kind": "sem", "search": search,
+             "sem": SemSpec(missing_rate=r, budget_scale=b, **common)}
+            for r in sem.missing_rates for b in sem.budget_scales]
 
 
 def run(task: ImputeTask, data: CategoricalData, cache: CacheSpec,
