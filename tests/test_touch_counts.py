@@ -44,7 +44,8 @@ def test_each_count_is_the_files_it_lists_and_each_file_exists():
     rows = _table()
     assert {"a new optimizer", "a new optimizer with numba kernels", "a new local score",
             "a new data format", "a new grid axis of a task kind",
-            "a new task kind run by `execute`"} <= set(rows)
+            "a new task kind run by `execute`", "a new task kind of a grid (grid `kind`)"
+            } <= set(rows)
     for change, (count, files) in rows.items():
         assert count == len(files), f"{change}: {count} files, lists {files}"
         for f in files:
@@ -113,6 +114,21 @@ def test_grid_expansion_status_and_twins_name_no_axis_of_a_kind():
                  if isinstance(n, ast.Constant) and isinstance(n.value, str)}
         names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
         assert not names & set(axes), f"{rel} names {sorted(names & set(axes))}"
+
+
+def test_running_a_cell_names_no_kind():
+    """``run_cell`` dispatches to the kind's task module (its ``run_cell`` or
+    ``outputs``): it names no kind, and each kind's hook is the task module's."""
+    from bnsl_dist.pipeline import run as run_mod
+    from bnsl_dist.pipeline.tasks import inference
+
+    tree = ast.parse((PKG / "pipeline/run.py").read_text(encoding="utf-8"))
+    names = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)}
+    assert not names & {"search", "inference", "sem", "within", "impute"}
+    assert run_mod._task_hook("sem", "run_cell") is sem_task.run_cell
+    assert run_mod._task_hook("inference", "outputs") is inference.outputs
+    assert run_mod._task_hook("search", "outputs") is None
+    assert run_mod._task_hook("impute", "run_cell") is None  # no module of its own
 
 
 # ------------------------------------------------------------------ a data format

@@ -17,6 +17,7 @@ Rahier et al., JFRB 2018, Algorithm 2 (screening as a stage).
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import math
 import os
@@ -278,15 +279,31 @@ def provenance_fields(cell: Cell) -> dict[str, Any]:
             "spec": canonical_json(cell.json_dict()), "finished_at": _now()}
 
 
+def _task_hook(kind: str, name: str) -> Any:
+    """What the task module of ``kind`` (``pipeline/tasks/<kind>.py``) declares as
+    ``name``, None when it declares none: ``run_cell(cell, t_start)``, a kind whose cell
+    is not a search (SEM); ``outputs(cell, data, best, order)``, the kind's results of the
+    network a search found, by result column (inference)."""
+    module = f"bnsl_dist.pipeline.tasks.{kind}"
+    try:
+        return getattr(importlib.import_module(module), name, None)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
+        return None  # a kind of no module of its own (impute: in tasks/sem.py)
+
+
 def _needs_no_data(cell: Cell, cache: Any, opt: Any) -> bool:
     """Whether ``cell`` can run from ``cache`` alone: a cache object already holding the
     entropies, the data's hash and its rows (``learn`` builds it from the cell's data and
     sends it to its seeds), and nothing else of the cell reading the data (screening, a
-    holdout, the inference study, an optimizer that scores new families)."""
+    holdout, its kind's outputs such as the inference study, an optimizer that scores new
+    families)."""
     return (isinstance(cache, ParentSetCache) and cache.entropies is not None
             and "data_hash" in cache.meta and "n_samples" in cache.meta
             and cell.cache_job.screening is None and cell.holdout is None
-            and cell.kind != "inference" and not getattr(opt, "needs_data", False))
+            and _task_hook(cell.kind, "outputs") is None
+            and not getattr(opt, "needs_data", False))
 
 
 def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None = None
@@ -315,10 +332,10 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
     """
     t_start = time.perf_counter()
     provenance()  # the code as it was when this process's first cell started
-    if cell.kind == "sem":
-        from bnsl_dist.pipeline.tasks.sem import run_sem_cell
-
-        return run_sem_cell(cell, t_start)
+    own = _task_hook(cell.kind, "run_cell")
+    if own is not None:  # a kind whose cell is not a search
+        result: CellResult = own(cell, t_start)
+        return result
     job = cell.cache_job
     opt = cell.search.optimizer()
     if _needs_no_data(cell, cache, opt):  # a seed of learn on a worker: no second read
@@ -354,10 +371,9 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
     solver = solver_stats(info)
     if solver:
         outputs["solver"] = solver
-    if cell.kind == "inference" and data is not None:
-        from bnsl_dist.pipeline.tasks.inference import study
-
-        outputs["inference"] = study(cell, data, best, order or None)
+    kind_outputs = _task_hook(cell.kind, "outputs")
+    if kind_outputs is not None and data is not None:
+        outputs.update(kind_outputs(cell, data, best, order or None))
     if cell.holdout is not None and data is not None:
         outputs["holdout"] = holdout_loglik(best.dag, data, cell.holdout, job.cache.ess)
     return CellResult(

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from bnsl_dist.pipeline.cell import Cell
     from bnsl_dist.pipeline.config import GridConfig
 
-__all__ = ["InferenceSpec", "InferenceTask", "study", "true_network", "grid_tasks"]
+__all__ = ["InferenceSpec", "InferenceTask", "study", "outputs", "true_network",
+           "grid_tasks"]
 
 
 class InferenceSpec(InferenceSettings):
@@ -69,6 +70,13 @@ def true_network(ref: DataRef) -> BayesianNetwork | None:
     if not isinstance(spec, SampledDataset):
         return None
     return load_network(spec.network, mirror=shared_data_dir())
+
+
+def outputs(cell: Cell, data: CategoricalData, best: Incumbent,
+            order: tuple[int, ...] | None) -> dict[str, Any]:
+    """The inference cell's result column (``run_cell`` calls it on the best network of
+    the search): :func:`study`."""
+    return {"inference": study(cell, data, best, order)}
 
 
 def study(cell: Cell, data: CategoricalData, best: Incumbent,

@@ -6,7 +6,7 @@ Two kinds share :func:`run` (one call of :func:`bnsl_dist.sem.structural_em`):
   values; the result is the completed data and the network;
 - ``sem`` (:class:`SemTask`, the SEM grid cells): the cell's complete data are masked
   MCAR (:func:`sem_cell_inputs`), completed, and the record gives the imputation
-  accuracy (:func:`run_sem_cell`).
+  accuracy (:func:`run_cell`).
 
 The M-step builds its caches through :func:`bnsl_dist.cache.build.build_cache`, or
 ``build_cache_distributed`` on Dask (the executor's ``cache_builder``, with the E-step's
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from bnsl_dist.results.records import CellResult
     from bnsl_dist.sem.structural_em import SEMIteration, SEMResult
 
-__all__ = ["SemSpec", "SemTask", "ImputeTask", "run", "run_sem_cell", "sem_cell_inputs",
+__all__ = ["SemSpec", "SemTask", "ImputeTask", "run", "run_cell", "sem_cell_inputs",
            "grid_tasks"]
 
 
@@ -154,7 +154,7 @@ def _sem_streams(cell: Cell) -> tuple[np.random.SeedSequence, np.random.SeedSequ
     return mask_ss, sem_ss
 
 
-def run_sem_cell(cell: Cell, t_start: float) -> CellResult:
+def run_cell(cell: Cell, t_start: float) -> CellResult:
     """SEM-kMAX imputation (docs/ALGORITHMS.md §9): mask the data MCAR, run structural EM,
     record (its ``sem`` column) the imputation accuracy of the best network's completion by each
     missing cell's posterior-marginal argmax (``imputation_accuracy``) and by each
