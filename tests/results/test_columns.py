@@ -168,3 +168,20 @@ def test_each_column_declares_how_older_records_held_it():
     assert len(KIND_COLUMN_NAMES) == len(set(KIND_COLUMN_NAMES))
     for col in KIND_COLUMNS:
         assert col.legacy_keys and col.legacy({}) is None, col.name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("grid", ["qds-2018-tenth", "inference-2018-reduced"])
+def test_committed_records_rewritten_in_the_typed_layout_give_the_same_tables(grid, tmp_path):
+    """A committed records file (``extra`` layout) imported as a results folder and
+    exported again is written in the typed layout, and its tables are the committed
+    ones: nothing of a kind's results is lost in the typed columns."""
+    from bnsl_dist.cli.tables import write_all_tables
+    from bnsl_dist.results.export import import_records, load_records
+
+    import_records(RESULTS / grid / "records.parquet", tmp_path / "res")
+    out = export_records(tmp_path / "res", tmp_path / "records.parquet")
+    assert "extra" not in pq.read_schema(out).names
+    for p in write_all_tables(load_records(out), tmp_path / "tables", plots=False):
+        assert p.read_text(encoding="utf-8") == \
+            (RESULTS / grid / p.name).read_text(encoding="utf-8"), p.name
