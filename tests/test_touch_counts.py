@@ -179,3 +179,22 @@ def test_no_module_lists_the_scores_but_the_registry(path):
     text = path.read_text(encoding="utf-8")
     hits = [m.group(0) for m in _SCORE_LISTS.finditer(text)]
     assert not hits, f"{path.relative_to(PKG)} lists scores: {hits}"
+
+
+@pytest.mark.parametrize("kind", ["sem", "inference"])
+def test_held_out_scoring_stays_a_search_grids(kind):
+    """As before the kinds made their own tasks (their task models refused a holdout): a
+    screening grid of another kind with a test split is an error, in one line."""
+    from bnsl_dist.exceptions import InvalidConfigError
+
+    screened = {"label": "qds", "screening": {"epsilon": 0.1}}
+    section = {"sem": {"sem": {"missing_rates": [0.1]},
+                       "algorithms": [{"name": "kmax", "k": [2], **screened}]},
+               "inference": {"inference": {"reference": "qds"},
+                             "algorithms": [{"name": "hc-tabu", **screened}]}}[kind]
+    grid = GridConfig.model_validate({
+        "name": "h", "kind": kind, "datasets": [{"name": "nltcs", "splits": ["train", "test"]}],
+        "cache": {"method": "independence", "score": "bic"},
+        "seeds": [0], "budget": {"iterations": 5}, **section})
+    with pytest.raises(InvalidConfigError, match=f"is for search grids, not kind: {kind}"):
+        expand_grid(grid)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from bnsl_dist.data.dataset import CategoricalData
-from bnsl_dist.exceptions import DataError
+from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.model.network import BayesianNetwork
 from bnsl_dist.pipeline.specs import DataRef, InferenceSettings, shared_data_dir
 from bnsl_dist.pipeline.tasks import GridTask
@@ -51,6 +51,9 @@ def grid_tasks(grid: GridConfig, label: str, search: SearchSpec,
     inf = grid.inference
     if inf is None:  # pragma: no cover - GridConfig's validator
         raise DataError("an inference grid needs its inference section")
+    if holdout is not None:
+        raise InvalidConfigError("held-out scoring (a screening grid with a test split) "
+                                 "is for search grids, not kind: inference")
     study = InferenceSpec(reference=label == inf.reference,
                           **inf.model_dump(exclude={"reference"}))
     return [{"kind": "inference", "search": search, "inference": study}]

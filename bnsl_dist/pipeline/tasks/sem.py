@@ -27,7 +27,7 @@ from bnsl_dist._json import canonical_json
 from bnsl_dist._spec import Spec
 from bnsl_dist.cache.spec import CacheSpec
 from bnsl_dist.data.dataset import CategoricalData
-from bnsl_dist.exceptions import DataError
+from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.pipeline.tasks import GridTask
 from bnsl_dist.search.base import Budget
 from bnsl_dist.search.spec import SearchSpec
@@ -93,6 +93,9 @@ def grid_tasks(grid: GridConfig, label: str, search: SearchSpec,
     sem = grid.sem
     if sem is None:  # pragma: no cover - GridConfig's validator
         raise DataError("a sem grid needs its sem section")
+    if holdout is not None:
+        raise InvalidConfigError("held-out scoring (a screening grid with a test split) "
+                                 "is for search grids, not kind: sem")
     common = sem.model_dump(exclude={"missing_rates", "budget_scales"})
     return [{"kind": "sem", "search": search,
              "sem": SemSpec(missing_rate=r, budget_scale=b, **common)}
