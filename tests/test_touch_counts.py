@@ -151,6 +151,7 @@ def test_a_new_data_format_is_one_module_in_data_formats(tmp_path, monkeypatch):
         "R.register_reader(R.Reader('semicolon-pairs', ('.scp',), parse,\n"
         "                           lambda p: (2, len(p.read_text().split()))))\n",
         encoding="utf-8")
+    R._load_all()  # the built-in readers registered for good, before the registry's copy
     monkeypatch.setattr(formats, "__path__", [*formats.__path__, str(pkg)])
     monkeypatch.setattr(R, "_READERS", dict(R._READERS))
     f = tmp_path / "t.scp"
