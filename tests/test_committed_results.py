@@ -9,6 +9,7 @@ file equal the tables from the folder itself.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from bnsl_dist.cli.tables import write_all_tables
@@ -112,6 +113,37 @@ def test_backfill_gives_cpus_to_a_single_host_file_only(tmp_path):
     assert after.drop_columns(["cpus"]).equals(before.drop_columns(["cpus"]))
     assert b"bnsl_dist.backfilled" in pq.read_schema(f).metadata
     assert backfill(f, {host: 3}) == "has cpus"  # never overwritten
+
+
+def test_backfill_fills_only_the_rows_without_cpus(tmp_path):
+    """A file merged from records before and after ``cpus`` existed: the rows without it
+    get their host's count, the others keep theirs; an unknown host leaves it alone."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bnsl_dist.results.export import read_records
+    from workflows.backfill_cpus import backfill
+
+    S.write_store(tmp_path / "res")
+    f = export_records(tmp_path / "res", tmp_path / "records.parquet")
+    table = pq.read_table(f)
+    n = table.num_rows
+    assert n >= 2
+    mixed = [7] + [None] * (n - 1)
+    meta = dict(table.schema.metadata)  # cpus, all None, is a constant of the file
+    constants = json.loads(meta[b"bnsl_dist.constants"])
+    constants.pop("cpus", None)
+    meta[b"bnsl_dist.constants"] = json.dumps(constants).encode()
+    table = table.append_column("cpus", pa.array(mixed, pa.int64()))
+    pq.write_table(table.replace_schema_metadata(meta), f)
+    host = read_records(f).table.column("hostname").to_pylist()[0]
+    assert backfill(f, {"elsewhere": 8}).startswith("left alone")
+    assert backfill(f, {host: 2}) == f"cpus = 2 on {n - 1} rows"
+    after = read_records(f).table
+    assert after.column("cpus").to_pylist() == [7] + [2] * (n - 1)
+    assert after.drop_columns(["cpus"]).equals(read_records(f).table.drop_columns(["cpus"]))
+    assert b"bnsl_dist.backfilled" in pq.read_schema(f).metadata
+    assert backfill(f, {host: 3}) == "has cpus"
 
 
 #: The committed files of a results folder that ``bnsl-dist tables`` does not write, by

@@ -7,8 +7,9 @@ machine, host ``vm``: 2 logical cores (run on a host it is given, the script che
 host's own core count against the one given). This script writes ``cpus`` into the constants of each records file whose
 rows all name one host given on the command line (``--host vm=2``) and have no ``cpus``
 yet, and says so in the file's metadata (``bnsl_dist.backfilled``: the column, the rule,
-the date): the rows, the tables and every other byte of meaning stay as they were. Files
-of another or several hosts are left alone and listed.
+the date): the rows, the tables and every other byte of meaning stay as they were. A file
+that keeps ``cpus`` for some rows only (old and new records merged) gets it in the others,
+when each names a host given. Files of other hosts are left alone and listed.
 
     python -m workflows.backfill_cpus workflows/results/*/records*.parquet --host vm=2
 """
@@ -24,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bnsl_dist._io import atomic_write_bytes
@@ -41,7 +43,7 @@ def backfill(path: Path, hosts: dict[str, int]) -> str:
     if constants.get("cpus") is not None:  # files written since keep it (None: unknown)
         return "has cpus"
     if "cpus" in table.column_names:
-        return "left alone (cpus known for some rows)"
+        return _fill_rows(path, table, meta, hosts)
     names = ({constants["hostname"]} if "hostname" in constants
              else set(table.column("hostname").to_pylist()) if table.num_rows else set())
     if len(names) != 1 or (host := names.pop()) not in hosts:
@@ -57,6 +59,36 @@ def backfill(path: Path, hosts: dict[str, int]) -> str:
                    compression_level=_ZSTD_LEVEL)
     atomic_write_bytes(path, buf.getvalue())
     return f"cpus = {hosts[host]} ({host})"
+
+
+def _fill_rows(path: Path, table: pa.Table, meta: dict[bytes, bytes],
+               hosts: dict[str, int]) -> str:
+    """A file whose rows keep ``cpus`` but some lack it (records merged from runs before
+    and after 3daf482): fill those rows from their ``hostname``, when every such row
+    names a host given."""
+    cpus = table.column("cpus").to_pylist()
+    names = (table.column("hostname").to_pylist() if "hostname" in table.column_names
+             else [json.loads(meta[_META_CONSTANTS]).get("hostname")] * table.num_rows)
+    empty = [i for i, c in enumerate(cpus) if c is None]
+    if not empty:
+        return "has cpus"
+    unknown = sorted({str(names[i]) for i in empty if names[i] not in hosts})
+    if unknown:
+        return f"left alone (rows without cpus on hosts {unknown})"
+    filled = [hosts[names[i]] if c is None else c for i, c in enumerate(cpus)]
+    at = table.column_names.index("cpus")
+    table = table.set_column(at, table.schema.field(at), pa.array(filled, pa.int64()))
+    given = sorted({names[i] for i in empty})
+    notes = json.loads(meta.get(_META_BACKFILLED, b"{}"))
+    notes["cpus"] = (f"{len(empty)} of {len(cpus)} rows, from hostname "
+                     + ", ".join(f"{h!r}: {hosts[h]} logical cores" for h in given)
+                     + f", given to workflows/backfill_cpus.py on {time.strftime('%Y-%m-%d')}")
+    meta[_META_BACKFILLED] = canonical_json(notes).encode()
+    buf = io.BytesIO()
+    pq.write_table(table.replace_schema_metadata(meta), buf, compression="zstd",
+                   compression_level=_ZSTD_LEVEL)
+    atomic_write_bytes(path, buf.getvalue())
+    return f"cpus = {', '.join(str(hosts[h]) for h in given)} on {len(empty)} rows"
 
 
 def main(argv: list[str] | None = None) -> int:
