@@ -217,6 +217,7 @@ def _execute_caches(jobs: Sequence[CacheJob], client: Any, store: Any,
 def _execute_cells(cells: Sequence[Cell], client: Any,
                    phase: Callable[[str], AbstractContextManager[Any]],
                    given: dict[str, ParentSetCache]) -> Execution:
+    from bnsl_dist.pipeline.islands import as_islands
     from bnsl_dist.pipeline.learn import prepare_cache, run_seed
 
     groups: dict[str, list[Cell]] = {}
@@ -225,14 +226,18 @@ def _execute_cells(cells: Sequence[Cell], client: Any,
             groups.setdefault(c.cache_job.key, []).append(c)
     out = Execution([None] * len(cells), {k: v for k, v in given.items() if k in groups})
     builder = None if client is None else _builder(client, False)
+    islands = as_islands(cells)
     with phase("cache"):
         for key, group in groups.items():
-            # a .jkl the spec names, on Dask: each worker process reads it
-            if key not in out.caches and (client is None
+            # a .jkl the spec names, on Dask: each worker process reads it (islands: the
+            # client makes the seeds' records from it)
+            if key not in out.caches and (client is None or islands
                                           or group[0].cache_job.given_path is None):
                 out.caches[key] = prepare_cache(group[0], builder)
     with phase("run"):
-        if client is None:
+        if islands:
+            out.outcomes = _run_islands(client, cells, out.caches[cells[0].cache_job.key])
+        elif client is None:
             out.outcomes = [run_seed(c, out.caches.get(c.cache_job.key)) for c in cells]
         else:
             out.outcomes = _map_cells(client, cells, out.caches)
@@ -254,6 +259,23 @@ def _map_cells(client: Any, cells: Sequence[Cell], caches: dict[str, ParentSetCa
     futures = [client.submit(run_seed, c, scattered.get(c.cache_job.key),
                              key=task_key("learn", c.key), pure=False) for c in cells]
     return list(client.gather(futures))
+
+
+def _run_islands(client: Any, cells: Sequence[Cell], cache: ParentSetCache) -> list[Any]:
+    """The seeds searched as islands (:mod:`bnsl_dist.pipeline.islands`), here or on
+    ``client`` (the kernels loaded in every worker first)."""
+    from bnsl_dist.pipeline.islands import island_cells
+
+    if client is None:
+        return list(island_cells(cells, cache))
+    from bnsl_dist.orchestrate.islands import islands_runner
+    from bnsl_dist.orchestrate.workers import register_warmup
+    from bnsl_dist.search.warmup import algorithm_spec
+
+    c0 = cells[0]
+    register_warmup(client, algorithms={algorithm_spec(c0.algorithm, c0.search.params,
+                                                       c0.k)})
+    return list(island_cells(cells, cache, islands_runner(client)))
 
 
 # ------------------------------------------------------------------ impute cells

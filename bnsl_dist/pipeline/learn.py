@@ -1,7 +1,8 @@
 """``learn``: a one-data-set grid. One cell per seed, the cache built once, the per-seed
 traces merged into the best DAG at each checkpoint (:class:`LearnResult`).
 
-Serially :func:`learn` is ``map(run_seed, cells)``; the executor
+Serially :func:`learn` is ``map(run_seed, cells)`` (the seeds of a memetic search:
+islands exchanging their best orders, :mod:`bnsl_dist.pipeline.islands`); the executor
 (:func:`bnsl_dist.orchestrate.execute.execute`, what the ``learn`` command runs) is the
 same in this process and ``client.map(run_seed, cells)`` on Dask: the same cells, the
 same function (``run_cell``, a seed without a DAG kept as such), so with an iteration
@@ -210,12 +211,17 @@ def run_seed(cell: Cell, cache: ParentSetCache | str | None = None
 
 
 def learn(cells: Sequence[Cell], cache: ParentSetCache | None = None) -> LearnResult:
-    """``map(run_seed, cells)`` with one shared cache (built here unless given).
+    """``map(run_seed, cells)`` with one shared cache (built here unless given); the
+    seeds of a memetic search as islands (:mod:`bnsl_dist.pipeline.islands`).
 
     Raises
     ------
     NoSolutionError
         No seed found a DAG within the budget.
     """
+    from bnsl_dist.pipeline.islands import as_islands, island_cells
+
     shared = prepare_cache(cells[0]) if cache is None else cache
+    if as_islands(cells):
+        return LearnResult.merge(cells, list(island_cells(cells, shared)))
     return LearnResult.merge(cells, [run_seed(c, shared) for c in cells])

@@ -306,8 +306,8 @@ def _needs_no_data(cell: Cell, cache: Any, opt: Any) -> bool:
             and not getattr(opt, "needs_data", False))
 
 
-def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None = None
-             ) -> CellResult:
+def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None = None,
+             found: search_task.SearchResult | None = None) -> CellResult:
     """Run one cell and return its record. Pure: no Dask, no files written.
 
     Parameters
@@ -316,6 +316,9 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
     cache : ParentSetCache or path, optional
         The cell's cache (of the screened roots when the cell screens), or the ``.jkl``
         file holding it. Default: the cache spec's ``path``, else built here.
+    found : SearchResult, optional
+        The cell's search as already run (a seed of islands searched together,
+        :mod:`bnsl_dist.pipeline.islands`): its record is made, nothing searched.
 
     Returns
     -------
@@ -349,7 +352,8 @@ def run_cell(cell: Cell, cache: ParentSetCache | str | os.PathLike[str] | None =
             f"{cell.search.algorithm} scores with {opt.score} but the cache with "
             f"{job.cache.score}: give params score/ess equal to the cache's")
     assert isinstance(cell.task, SearchTask | InferenceTask)
-    found = search_task.run(cell.task, target, pc, cell.rng(), optimizer=opt)
+    if found is None:
+        found = search_task.run(cell.task, target, pc, cell.rng(), optimizer=opt)
     trace = found.trace
     if scr is not None:
         trace = AnytimeTrace([scr.lift_incumbent(i) for i in trace.incumbents],

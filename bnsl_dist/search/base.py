@@ -108,6 +108,15 @@ class Stopwatch:
     def tick(self, n: int = 1) -> None:
         self.iterations += n
 
+    def resume(self, iterations: int, elapsed: float) -> Stopwatch:
+        """As if ``iterations`` and ``elapsed`` seconds were already spent (a run
+        continued in epochs); returns itself."""
+        self.iterations = iterations
+        self.start -= elapsed
+        if self._deadline is not None:
+            self._deadline -= elapsed
+        return self
+
     def done(self) -> bool:
         if self.budget.max_iterations is not None and self.iterations >= self.budget.max_iterations:
             return True

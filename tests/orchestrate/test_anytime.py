@@ -170,3 +170,21 @@ def test_dask_learn_from_data_builds_the_cache_once_and_equals_serial(client):
     cells = learn_cells(DataRef(name="nltcs", split="test"),
                         CacheSpec(scores_per_variable=60), _search("asobs", 40), 3)
     assert _strip_times(execute(cells, client).learn_result()) == _strip_times(learn(cells))
+
+
+@pytest.mark.dask
+@pytest.mark.timeout(300)
+def test_dask_islands_with_seconds_run_every_seed_to_the_budget(client, cache_file):
+    """A budget in seconds: the islands go on without barriers; every seed searches,
+    in epochs, until the budget (its clock the wall clock since the islands started)."""
+    from bnsl_dist.orchestrate.execute import execute
+
+    search = SearchSpec(algorithm="memetic", params={"population": 4, "epochs": 4},
+                        budget=BudgetSpec.with_default_checkpoints(2.0, None))
+    cells = learn_cells(None, CacheSpec(path=cache_file), search, 2, base_seed=3)
+    res = execute(cells, client).learn_result()
+    assert [r.seed for r in res.runs] == [0, 1]
+    for r in res.runs:
+        assert r.incumbents and r.iterations > 0
+        assert r.seconds >= 2.0  # an island stops at the budget, not at an epoch
+        assert all(i["elapsed"] <= 2.0 for i in r.incumbents)

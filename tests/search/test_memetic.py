@@ -44,6 +44,58 @@ def test_move_variables_equals_list_moves(seed):
     assert out.tolist() == expect
 
 
+def _naive_shuffle(order, parents, u, k, keys):
+    """Breadth first over the skeleton (neighbours in the order the arcs are listed:
+    each variable's parents, variable by variable) from the variable at ``u`` of the
+    list of every arc's ends (each variable as often as its degree), the first ``k``
+    put back in their positions sorted by ``keys``."""
+    n = len(order)
+    nbrs: list[list[int]] = [[] for _ in range(n)]
+    for v in range(n):
+        for p in parents[v]:
+            nbrs[v].append(p)
+            nbrs[p].append(v)
+    ends = [w for v in range(n) for w in nbrs[v]]
+    start = ends[int(u * len(ends))] if ends else int(u * n)
+    taken, head = [start], 0
+    while head < len(taken) and len(taken) < k:
+        for u in nbrs[taken[head]]:
+            if u not in taken and len(taken) < k:
+                taken.append(u)
+        head += 1
+    slots = sorted(order.index(v) for v in taken)
+    out = list(order)
+    for slot, v in zip(slots, sorted(taken, key=lambda v: keys[v]), strict=True):
+        out[slot] = v
+    return out, taken
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_shuffle_neighbourhood_equals_the_naive_one(seed):
+    rnd = np.random.default_rng(seed)
+    n = int(rnd.integers(1, 14))
+    order = rnd.permutation(n)
+    # a DAG consistent with a random order, as flat parent sets (one set per variable)
+    topo = rnd.permutation(n)
+    parents = [sorted(rnd.choice(topo[:i], size=min(i, int(rnd.integers(0, 3))),
+                                 replace=False).tolist()) for i in range(n)]
+    parents = [parents[int(np.flatnonzero(topo == v)[0])] for v in range(n)]
+    par_offsets = np.cumsum([0] + [len(ps) for ps in parents]).astype(np.int64)
+    par_flat = np.array([p for ps in parents for p in ps], dtype=np.int64)
+    u, k = float(rnd.random()), int(rnd.integers(1, n + 2))
+    keys = rnd.random(n)
+    out = np.empty(n, dtype=np.int64)
+    m = MK.shuffle_neighbourhood(order, np.arange(n, dtype=np.int64), par_offsets,
+                                 par_flat, u, np.int64(k), keys, out)
+    expect, taken = _naive_shuffle(order.tolist(), parents, u, k, keys)
+    assert out.tolist() == expect
+    assert m == len(taken)
+    if any(parents) and k >= 2:  # the start has a neighbour: never an isolated variable
+        assert m >= 2
+    # outside the neighbourhood every variable keeps its position
+    assert all(out[i] == order[i] for i in range(n) if order[i] not in taken)
+
+
 def _final(cache, iters: int, seed: int = 0, **params):
     return list(make_optimizer("memetic", **params).run(
         cache, Budget(max_iterations=iters), np.random.default_rng(seed)))[-1]
@@ -87,7 +139,9 @@ def test_same_seed_same_run_and_seeds_differ():
 
 @pytest.mark.parametrize("bad", [{"population": 1}, {"crossover": 1.5}, {"mutation": -0.1},
                                  {"restart": 0}, {"keep": 0}, {"keep": 30},
-                                 {"max_window": 0}, {"high_entropy": "middle"}])
+                                 {"max_window": 0}, {"high_entropy": "middle"},
+                                 {"shuffle": 1.1}, {"cluster": 2}, {"epochs": -1},
+                                 {"migrants": 0}, {"migrants": 21}])
 def test_bad_parameters_are_refused(bad):
     with pytest.raises(InvalidConfigError, match="memetic"):
         make_optimizer("memetic", **bad)

@@ -8,6 +8,7 @@ seed fixes the result (numba's own generator is seeded apart).
 from __future__ import annotations
 
 import numba as nb
+import numpy as np
 
 
 @nb.njit(cache=True, nogil=True)
@@ -53,3 +54,67 @@ def move_variables(order, src, dst, out):
             for k in range(s, d, -1):
                 out[k] = out[k - 1]
         out[d] = v
+
+
+@nb.njit(cache=True, nogil=True)
+def shuffle_neighbourhood(order, chosen, par_offsets, par_flat, u, k, keys, out):
+    """``out`` = ``order`` with up to ``k`` variables, those nearest a start in the
+    skeleton of the DAG ``chosen`` stands for (breadth first, the start first, each
+    variable's neighbours as the arcs are listed: its parents, variable by variable),
+    put back in the positions they hold, sorted by ``keys`` (n floats: the order they
+    get among themselves). ``chosen[v]`` is ``v``'s set (an index into
+    ``par_offsets``). The start is drawn by ``u`` in [0, 1) in proportion to the
+    variables' degrees (an end of the arc number ``u``·2·arcs; ``u``·n without arcs):
+    an isolated variable, which would leave the order as it is, is never the start. A
+    cluster of tightly linked variables is reoriented at once, which no move of a few
+    variables does. Returns how many variables were taken."""
+    n = order.shape[0]
+    deg = np.zeros(n + 1, dtype=np.int64)
+    for v in range(n):
+        j = chosen[v]
+        for q in range(par_offsets[j], par_offsets[j + 1]):
+            deg[v + 1] += 1
+            deg[par_flat[q] + 1] += 1
+    for v in range(n):
+        deg[v + 1] += deg[v]
+    adj = np.empty(deg[n], dtype=np.int64)
+    fill = deg[:n].copy()
+    for v in range(n):
+        j = chosen[v]
+        for q in range(par_offsets[j], par_offsets[j + 1]):
+            p = par_flat[q]
+            adj[fill[v]] = p
+            fill[v] += 1
+            adj[fill[p]] = v
+            fill[p] += 1
+    seen = np.zeros(n, dtype=np.bool_)
+    taken = np.empty(min(k, n), dtype=np.int64)
+    m = 0
+    start = int(u * n) if deg[n] == 0 else adj[int(u * deg[n])]
+    taken[m] = start
+    seen[start] = True
+    m += 1
+    head = 0
+    while head < m and m < taken.shape[0]:
+        v = taken[head]
+        head += 1
+        for q in range(deg[v], deg[v + 1]):
+            u = adj[q]
+            if not seen[u] and m < taken.shape[0]:
+                seen[u] = True
+                taken[m] = u
+                m += 1
+    pos = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        out[i] = order[i]
+        pos[order[i]] = i
+    slots = np.empty(m, dtype=np.int64)
+    vals = np.empty(m, dtype=np.float64)
+    for i in range(m):
+        slots[i] = pos[taken[i]]
+        vals[i] = keys[taken[i]]
+    slots.sort()
+    by_key = np.argsort(vals, kind="mergesort")
+    for i in range(m):
+        out[slots[i]] = taken[by_key[i]]
+    return m

@@ -13,7 +13,15 @@ population:
   and the other variables follow the second parent's relative order, so that runs of
   well-placed variables survive (Lee & van Beek 2017 recombine locally optimal orders
   the same way);
-- else a mutation of one parent: ``mutation``·n variables (at least 2) moved to random
+- else a mutation of one parent: with probability ``shuffle``, a neighbourhood
+  reordered: up to ``cluster`` variables (at least 3, the number drawn at random), those
+  nearest a variable drawn in proportion to its degree in the skeleton of the parent's
+  DAG, put back in the
+  positions they hold in a random order or reversed. A cluster of tightly linked
+  variables is thus reoriented at once: on sparse caches (msweb's) the local optima the
+  population converges to differ from better ones by the orientation of such a cluster
+  of 10-15 variables, which neither the window search's blocks of up to 5 nor a few
+  random moves reach. Otherwise ``mutation``·n variables (at least 2) moved to random
   positions, a kick larger than one move of the local search.
 
 A child's local optimum replaces the worst member when it is better and its score is
@@ -39,14 +47,14 @@ from numpy.typing import NDArray
 
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.exceptions import InvalidConfigError
-from bnsl_dist.search.base import Budget, Incumbent, register
+from bnsl_dist.search.base import Budget, Incumbent, Stopwatch, register
 from bnsl_dist.search.ordering import _kernels as K
 from bnsl_dist.search.ordering import _memetic_kernels as MK
 from bnsl_dist.search.ordering.asobs import SEARCH_FROM, candidate_bitsets, window_refine
 from bnsl_dist.search.ordering.obs import _clock, _ClosurePick, _incumbent, exact_total, obs_masks
 from bnsl_dist.search.ordering.samplers import entropy_orders, entropy_weights
 
-__all__ = ["Memetic"]
+__all__ = ["Memetic", "MemeticSearch"]
 
 
 class _Population:
@@ -55,35 +63,40 @@ class _Population:
     def __init__(self, size: int) -> None:
         self.size = size
         self.orders: list[NDArray[np.int64]] = []
+        self.chosen: list[NDArray[np.int64]] = []
         self.scores: list[float] = []
 
     def full(self) -> bool:
         return len(self.orders) >= self.size
 
-    def offer(self, score: float, order: NDArray[np.int64]) -> None:
+    def offer(self, score: float, order: NDArray[np.int64],
+              chosen: NDArray[np.int64]) -> None:
         tol = 1e-9 * max(1.0, abs(score))
         if any(abs(score - s) <= tol for s in self.scores):
             return
         if not self.full():
             self.orders.append(order.copy())
+            self.chosen.append(chosen.copy())
             self.scores.append(score)
             return
         worst = int(np.argmin(self.scores))
         if score > self.scores[worst]:
             self.orders[worst] = order.copy()
+            self.chosen[worst] = chosen.copy()
             self.scores[worst] = score
 
     def keep_best(self, keep: int) -> None:
         top = np.argsort(self.scores, kind="stable")[::-1][:keep]
         self.orders = [self.orders[i] for i in top]
+        self.chosen = [self.chosen[i] for i in top]
         self.scores = [self.scores[i] for i in top]
 
-    def pick(self, rng: np.random.Generator) -> NDArray[np.int64]:
+    def pick(self, rng: np.random.Generator) -> int:
         """The better of two members drawn at random (binary tournament)."""
         i: int
         j: int
         i, j = rng.integers(len(self.orders), size=2)
-        return self.orders[i if self.scores[i] >= self.scores[j] else j]
+        return int(i if self.scores[i] >= self.scores[j] else j)
 
 
 @register("memetic")
@@ -107,6 +120,17 @@ class Memetic:
         Largest block moved by the window search.
     high_entropy : {"last", "first"}
         Direction of the entropy-weighted samples (as ASOBS-ENT's).
+    shuffle : float
+        Probability that a mutation reorders a neighbourhood (else it moves variables).
+    cluster : int
+        Largest neighbourhood a mutation reorders (at least 3).
+    epochs : int
+        Several seeds searched together (``learn --seeds N``): parts of the budget
+        after each of which every seed's search sends its ``migrants`` best members to
+        the next's (:mod:`~bnsl_dist.search.ordering.islands`); 0: the seeds search
+        alone. One seed's run does not depend on it.
+    migrants : int
+        Members sent at each exchange.
 
     References
     ----------
@@ -122,7 +146,8 @@ class Memetic:
 
     def __init__(self, *, population: int = 20, crossover: float = 0.5,
                  mutation: float = 0.02, restart: int = 200, keep: int = 4,
-                 max_window: int = 5, high_entropy: str = "last") -> None:
+                 max_window: int = 5, high_entropy: str = "last", shuffle: float = 0.5,
+                 cluster: int = 16, epochs: int = 10, migrants: int = 2) -> None:
         self.population = population
         self.crossover = crossover
         self.mutation = mutation
@@ -130,6 +155,10 @@ class Memetic:
         self.keep = keep
         self.max_window = max_window
         self.high_entropy = high_entropy
+        self.shuffle = shuffle
+        self.cluster = cluster
+        self.epochs = epochs
+        self.migrants = migrants
         self._check()
 
     def _check(self) -> None:
@@ -145,6 +174,14 @@ class Memetic:
             raise InvalidConfigError("memetic: keep must be in [1, population]")
         if int(self.max_window) < 1:
             raise InvalidConfigError("memetic: max_window must be >= 1")
+        if not 0.0 <= float(self.shuffle) <= 1.0:
+            raise InvalidConfigError("memetic: shuffle must be in [0, 1]")
+        if int(self.cluster) < 3:
+            raise InvalidConfigError("memetic: cluster must be >= 3")
+        if int(self.epochs) < 0:
+            raise InvalidConfigError("memetic: epochs must be >= 0")
+        if not 1 <= int(self.migrants) <= int(self.population):
+            raise InvalidConfigError("memetic: migrants must be in [1, population]")
         if self.high_entropy not in ("first", "last"):
             raise InvalidConfigError(f"memetic: high_entropy must be 'first' or 'last', "
                                      f"got {self.high_entropy!r}")
@@ -152,7 +189,48 @@ class Memetic:
     def run(self, cache: ParentSetCache, budget: Budget,
             rng: np.random.Generator) -> Generator[Incumbent, None, int]:
         """Yield improving incumbents; return the number of local searches run."""
-        self._check()
+        search = MemeticSearch(self, rng)
+        yield from search.advance(cache, budget.stopwatch())
+        return search.iterations
+
+
+class MemeticSearch:
+    """One memetic search's state (population, generator, best, stall count,
+    iterations), advanced by :meth:`advance` in one go or in epochs (an epoch ends
+    with the first local search that ends past its bound), between which members may
+    be exchanged with other searches (:meth:`emigrants`, :meth:`immigrate`: the
+    islands of :mod:`~bnsl_dist.search.ordering.islands`). Picklable."""
+
+    def __init__(self, params: Memetic, rng: np.random.Generator) -> None:
+        params._check()
+        self.params = params
+        self.rng = rng
+        self.pop = _Population(int(params.population))
+        self.best = -np.inf
+        self.stall = 0
+        self.iterations = 0
+
+    def emigrants(self, k: int) -> list[tuple[float, NDArray[np.int64], NDArray[np.int64]]]:
+        """The ``k`` best members: (score, order, chosen sets)."""
+        top = np.argsort(self.pop.scores, kind="stable")[::-1][:k]
+        return [(self.pop.scores[i], self.pop.orders[i], self.pop.chosen[i]) for i in top]
+
+    def immigrate(self, members: list[tuple[float, NDArray[np.int64],
+                                             NDArray[np.int64]]]) -> None:
+        """Offer another search's members to the population (the best found here is
+        this search's own, not theirs)."""
+        for score, order, chosen in members:
+            self.pop.offer(score, order, chosen)
+
+    def advance(self, cache: ParentSetCache, watch: Stopwatch, *,
+                until_iterations: int | None = None, until_seconds: float | None = None
+                ) -> Generator[Incumbent, None, None]:
+        """Local searches until ``watch`` is done, or (an epoch) until the iterations
+        reach ``until_iterations`` or the elapsed seconds ``until_seconds``; yield
+        the incumbents passing the best so far (``watch`` counts this search's
+        iterations: it starts at :attr:`iterations`)."""
+        p = self.params
+        rng, pop = self.rng, self.pop
         fc = cache.flat
         n = fc.n
         child = np.empty((1, n), dtype=np.int64)
@@ -162,28 +240,43 @@ class Memetic:
         ident, none = np.arange(n, dtype=np.int64), np.empty(0, dtype=np.int64)
         MK.order_crossover(ident, ident, np.int64(0), np.int64(0), mark, child[0])
         MK.move_variables(ident, none, none, child[0])
-        watch = budget.stopwatch()
+        MK.shuffle_neighbourhood(ident, fc.offsets[:-1].astype(np.int64), fc.par_offsets,
+                                 fc.par_flat, 0.0, np.int64(1), np.zeros(n),
+                                 child[0])
         weights, _ = entropy_weights(cache, None)
         masks = obs_masks(fc)
         cand = candidate_bitsets(fc)
         max_size = int(fc.sizes.max()) if fc.sizes.size else 0
         pick = _ClosurePick(K.CLOSURE_BITSETS if n <= SEARCH_FROM
                             else (K.CLOSURE_SEARCH, K.CLOSURE_BLOCKS))
-        n_moves = max(2, math.ceil(float(self.mutation) * n))
-        pop = _Population(int(self.population))
+        n_moves = max(2, math.ceil(float(p.mutation) * n))
         chosen = np.empty(n, dtype=np.int64)
         order = np.empty(n, dtype=np.int64)
         one_score = np.empty(1, dtype=np.float64)
-        best = -np.inf
-        stall = 0
-        while not watch.done():
+
+        def epoch_over() -> bool:
+            return ((until_iterations is not None and watch.iterations >= until_iterations)
+                    or (until_seconds is not None and watch.elapsed() >= until_seconds))
+
+        while not watch.done() and not epoch_over():
             if not pop.full() or n < 2:
-                child[:] = entropy_orders(rng, 1, weights, str(self.high_entropy))
-            elif rng.random() < float(self.crossover):
+                child[:] = entropy_orders(rng, 1, weights, str(p.high_entropy))
+            elif rng.random() < float(p.crossover):
                 lo, hi = np.sort(rng.integers(n + 1, size=2))
-                MK.order_crossover(pop.pick(rng), pop.pick(rng), lo, hi, mark, child[0])
+                MK.order_crossover(pop.orders[pop.pick(rng)], pop.orders[pop.pick(rng)],
+                                   lo, hi, mark, child[0])
+            elif rng.random() < float(p.shuffle):
+                m = pop.pick(rng)
+                if rng.random() < 0.5:
+                    keys = rng.random(n)
+                else:  # the neighbourhood reversed
+                    keys = np.empty(n)
+                    keys[pop.orders[m]] = -np.arange(n, dtype=np.float64)
+                MK.shuffle_neighbourhood(pop.orders[m], pop.chosen[m], fc.par_offsets,
+                                         fc.par_flat, rng.random(),
+                                         rng.integers(3, int(p.cluster) + 1), keys, child[0])
             else:
-                MK.move_variables(pop.pick(rng), rng.integers(n, size=n_moves),
+                MK.move_variables(pop.orders[pop.pick(rng)], rng.integers(n, size=n_moves),
                                   rng.integers(n, size=n_moves), child[0])
             it = watch.iterations + 1
             kernel = pick.next()
@@ -193,22 +286,21 @@ class Memetic:
                                 order, kernel)
             pick.record(kernel, _clock() - t0, 1)
             score = exact_total(fc, chosen)
-            improved = score > best
+            improved = score > self.best
             if improved:
-                best = score
+                self.best = score
                 yield _incumbent(cache, watch, score, chosen, it)
             for s, ch in window_refine(fc, order, chosen, watch, rng,
-                                       max_window=int(self.max_window), cand=cand):
+                                       max_window=int(p.max_window), cand=cand):
                 score = s
-                if s > best:
-                    best = s
+                if s > self.best:
+                    self.best = s
                     improved = True
                     yield _incumbent(cache, watch, s, ch, it)
             watch.tick()
-            pop.offer(score, order)
-            stall = 0 if improved else stall + 1
-            if stall >= int(self.restart) and pop.full():
-                pop.keep_best(int(self.keep))
-                stall = 0
-        return watch.iterations
-
+            self.iterations = watch.iterations
+            pop.offer(score, order, chosen)
+            self.stall = 0 if improved else self.stall + 1
+            if self.stall >= int(p.restart) and pop.full():
+                pop.keep_best(int(p.keep))
+                self.stall = 0
