@@ -85,7 +85,9 @@ def run_islands_distributed(client: Any, params: Memetic, cache: ParentSetCache,
             islands[i] = ep.island
             traces[i].incumbents += ep.incumbents
             latest[i] = ep.migrants
-            at[i] += 1
+            # the next epoch that ends ahead (a long local search may pass several)
+            at[i] = next((e for e in range(at[i] + 1, len(bounds))
+                          if (bounds[e][1] or 0.0) > ep.island.seconds), len(bounds))
             if not ep.done and at[i] < len(bounds):
                 nxt = submit(i, at[i], latest[i - 1] if len(islands) > 1 else [], origin)
                 futures[nxt] = i

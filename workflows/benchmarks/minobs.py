@@ -233,9 +233,11 @@ def run_ours(algorithm: str, path: Path, budgets: list[float], seed: int,
 def run_parallel(tool: str, path: Path, budgets: list[float], seed: int, cpus: str,
                  fams: Families, tmp: Path) -> dict[str, Any]:
     """``ALGORITHM@N``: ``bnsl-dist learn`` with N seeds (spawned from ``seed``) on a local
-    cluster of N workers, pinned to ``cpus``: each seed searches the largest budget, the
-    best over the seeds at each budget (its checkpoints) rescored here. The cluster's
-    start is outside the seconds, as the one-core runs' start-up is."""
+    cluster of N workers, pinned to ``cpus``: each seed searches the largest budget (the
+    seeds of ``memetic`` as islands exchanging their best orders), the best over the
+    seeds at each budget (its checkpoints) rescored here. The seconds are wall seconds
+    from when the seeds start on the ready workers: the cluster's start and the kernels'
+    loading are outside them, as the one-core runs' start-up is."""
     algorithm, workers = tool.split("@")
     out = tmp / f"learn-{seed}.json"
     t0 = time.perf_counter()
