@@ -182,6 +182,9 @@ MADE_ELSEWHERE = {
     "sem-imputation-2018-reduced": {
         "ad-x1-rerun.": "records of a rerun of four cells that no table reads "
                         "(COMPARISON.md)",
+        "underflow.": "workflows/sem_underflow.py; tests/test_sem_underflow.py (the "
+                      "markdown from the JSON; the JSON needs the staged Twenty Datasets, "
+                      "some of its cells recomputed)",
         "mrf.": "workflows/benchmarks/impute_mrf.py; not checked: the random-forest "
                 "imputations are timed runs (--report-only redraws mrf.md from mrf.json)",
     },

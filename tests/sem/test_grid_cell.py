@@ -165,3 +165,28 @@ def test_budget_scales_are_validated():
                      ([0], "greater than 0")):
         with pytest.raises(ValueError, match=msg):
             sem_grid(sem={"budget_scales": bad})
+
+
+def test_sem_chain_is_the_network_of_the_cells_first_e_step(monkeypatch):
+    """``sem_chain`` (workflows/sem_underflow.py's first E-step network) is the chain,
+    and the elimination order, that the cell's structural EM hands its first E-step."""
+    import sys
+
+    from bnsl_dist.pipeline.tasks.sem import run_cell, sem_chain
+
+    sem_mod = sys.modules["bnsl_dist.sem.structural_em"]  # the package's name is the function
+
+    class Seen(Exception):
+        pass
+
+    def spy(net, order, codes, missing, method):
+        raise Seen([list(p) for p in net.dag.parents], list(order))
+
+    monkeypatch.setattr(sem_mod, "_serial_e_step", spy)
+    for cell in expand_grid(sem_grid(seeds=(0, 1))):
+        with pytest.raises(Seen) as got:  # the first E-step ends the run
+            run_cell(cell, 0.0)
+        n = len(got.value.args[0])
+        parents, order = sem_chain(cell, n)
+        assert got.value.args == ([list(p) for p in parents], order)
+        assert sum(map(len, parents)) == n - 1 and sorted(order) == list(range(n))

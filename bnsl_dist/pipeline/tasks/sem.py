@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from bnsl_dist.sem.structural_em import SEMIteration, SEMResult
 
 __all__ = ["SemSpec", "SemTask", "ImputeTask", "run", "run_cell", "sem_cell_inputs",
-           "grid_tasks"]
+           "grid_tasks", "sem_chain"]
 
 
 class SemSpec(Spec):
@@ -131,10 +131,12 @@ def run(task: ImputeTask, data: CategoricalData, cache: CacheSpec,
 _SEM_IMPUTATION: Final = "marginal"
 
 
-def sem_cell_inputs(cell: Cell) -> tuple[CategoricalData, CategoricalData]:
+def sem_cell_inputs(cell: Cell, truth: CategoricalData | None = None
+                    ) -> tuple[CategoricalData, CategoricalData]:
     """The complete data of a SEM cell and its MCAR-masked copy, exactly as the cell
     masks them (the first of the two seed sequences its seed spawns), so that another
-    imputer can be run on the same hidden cells.
+    imputer can be run on the same hidden cells; ``truth``: the cell's complete data,
+    when already loaded (not read again).
 
     Raises
     ------
@@ -146,9 +148,20 @@ def sem_cell_inputs(cell: Cell) -> tuple[CategoricalData, CategoricalData]:
 
     if cell.sem is None or cell.data is None:
         raise DataError("a sem cell needs data and sem settings")
-    truth = load_data(cell.data)
+    if truth is None:
+        truth = load_data(cell.data)
     return truth, mask_mcar(truth, cell.sem.missing_rate,
                             np.random.default_rng(_sem_streams(cell)[0]))
+
+
+def sem_chain(cell: Cell, n_vars: int) -> tuple[list[list[int]], list[int]]:
+    """The random chain a SEM cell's structural EM starts from (the first draw of its EM
+    seed stream: :func:`bnsl_dist.sem.structural_em.initial_network`) as parent lists,
+    and the elimination order its first E-step used."""
+    from bnsl_dist.sem.structural_em import random_chain
+
+    parents, perm = random_chain(n_vars, np.random.default_rng(_sem_streams(cell)[1]))
+    return parents, perm[::-1]
 
 
 def _sem_streams(cell: Cell) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
