@@ -68,7 +68,7 @@ def cell_rows(records: Any, cells: dict[str, Any]) -> list[dict[str, Any]]:
                        [int(v) for v in rec.treewidth_order], truth.codes)
         assert f.clique is not None
         open_best = (f.log_prob < f.threshold) & (f.clique < math.log(TINY))
-        extra = json.loads(rec.extra)
+        extra = rec.sem  # the SEM cell's typed column (docs/RECORDS.md)
         out.append({"key": str(rec.key), "dataset": str(rec.dataset),
                     "n_vars": int(truth.n_vars), "n_samples": int(truth.n_samples),
                     "missing_rate": float(extra["missing_rate"]),

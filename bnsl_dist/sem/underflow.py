@@ -323,4 +323,5 @@ def _entry_floor(codes: NDArray[np.integer], miss: NDArray[np.bool_],
         up = np.take(up, range(d), axis=axis) + np.take(up, [d], axis=axis)
     up = up.reshape(q, r).astype(np.float64)
     others = up.sum(axis=1, keepdims=True) - up
-    return ((lo + alpha / (q * r)) / (lo + others + alpha / q)).reshape(dims)
+    ratio: NDArray[np.float64] = (lo + alpha / (q * r)) / (lo + others + alpha / q)
+    return ratio.reshape(dims)
