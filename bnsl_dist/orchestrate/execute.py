@@ -226,7 +226,7 @@ def _execute_cells(cells: Sequence[Cell], client: Any,
             groups.setdefault(c.cache_job.key, []).append(c)
     out = Execution([None] * len(cells), {k: v for k, v in given.items() if k in groups})
     builder = None if client is None else _builder(client, False)
-    islands = as_islands(cells)
+    islands = as_islands(cells) and _islands_fit(client, cells)
     with phase("cache"):
         for key, group in groups.items():
             # a .jkl the spec names, on Dask: each worker process reads it (islands: the
@@ -259,6 +259,17 @@ def _map_cells(client: Any, cells: Sequence[Cell], caches: dict[str, ParentSetCa
     futures = [client.submit(run_seed, c, scattered.get(c.cache_job.key),
                              key=task_key("learn", c.key), pure=False) for c in cells]
     return list(client.gather(futures))
+
+
+def _islands_fit(client: Any, cells: Sequence[Cell]) -> bool:
+    """Whether seeds may search as islands here: serially (each island counts its own
+    seconds), with an iteration budget, or with every seed on a worker thread of its
+    own. On Dask an island's seconds are wall seconds from the start, so more seeds than
+    threads would share them, and ``--seconds`` is a budget per seed: those run as
+    independent seeds instead."""
+    if client is None or cells[0].search.budget.as_budget().seconds is None:
+        return True
+    return bool(len(cells) <= sum(client.nthreads().values()))
 
 
 def _run_islands(client: Any, cells: Sequence[Cell], cache: ParentSetCache) -> list[Any]:

@@ -188,3 +188,22 @@ def test_dask_islands_with_seconds_run_every_seed_to_the_budget(client, cache_fi
         assert r.incumbents and r.iterations > 0
         assert r.seconds >= 2.0  # an island stops at the budget, not at an epoch
         assert all(i["elapsed"] <= 2.0 for i in r.incumbents)
+
+
+@pytest.mark.dask
+@pytest.mark.timeout(300)
+def test_more_seeds_than_threads_with_seconds_are_not_islands(client, cache_file):
+    """``--seconds`` is a budget per seed: on Dask islands count wall seconds from their
+    start, so seeds beyond the worker threads would share them; those run as
+    independent seeds. Iteration budgets and serial runs keep the islands."""
+    from bnsl_dist.orchestrate.execute import _islands_fit
+
+    threads = sum(client.nthreads().values())
+    timed = SearchSpec(algorithm="memetic", params={"population": 4},
+                       budget=BudgetSpec.with_default_checkpoints(2.0, None))
+    fit = learn_cells(None, CacheSpec(path=cache_file), timed, threads)
+    over = learn_cells(None, CacheSpec(path=cache_file), timed, threads + 1)
+    assert _islands_fit(client, fit) and not _islands_fit(client, over)
+    assert _islands_fit(None, over)
+    counted = learn_cells(None, CacheSpec(path=cache_file), _search("memetic"), threads + 1)
+    assert _islands_fit(client, counted)
