@@ -68,12 +68,18 @@ def grid_group() -> None:
                                message="{opt} must be a positive number, got {value}"),
               help="With --replay: grid seconds per real second (sleeps are divided by "
                    "it; reports/summary.json reads in grid seconds).")
+@click.option("--virtual-clock", is_flag=True,
+              help="With --replay: the tasks wait on a simulated clock that advances "
+                   "only when nothing else can happen (not --speed's real sleeps): the "
+                   "schedule Dask makes when every task takes exactly its recorded "
+                   "seconds, whatever this machine's load, without Dask's own cost per "
+                   "task. Not with --stop-at.")
 @click.option("--quiet", "-q", is_flag=True,
               help="No progress (bar or line per cell); the summary and failures stay.")
 def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: bool,
             no_progress: bool, no_report: bool, only: str | None, only_labels: str | None,
-            stop_at: float | None, replay: str | None, speed: float, shared_fs: bool | None,
-            quiet: bool, **cluster: Any) -> None:
+            stop_at: float | None, replay: str | None, speed: float, virtual_clock: bool,
+            shared_fs: bool | None, quiet: bool, **cluster: Any) -> None:
     """Run every cell of GRID.yaml whose result is not yet in --results.
 
     A big grid can run in pieces (--datasets, --labels, --stop-at, or stop it and rerun:
@@ -89,6 +95,12 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
     from bnsl_dist.pipeline.forecast import format_plan, plan_grid, stop_note
 
     conn = cluster_kwargs(**cluster)
+    if virtual_clock and (replay is None or stop_at is not None):
+        from bnsl_dist.exceptions import InvalidConfigError
+
+        raise InvalidConfigError("--virtual-clock: only with --replay" if replay is None
+                                 else "--stop-at reads the real clock: not with "
+                                      "--virtual-clock")
     if not dry_run:
         check_output_dir(results, "--results")
     grid = load_grid(grid_file)  # every name checked: algorithms, parameters, data sets
@@ -126,7 +138,8 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
             from bnsl_dist.exceptions import InvalidConfigError
 
             raise InvalidConfigError("--labels: a replay runs whole data sets (--datasets)")
-        _replay(grid, results, replay, speed, conn, piece, stop_at, live, no_report)
+        _replay(grid, results, replay, speed, conn, piece, stop_at, live, no_report,
+                virtual_clock)
         return
     with open_client(cfg, **conn) as client:
         if stop_at is not None and left is not None:
@@ -154,7 +167,7 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
 
 def _replay(grid: Any, results: str, records: str, speed: float, conn: dict[str, Any],
             piece: set[str] | None, stop_at: float | None, live: bool,
-            no_report: bool) -> None:
+            no_report: bool, virtual_clock: bool = False) -> None:
     """``grid run --replay``: on a local cluster of sleeping threads."""
     from bnsl_dist.exceptions import InvalidConfigError
     from bnsl_dist.orchestrate.cluster import default_n_workers
@@ -167,8 +180,9 @@ def _replay(grid: Any, results: str, records: str, speed: float, conn: dict[str,
     with replay_client(conn.get("workers") or default_n_workers()) as client:
         summary = replay_grid(client, grid, results, recs, speed=speed, records_name=records,
                               datasets=piece, stop_at=stop_at, progress=live,
-                              report=not no_report)
-    click.echo(f"replayed {len(summary.computed)} cells at speed {speed:g} "
+                              report=not no_report, virtual_clock=virtual_clock)
+    pace = "on a simulated clock" if virtual_clock else f"at speed {speed:g}"
+    click.echo(f"replayed {len(summary.computed)} cells {pace} "
                f"({summary.seconds:.1f} s); in the grid's seconds:")
     click.echo((Path(results) / "reports" / "summary.json").read_text().rstrip())
     for key in summary.failed:

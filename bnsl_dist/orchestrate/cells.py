@@ -113,7 +113,10 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
               store_cache: Callable[..., str] = store_job_cache,
               stop_at: float | None = None,
               expected: Mapping[str, float | None] | None = None,
-              staging: Staging | None = None) -> GridSummary:
+              staging: Staging | None = None,
+              clock: Callable[[], float] = time.perf_counter,
+              task_spans: Callable[[], dict[str, list[tuple[float, float]]]] | None = None,
+              on_submitted: Callable[[], None] | None = None) -> GridSummary:
     """Run ``cells`` on the cluster and store each outcome as it arrives.
 
     A cell needing a cache that ``cache_path(cell)`` names but that does not exist yet
@@ -155,6 +158,13 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     ``staging`` says how tasks get their data and caches: the paths (a shared file
     system, the default) or sent through Dask, the client writing the caches
     (:class:`~bnsl_dist.orchestrate.staging.Staging`).
+
+    The summary's ``cells_seconds`` (the makespan) runs on ``clock`` from the first task
+    submitted to the last outcome stored; ``planning_seconds`` is the time before, spent
+    sizing the caches and setting the priorities. A replay on a simulated clock
+    (:mod:`~bnsl_dist.orchestrate.virtual_clock`) gives its ``clock``, the tasks'
+    ``task_spans`` on it (else: the scheduler's task stream) and ``on_submitted``, called
+    once the whole graph is sent.
     """
     stage = staging or Staging(client, shared_fs=True)
     stage.check(r for c in cells for r in (c.data, c.holdout))
@@ -162,7 +172,7 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     if stop_at is not None:  # checked on the workers, when each task starts
         build_cache = functools.partial(unless_late, stop_at, 0.0, build_cache)
         explore = functools.partial(unless_late, stop_at, 0.0, explore)
-    t0 = time.perf_counter()
+    p0 = time.perf_counter()
     since = time.time()
     with contextlib.suppress(Exception):  # installs the scheduler's task-stream plugin
         client.get_task_stream(start=0, stop=0)
@@ -177,6 +187,8 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
             cache_futs[ck] = stage.existing(path)
             del sizes[ck]
     prio = priorities(cells, sizes, summary.threads, cost)
+    summary.planning_seconds = time.perf_counter() - p0
+    t0 = clock()  # the makespan runs from the first task submitted
     # submitted in priority order too: an idle worker takes the first task that arrives
     for ck in sorted(sizes, key=prio.caches.__getitem__, reverse=True):
         job = first[ck].cache_job
@@ -213,6 +225,8 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
                              strict=True):
         futures[fut] = key
     del cache_futs, tasks  # cells hold their cache futures; the graphs are sent
+    if on_submitted is not None:
+        on_submitted()
     with resumable_when_full(store.root, lambda: len(store.done_keys() & set(by_key)),
                              len(cells), lambda: client.cancel(list(futures))):
         lost = _drain(client, futures, by_key, store, summary, bar, on_result,
@@ -220,14 +234,16 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     stage.wait()
     for err in stage.errors:  # the cells ran on the bytes; the next run rebuilds it
         print(f"could not write the cache {err}", file=sys.stderr)
-    summary.seconds = summary.cells_seconds = time.perf_counter() - t0
+    summary.cells_seconds = clock() - t0
+    summary.seconds = time.perf_counter() - p0
     if lost is None:
         workers, threads = _worker_slots(client) or (0, 0)
         summary.workers = max(summary.workers, workers)
         summary.threads = max(summary.threads, threads)
         cpu1 = scheduler_cpu_seconds(client)
         summary.scheduler_seconds = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
-        spans = _compute_spans(client, since, ("cell-", "cache-"))
+        spans = _compute_spans(client, since, ("cell-", "cache-")) if task_spans is None \
+            else task_spans()
         if spans is not None:
             summary.spans = spans
             flat = [ab for ss in spans.values() for ab in ss]

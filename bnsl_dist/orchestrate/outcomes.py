@@ -63,6 +63,7 @@ class GridSummary:
     spans: dict[str, list[tuple[float, float]]] = field(default_factory=dict, repr=False)
     deps: dict[str, list[str]] = field(default_factory=dict, repr=False)
     cells_seconds: float = 0.0  # run_cells: the first submission to the last result
+    planning_seconds: float = 0.0  # run_cells: cache sizes and priorities, before it
     scheduler_seconds: float | None = None  # the scheduler's CPU seconds over run_cells
 
     @property
@@ -74,7 +75,8 @@ class GridSummary:
         return {"total": self.total, "skipped": self.skipped, "computed": len(self.computed),
                 "failed": len(self.failed), "interrupted": len(self.interrupted),
                 "not_started": len(self.not_started),
-                "wall_seconds": round(self.seconds, 3), "workers": self.workers,
+                "wall_seconds": round(self.seconds, 3),
+                "planning_seconds": round(self.planning_seconds, 3), "workers": self.workers,
                 "threads": self.threads or self.workers,
                 "busy_seconds": None if self.busy_seconds is None
                 else round(self.busy_seconds, 3),

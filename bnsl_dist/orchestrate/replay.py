@@ -43,6 +43,7 @@ from typing import Any
 from bnsl_dist._io import atomic_write_bytes
 from bnsl_dist._json import canonical_json
 from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.orchestrate.virtual_clock import VirtualClock
 from bnsl_dist.pipeline.cell import CacheJob, Cell
 from bnsl_dist.pipeline.config import GridConfig
 from bnsl_dist.pipeline.cost import n_vars_hint
@@ -62,11 +63,13 @@ _EMPTY_DAG = canonical_json({"nodes": [], "parents": {}})
 
 @dataclass(frozen=True)
 class ReplayRun:
-    """What the sleeping tasks of one replay read: the model and the speed."""
+    """What the sleeping tasks of one replay read: the model, the speed, and the
+    simulated clock they wait on instead of sleeping (None: real time ÷ ``speed``)."""
 
     model: ReplayModel
     speed: float
     records: str
+    clock: VirtualClock | None = None
 
 
 #: Replays in progress in this process, by token (the workers are threads of it).
@@ -75,9 +78,13 @@ _TOKENS = itertools.count()
 _LOCK = threading.Lock()
 
 
-def _sleep(grid_seconds: float, speed: float) -> float:
+def _sleep(grid_seconds: float, run: ReplayRun) -> float:
+    """Sleep ``grid_seconds`` (÷ the speed, or on the simulated clock); the seconds
+    slept (real, or simulated)."""
+    if run.clock is not None:
+        return run.clock.sleep(grid_seconds)
     t0 = time.perf_counter()
-    time.sleep(max(0.0, grid_seconds) / speed)
+    time.sleep(max(0.0, grid_seconds) / run.speed)
     return time.perf_counter() - t0
 
 
@@ -102,12 +109,12 @@ def replayed_record(cell: Cell, run: ReplayRun, real_seconds: float) -> CellResu
 
 def _run_cell(token: str, cell: Cell, cache: Any = None) -> CellResult:
     run = _RUNS[token]
-    return replayed_record(cell, run, _sleep(run.model.cells.get(cell.key, 0.0), run.speed))
+    return replayed_record(cell, run, _sleep(run.model.cells.get(cell.key, 0.0), run))
 
 
 def _explore(token: str, job: CacheJob, variables: list[int]) -> tuple[list[Any], float]:
     run = _RUNS[token]
-    return [], _sleep(run.model.batch(job.key, variables), run.speed)
+    return [], _sleep(run.model.batch(job.key, variables), run)
 
 
 def _mark_cache(path: str, job: CacheJob) -> str:
@@ -118,11 +125,12 @@ def _mark_cache(path: str, job: CacheJob) -> str:
 def _build_cache(token: str, job: CacheJob, path: str) -> str:
     run = _RUNS[token]
     n = len(run.model.caches.get(job.key, ()))
-    _sleep(run.model.batch(job.key, range(n)), run.speed)
+    _sleep(run.model.batch(job.key, range(n)), run)
     return _mark_cache(path, job)
 
 
 def _store_cache(token: str, job: CacheJob, path: str, *parts: Any) -> str:
+    _sleep(0.0, _RUNS[token])  # no time, but a span on the simulated clock
     return _mark_cache(path, job)
 
 
@@ -206,26 +214,33 @@ def replay_grid(client: Any, grid: GridConfig, results_dir: str | os.PathLike[st
                 datasets: Collection[str] | None = None, stop_at: float | None = None,
                 progress: bool = False, report: bool = False,
                 cells: Sequence[Cell] | None = None, model: ReplayModel | None = None,
-                **kwargs: Any) -> Any:
+                virtual_clock: bool = False, **kwargs: Any) -> Any:
     """Replay ``grid`` into ``results_dir`` on ``client`` (its workers threads of this
     process: :func:`replay_client`) from ``records`` (a
     :class:`~bnsl_dist.results.export.RecordSet`, or None: budgets only) at ``speed``.
     ``stop_at`` is in the grid's time: the run stops that many grid seconds from now,
     i.e. ÷ ``speed`` of real time. ``model``: the durations, when the caller has them
     (instead of :func:`~bnsl_dist.pipeline.plan.replay_model` of ``records``: e.g. a
-    cache's measured per-variable seconds). Returns the
+    cache's measured per-variable seconds). ``virtual_clock``: the tasks wait on a
+    simulated clock instead of sleeping (:mod:`~bnsl_dist.orchestrate.virtual_clock`:
+    the schedule the scheduler makes when each task takes exactly its grid seconds,
+    whatever the machine's load; ``speed`` is then unused). Returns the
     :class:`~bnsl_dist.orchestrate.grid.GridSummary`; ``reports/summary.json`` reads in
     grid seconds."""
     from bnsl_dist.orchestrate.grid import grid_cells, run_grid
 
     if not speed > 0 or not math.isfinite(speed):
         raise InvalidConfigError(f"--speed must be a positive number, got {speed}")
+    if virtual_clock and stop_at is not None:
+        raise InvalidConfigError("--stop-at reads the real clock: not with --virtual-clock")
     refuse_replayed(results_dir, replay=True)
     store = ResultStore(results_dir)
     source = records_name or "the budgets"
     store.save_text(REPLAY_MARKER, f"a replay of grid {grid.name} from {source}\n")
     every = list(cells) if cells is not None else grid_cells(grid, datasets)
-    run = ReplayRun(model or replay_model(every, records), float(speed), records_name)
+    clock = VirtualClock() if virtual_clock else None
+    run = ReplayRun(model or replay_model(every, records), float(speed), records_name,
+                    clock)
     expected = None
     if stop_at is not None:  # as a real run: the stored cells' wall times (grid seconds)
         from bnsl_dist.pipeline.forecast import estimate_from_store
@@ -234,8 +249,20 @@ def replay_grid(client: Any, grid: GridConfig, results_dir: str | os.PathLike[st
         stop_at = now + (stop_at - now) / speed
         left = estimate_from_store(results_dir, every, store.status(c.key for c in every))
         expected = {k: None if s is None else s / speed for k, s in left.items()}
-    with registered(run) as token:
+    with registered(run) as token, _driven(clock, client):
+        compute = replay_compute(token)
+        if clock is not None:  # the makespan and the spans in simulated seconds
+            compute.update(clock=clock.now, task_spans=clock.spans, on_submitted=clock.arm)
         return run_grid(client, grid, results_dir, progress=progress, report=report,
                         warmup=False, datasets=datasets, stop_at=stop_at,
-                        expected=expected, compute=replay_compute(token), time_scale=speed,
-                        **kwargs)
+                        expected=expected, compute=compute,
+                        time_scale=1.0 if clock is not None else speed, **kwargs)
+
+
+@contextmanager
+def _driven(clock: VirtualClock | None, client: Any) -> Iterator[None]:
+    if clock is None:
+        yield
+        return
+    with clock.running(client):
+        yield

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -37,26 +38,33 @@ def grid(built: bool = True, durations: list[float] = DURATIONS) -> GridConfig:
         "seeds": [0], "budget": {"seconds": 1}})
 
 
-def list_schedule(durations: list[float], workers: int, start: float) -> tuple[list[list[float]], float]:
+def list_schedule(durations: list[float], workers: int, start: float
+                  ) -> tuple[list[list[float]], float, dict[float, tuple[float, float]]]:
     """Longest first, each to the worker free first (the lower number on a tie): the
-    cells each worker runs, in order, and the makespan."""
+    cells each worker runs, in order, the makespan, and each duration's (start, end)
+    (the durations distinct)."""
     free = [start] * workers
     runs: list[list[float]] = [[] for _ in range(workers)]
+    when: dict[float, tuple[float, float]] = {}
     for d in sorted(durations, reverse=True):
         w = min(range(workers), key=lambda i: (free[i], i))
         runs[w].append(d)
+        when[d] = (free[w], free[w] + d)
         free[w] += d
-    return runs, max(free)
+    return runs, max(free), when
 
 
-def replay_stream(tmp_path, g: GridConfig, workers: int = 2, threads: int = 1):
+def replay(tmp_path, g: GridConfig, workers: int = 2, threads: int = 1, **kw):
+    """Replay ``g`` (every cache fanned out), on the simulated clock unless ``speed``
+    is given: the summary, reports/summary.json, and the task stream."""
     from bnsl_dist.orchestrate.replay import replay_client, replay_grid
 
+    kw = kw or {"virtual_clock": True}
     with replay_client(workers, threads) as client:
-        summary = replay_grid(client, g, tmp_path, None, speed=SPEED, fan_out_seconds=0.0)
+        summary = replay_grid(client, g, tmp_path, None, fan_out_seconds=0.0, **kw)
         stream = client.get_task_stream()
     assert len(summary.computed) == len(g.algorithms) and not summary.failed
-    return stream, json.loads((tmp_path / "reports" / "summary.json").read_text())
+    return summary, json.loads((tmp_path / "reports" / "summary.json").read_text()), stream
 
 
 def computes(stream, keys) -> dict[str, list[tuple[float, float, str]]]:
@@ -70,81 +78,148 @@ def computes(stream, keys) -> dict[str, list[tuple[float, float, str]]]:
     return {w: sorted(v) for w, v in out.items()}
 
 
-def test_a_replay_reproduces_the_list_schedule_of_a_small_grid(tmp_path):
-    """Two workers, seven cells on a given cache: each worker runs the cells the
-    independent list schedule (longest first, to the worker free first) gives it, in
-    that order, and the makespan is the list schedule's (within Dask's overhead x the
-    speed); the summary's bound and utilisation are the run's."""
+def cell_times(summary, cells) -> dict[float, tuple[float, float]]:
+    """Each cell's budget -> its (start, end) on the simulated clock (to 1e-9 s)."""
+    out = {}
+    for key, c in cells.items():
+        ((a, b),) = summary.spans[key]
+        out[c.budget_seconds] = (round(a, 9), round(b, 9))
+    return out
+
+
+def rounded(when: dict[float, tuple[float, float]]) -> dict[float, tuple[float, float]]:
+    return {d: (round(a, 9), round(b, 9)) for d, (a, b) in when.items()}
+
+
+def test_a_replay_on_a_simulated_clock_reproduces_the_list_schedule_of_a_small_grid(tmp_path):
+    """Two workers, seven cells on a given cache, on the simulated clock: each cell
+    starts and ends exactly when the independent list schedule (longest first, to the
+    worker free first) starts and ends it, whatever the machine's load — the same in a
+    second replay; each worker runs the list schedule's cells in its order; the
+    summary's makespan is the list schedule's (19.4 s), and its bound, utilisation and
+    efficiency follow from the cells' seconds."""
     g = grid(built=False)
     cells = {f"cell-{c.key}": c for c in expand_grid(g)}
-    stream, report = replay_stream(tmp_path, g)
-    expected, makespan = list_schedule(DURATIONS, 2, start=0.0)
-    got = sorted([cells[k].budget_seconds for _, _, k in runs]
-                 for runs in computes(stream, cells).values())
-    assert got == sorted(expected)
-    assert report["workers"] == 2 and report["time_scale"] == SPEED
-    assert makespan <= report["makespan_s"] <= makespan + 2.0  # 0.4 s of real overhead
-    assert sum(DURATIONS) <= report["busy_s"] <= sum(DURATIONS) + 1.0
-    assert report["lower_bound_s"] == pytest.approx(report["busy_s"] / 2, abs=1e-3)  # both rounded to ms
-    assert report["utilisation"] == pytest.approx(
-        report["busy_s"] / (2 * report["makespan_s"]), abs=1e-3)
-    assert report["efficiency"] == pytest.approx(
-        report["lower_bound_s"] / report["makespan_s"], abs=1e-3)
-    assert report["scheduler_ms_per_task"] > 0 and report["client_peak_rss_bytes"] > 0
-    recs = ResultStore(tmp_path).read_results()
+    runs, makespan, when = list_schedule(DURATIONS, 2, start=0.0)
+    assert makespan == pytest.approx(19.4)
+    for folder in ("a", "b"):
+        summary, report, stream = replay(tmp_path / folder, g)
+        assert cell_times(summary, cells) == rounded(when)
+        got = sorted([cells[k].budget_seconds for _, _, k in rs]  # on the workers' clocks
+                     for rs in computes(stream, cells).values())
+        assert got == sorted(runs)
+        assert report["workers"] == 2 and report["time_scale"] == 1.0
+        assert report["makespan_s"] == pytest.approx(makespan)
+        assert report["busy_s"] == pytest.approx(sum(DURATIONS))
+        assert report["lower_bound_s"] == pytest.approx(sum(DURATIONS) / 2)
+        assert report["utilisation"] == pytest.approx(sum(DURATIONS) / (2 * makespan), abs=1e-4)
+        assert report["efficiency"] == pytest.approx(sum(DURATIONS) / 2 / makespan, abs=1e-4)
+        assert report["scheduler_ms_per_task"] > 0 and report["client_peak_rss_bytes"] > 0
+        assert report["planning_s"] >= 0
+    recs = ResultStore(tmp_path / "a").read_results()
     assert {r.status for r in recs} == {"replayed"}
     assert all(r.best_score is None or math.isnan(r.best_score) for r in recs)  # no score
     assert sorted(r.wall_seconds for r in recs) == sorted(DURATIONS)
     assert {r.outputs["replay"]["seconds_from"] for r in recs} == {"budget"}
 
 
+def test_a_replay_in_real_time_keeps_the_list_schedule_on_the_workers_clocks(tmp_path):
+    """The same grid replayed in real time at speed 5: each worker runs the list
+    schedule's cells in its order (distinct enough to survive a loaded machine), the
+    summary reads in grid seconds (x 5) and never beats the list schedule."""
+    g = grid(built=False)
+    cells = {f"cell-{c.key}": c for c in expand_grid(g)}
+    _, report, stream = replay(tmp_path, g, speed=SPEED)
+    runs, makespan, _ = list_schedule(DURATIONS, 2, start=0.0)
+    got = sorted([cells[k].budget_seconds for _, _, k in rs]
+                 for rs in computes(stream, cells).values())
+    assert got == sorted(runs)
+    assert report["time_scale"] == SPEED
+    assert report["makespan_s"] >= makespan and report["busy_s"] >= sum(DURATIONS)
+
+
+def test_the_makespan_runs_from_the_first_task_submitted(tmp_path):
+    """Planning (here a cost model taking 0.3 s a cell, so seconds before the first
+    submission) is reported apart, in the summary's ``planning_seconds``, and not in
+    its makespan (``cells_seconds``): before, the makespan's clock started before
+    planning."""
+    from functools import partial
+
+    from bnsl_dist.orchestrate.cells import run_cells
+    from bnsl_dist.orchestrate.replay import (
+        ReplayRun,
+        _run_cell,
+        registered,
+        replay_client,
+    )
+    from bnsl_dist.pipeline.plan import replay_model
+
+    def slow_cost(cell):
+        time.sleep(0.3)
+        return cell.budget_seconds
+
+    cells = expand_grid(grid(built=False, durations=[0.01, 0.02]))
+    run = ReplayRun(replay_model(cells), 1.0, "")
+    with registered(run) as token, replay_client(2, 1) as client:
+        summary = run_cells(client, cells, ResultStore(tmp_path), cache_path=lambda c: None,
+                            run=partial(_run_cell, token), cost=slow_cost)
+    assert len(summary.computed) == 2
+    assert summary.planning_seconds >= 0.6
+    assert summary.cells_seconds < summary.planning_seconds
+    assert summary.seconds >= summary.planning_seconds + summary.cells_seconds - 1e-6
+
+
 def test_a_replayed_cache_is_fanned_out_and_precedes_its_cells(tmp_path):
-    """The cache (16 variables x 0.5 s, fanned out on two workers) runs as batches of
-    its variables' seconds, the cells only after its storing task; the makespan is at
-    least the cache's work shared by two plus the cells' list schedule after it, and the
-    summary's bound counts the cache before the cells."""
+    """The cache (16 variables x 0.5 s, fanned out on two workers as guided batches:
+    four of 2 variables, eight of 1) runs on the simulated clock as the list schedule
+    of its batches (largest first: done at 4 s), its storing task at that instant, then
+    the cells as their list schedule from there; the summary's bound counts the cache
+    before the cells."""
+    from bnsl_dist.pipeline.cost import guided_batches
+
     g = grid(built=True)
     cells = {f"cell-{c.key}": c for c in expand_grid(g)}
-    stream, report = replay_stream(tmp_path, g)
-    parts = {str(r["key"]) for r in stream if str(r["key"]).startswith("cache-part-")}
-    batches = [b - a for runs in computes(stream, parts).values() for a, b, _ in runs]
-    assert sum(batches) * SPEED == pytest.approx(16 * PER_VARIABLE, rel=0.1)
-    last_batch = max(b for runs in computes(stream, parts).values() for _, b, _ in runs)
-    first_cell = min(a for runs in computes(stream, cells).values() for a, _, _ in runs)
-    assert first_cell >= last_batch
-    cache_done = 16 * PER_VARIABLE / 2
-    assert report["makespan_s"] >= cache_done + list_schedule(DURATIONS, 2, 0.0)[1] - 0.5
-    assert report["lower_bound_s"] >= cache_done + min(DURATIONS) - 0.5
+    summary, report, _ = replay(tmp_path, g)
+    sizes = [len(b) for b in guided_batches(range(16), 2)]
+    parts = {k: ss for k, ss in summary.spans.items() if k.startswith("cache-part-")}
+    assert sorted(b - a for ((a, b),) in parts.values()) == \
+        pytest.approx(sorted(n * PER_VARIABLE for n in sizes))
+    # the batches' seconds, distinct only by size: their list schedule's end
+    free = [0.0, 0.0]
+    for d in sorted((n * PER_VARIABLE for n in sizes), reverse=True):
+        free[free.index(min(free))] += d
+    cache_done = max(free)
+    assert cache_done == pytest.approx(16 * PER_VARIABLE / 2)
+    assert max(b for ((_, b),) in parts.values()) == pytest.approx(cache_done)
+    (store_key,) = [k for k in summary.spans if k.startswith("cache-") and k not in parts]
+    assert summary.spans[store_key] == [pytest.approx((cache_done, cache_done))]
+    _, makespan, when = list_schedule(DURATIONS, 2, start=cache_done)
+    assert cell_times(summary, cells) == rounded(when)
+    assert report["makespan_s"] == pytest.approx(makespan)
+    assert report["lower_bound_s"] == pytest.approx(cache_done + sum(DURATIONS) / 2)
 
 
 @pytest.mark.parametrize(("workers", "threads"), [(2, 1), (1, 2)])
 def test_cells_of_a_cache_run_as_the_list_schedule_after_it(tmp_path, workers, threads):
     """Four cells (10, 8, 6, 5 s) waiting on a fanned-out cache, two worker threads (two
-    workers, or one of two threads): once the cache is stored, each free thread takes
-    the longest cell left (the independent list schedule: 10 then 5, 8 then 6; 15 s),
-    and the cache's 8 s of batches are spread over both threads (its batches sized for
-    two threads, not for one worker). Given to workers as soon as they were ready (too
-    few to be queued by Dask's own rule), the cells spanned 15.9 s; and one worker of two
-    threads built the cache as one task."""
+    workers, or one of two threads), on the simulated clock: once the cache is stored,
+    each free thread takes the longest cell left (the independent list schedule: 10
+    then 5, 8 then 6; 15 s), and the cache's 8 s of batches are spread over both threads
+    (its batches sized for two threads, not for one worker: 4 s). Given to workers as
+    soon as they were ready (too few to be queued by Dask's own rule), the cells
+    spanned 15.9 s; and one worker of two threads built the cache as one task."""
     durations = [10.0, 8.0, 6.0, 5.0]
     g = grid(built=True, durations=durations)
     cells = {f"cell-{c.key}": c for c in expand_grid(g)}
-    stream, report = replay_stream(tmp_path, g, workers, threads)
-    parts = {str(r["key"]) for r in stream if str(r["key"]).startswith("cache-part-")}
+    summary, report, _ = replay(tmp_path, g, workers, threads)
+    parts = [ss for k, ss in summary.spans.items() if k.startswith("cache-part-")]
     assert len(parts) > 2  # guided batches for two threads
-    runs = [sorted(r["startstops"][0]["start"] for r in stream if str(r["key"]) in parts)]
-    assert runs[0][1] - runs[0][0] < 0.5 / SPEED  # two batches at once
-    order = sorted(([cells[k].budget_seconds for _, _, k in rs]
-                    for rs in computes(stream, cells).values()), key=lambda o: -o[0])
-    if threads > 1:  # one worker: its two threads' cells interleave in one list
-        order = [sorted(order[0], reverse=True)]
-        assert order == [[10.0, 8.0, 6.0, 5.0]]
-    else:
-        expected, makespan = list_schedule(durations, 2, start=0.0)
-        assert order == expected == [[10.0, 5.0], [8.0, 6.0]]
-    cells_span = max(b for rs in computes(stream, cells).values() for _, b, _ in rs) \
-        - min(a for rs in computes(stream, cells).values() for a, _, _ in rs)
-    assert 15.0 - 0.2 <= cells_span * SPEED <= 15.0 + 0.6  # the workers' clocks differ
+    cache_done = 16 * PER_VARIABLE / 2
+    assert max(b for ((_, b),) in parts) == pytest.approx(cache_done)
+    _, makespan, when = list_schedule(durations, 2, start=cache_done)
+    assert makespan - cache_done == pytest.approx(15.0)
+    assert cell_times(summary, cells) == rounded(when)
+    assert report["makespan_s"] == pytest.approx(makespan)
 
 
 def test_a_replayed_folder_resumes_and_refuses_a_real_run(tmp_path):
@@ -171,3 +246,32 @@ def test_a_replayed_folder_resumes_and_refuses_a_real_run(tmp_path):
     res = CliRunner().invoke(main, ["grid", "run", str(tmp_path / "grid.yaml"), "--results",
                                     str(real), "--replay", str(records), "--workers", "2"])
     assert res.exit_code == 2 and "holds real results" in res.output
+
+
+def test_grid_run_replays_on_a_simulated_clock(tmp_path):
+    """``grid run --replay R --virtual-clock``: the records of a first replay (the cells'
+    budgets as wall seconds) replayed on the simulated clock give the list schedule's
+    makespan exactly; ``--virtual-clock`` without ``--replay``, or with ``--stop-at``:
+    one line, exit 2."""
+    from bnsl_dist.orchestrate.replay import replay_client, replay_grid
+    from bnsl_dist.results.export import export_records
+
+    g = grid(built=False)
+    (tmp_path / "grid.yaml").write_text(json.dumps(g.model_dump(mode="json")))
+    with replay_client(2) as client:
+        replay_grid(client, g, tmp_path / "first", None, virtual_clock=True)
+    records = tmp_path / "records.parquet"
+    export_records(tmp_path / "first", records)
+    base = ["grid", "run", str(tmp_path / "grid.yaml"), "--no-progress"]
+    res = CliRunner().invoke(main, [*base, "--results", str(tmp_path / "r"), "--replay",
+                                    str(records), "--workers", "2", "--virtual-clock"])
+    assert res.exit_code == 0, res.output
+    assert "on a simulated clock" in res.output
+    report = json.loads((tmp_path / "r" / "reports" / "summary.json").read_text())
+    assert report["makespan_s"] == pytest.approx(list_schedule(DURATIONS, 2, 0.0)[1])
+    res = CliRunner().invoke(main, [*base, "--results", str(tmp_path / "s"),
+                                    "--virtual-clock"])
+    assert res.exit_code == 2 and "--virtual-clock: only with --replay" in res.output
+    res = CliRunner().invoke(main, [*base, "--results", str(tmp_path / "t"), "--replay",
+                                    str(records), "--virtual-clock", "--stop-at", "1h"])
+    assert res.exit_code == 2 and "--stop-at" in res.output

@@ -1,0 +1,154 @@
+"""A replay's simulated clock: the real scheduler path, time advancing only when nothing
+but the clock can move the run on (a discrete-event replay).
+
+A replay's tasks normally sleep their grid seconds ÷ the speed in real time, so its
+schedule carries Dask's real overhead and the machine's load
+(:mod:`bnsl_dist.orchestrate.replay`). With a :class:`VirtualClock` each task instead
+waits on the clock until a simulated time ("now" plus its grid seconds). The clock
+moves to the earliest of those wake-ups, waking that one task only (ties: the lowest
+task key), and only when the cluster is *quiescent* — checked on the event loop that
+the scheduler and the in-process workers share (:func:`replay_client`'s cluster), so
+no transition is half done:
+
+* every task a worker is computing is waiting on the clock (none is starting, or
+  ending, with its result still to report);
+* the scheduler's tasks on each worker are exactly what that worker is computing or
+  holds ready, and a worker holds ready tasks only when its threads are all taken
+  (no message between them in flight, no free thread about to take a task);
+* no task is queued on the scheduler while a worker has a free slot;
+* the client has submitted the whole graph (:meth:`VirtualClock.arm`, called by
+  :func:`~bnsl_dist.orchestrate.cells.run_cells` once it has).
+
+Everything else is the real code path — the expansion, the cache tasks and batches,
+their dependencies, Dask's queueing by priority, the store — so the schedule it gives
+(each task's simulated start and end, :meth:`VirtualClock.spans`) is the one the
+scheduler makes when every task takes exactly its grid seconds, whatever the load of
+the machine replaying it: the same on every run. What it leaves out is Dask's own cost
+per task in real time, which a real-clock replay measures.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["VirtualClock", "quiescent"]
+
+#: Real seconds between two checks for quiescence on the event loop.
+CHECK_EVERY = 0.001
+
+
+def quiescent(scheduler: Any, workers: list[Any], sleeping: set[str]) -> bool:
+    """Whether nothing on ``scheduler`` and its in-process ``workers`` (Dask objects,
+    read on their event loop) will happen until one of the tasks ``sleeping`` (keys)
+    wakes: see the module's docstring."""
+    free_slot = False
+    computing: set[str] = set()
+    by_address = {w.address: w for w in workers}
+    for address, ws in scheduler.workers.items():
+        worker = by_address.get(address)
+        if worker is None:  # a worker of another process: cannot be read here
+            return False
+        st = worker.state
+        executing = {ts.key for ts in st.executing}
+        held = executing | {ts.key for ts in st.ready} | {ts.key for ts in st.constrained}
+        if {ts.key for ts in ws.processing} != held:
+            return False  # a task assigned, or a result reported, still in flight
+        if len(held) > len(executing) and len(executing) < st.nthreads:
+            return False  # a free thread about to take a ready task
+        free_slot = free_slot or len(ws.processing) < ws.nthreads
+        computing |= executing
+    if computing != sleeping:
+        return False  # a task starting, or ending with its result to report
+    return not (free_slot and len(scheduler.queued))
+
+
+class VirtualClock:
+    """Simulated seconds from 0, advanced only at quiescence (the module's docstring).
+
+    ``sleep(seconds)`` in a task blocks its worker thread until the clock reaches its
+    wake-up; :meth:`spans` gives each task's (start, stop) in simulated seconds.
+    :meth:`running` drives it on ``client``'s in-process cluster while a block runs."""
+
+    def __init__(self) -> None:
+        self._now = 0.0
+        self._cond = threading.Condition()
+        self._wakeups: list[tuple[float, str]] = []  # heap of (time, key)
+        self._sleeping: set[str] = set()
+        self._spans: dict[str, list[tuple[float, float]]] = {}
+        self._armed = False
+
+    def now(self) -> float:
+        with self._cond:
+            return self._now
+
+    def arm(self) -> None:
+        """The client has submitted every task: the clock may advance."""
+        with self._cond:
+            self._armed = True
+
+    def sleep(self, seconds: float) -> float:
+        """Wait ``seconds`` of simulated time in the task running in this thread (a
+        Dask task's key names it); returns ``seconds``."""
+        from distributed.worker import thread_state
+
+        key = str(thread_state.key)
+        with self._cond:
+            start = self._now
+            wake = start + max(0.0, seconds)
+            if wake > start:
+                self._sleeping.add(key)
+                heapq.heappush(self._wakeups, (wake, key))
+                while key in self._sleeping:
+                    self._cond.wait()
+            self._spans.setdefault(key, []).append((start, wake))
+        return max(0.0, seconds)
+
+    def spans(self) -> dict[str, list[tuple[float, float]]]:
+        """Task key -> its (start, stop) in simulated seconds, each time it ran."""
+        with self._cond:
+            return {k: list(v) for k, v in self._spans.items()}
+
+    def _tick(self, scheduler: Any, workers: list[Any]) -> None:
+        with self._cond:
+            if not self._armed or not self._wakeups \
+                    or not quiescent(scheduler, workers, self._sleeping):
+                return
+            wake, key = heapq.heappop(self._wakeups)
+            self._now = max(self._now, wake)
+            self._sleeping.discard(key)
+            self._cond.notify_all()
+
+    @contextmanager
+    def running(self, client: Any) -> Iterator[VirtualClock]:
+        """Check for quiescence every :data:`CHECK_EVERY` real seconds on the event loop
+        of ``client``'s in-process cluster (:func:`~bnsl_dist.orchestrate.replay.replay_client`)
+        while the block runs."""
+        from tornado.ioloop import PeriodicCallback
+
+        cluster = client.cluster
+        scheduler = cluster.scheduler
+        workers = list(cluster.workers.values())
+        pc = PeriodicCallback(lambda: self._tick(scheduler, workers), CHECK_EVERY * 1e3)
+        started = threading.Event()
+
+        def start() -> None:
+            pc.start()
+            started.set()
+
+        scheduler.loop.add_callback(start)
+        started.wait()
+        try:
+            yield self
+        finally:
+            stopped = threading.Event()
+
+            def stop() -> None:
+                pc.stop()
+                stopped.set()
+
+            scheduler.loop.add_callback(stop)
+            stopped.wait()
