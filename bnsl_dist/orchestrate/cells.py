@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -70,6 +71,19 @@ def unless_late(stop_at: float, expected: float, fn: Callable[..., Any], *args: 
 #: Seconds without any worker after which a grid gives up (workers seen before).
 NO_WORKER_TIMEOUT = 30.0
 
+#: Cells submitted and not yet stored at any time: at least :data:`MIN_WINDOW`, or
+#: :data:`WINDOW_PER_SLOT` per worker thread. The rest wait on the client, in priority
+#: order, and go as outcomes arrive: what the client, the scheduler and the workers
+#: hold for the cells in flight (futures, task states, graphs, results not yet
+#: gathered) stays bounded whatever the grid's size (100,000 cells:
+#: ``workflows/benchmarks/replay_rss.py``). Dask queues the cells by priority on the
+#: scheduler, so a window of many more cells than threads leaves the schedule as it
+#: was with every cell submitted (a window filled with cells waiting on caches not yet
+#: built would not: the caches are all submitted at once and come before all but the
+#: cheapest caches' cells).
+MIN_WINDOW = 2_000
+WINDOW_PER_SLOT = 4
+
 
 def connected_workers(client: Client) -> int | None:
     """Workers connected now; None when the scheduler does not answer."""
@@ -89,11 +103,24 @@ def _worker_slots(client: Client) -> tuple[int, int] | None:
     return len(workers), sum(int(w.get("nthreads", 1)) for w in workers.values())
 
 
+def _spans_on_scheduler(dask_scheduler: Any, since: float, prefixes: tuple[str, ...]
+                        ) -> dict[str, list[tuple[float, float]]]:
+    from distributed.diagnostics.task_stream import TaskStreamPlugin
+
+    plugin = dask_scheduler.plugins.get(TaskStreamPlugin.name)
+    return {} if plugin is None else task_seconds(plugin.buffer, since, prefixes)
+
+
 def _compute_spans(client: Client, since: float, prefixes: tuple[str, ...]
                    ) -> dict[str, list[tuple[float, float]]] | None:
     """Key -> (start, stop) of each compute of our tasks that started since ``since``
-    (:func:`~bnsl_dist.orchestrate.summary.task_seconds`); None when the scheduler does
+    (:func:`~bnsl_dist.orchestrate.summary.task_seconds`), worked out on the scheduler
+    (the task stream's records, some 1 KiB a task, stay there), else from the stream
+    sent to the client (a scheduler without this package); None when the scheduler does
     not answer."""
+    with contextlib.suppress(Exception):  # noqa: BLE001 - answered below, or None
+        spans = client.run_on_scheduler(_spans_on_scheduler, since=since, prefixes=prefixes)
+        return {k: [(a, b) for a, b in v] for k, v in spans.items()}
     try:
         stream = client.get_task_stream(start=since)
     except Exception:  # noqa: BLE001 - a lost scheduler
@@ -116,7 +143,7 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
               staging: Staging | None = None,
               clock: Callable[[], float] = time.perf_counter,
               task_spans: Callable[[], dict[str, list[tuple[float, float]]]] | None = None,
-              on_submitted: Callable[[], None] | None = None) -> GridSummary:
+              on_submitted: Callable[[bool], None] | None = None) -> GridSummary:
     """Run ``cells`` on the cluster and store each outcome as it arrives.
 
     A cell needing a cache that ``cache_path(cell)`` names but that does not exist yet
@@ -164,7 +191,9 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     sizing the caches and setting the priorities. A replay on a simulated clock
     (:mod:`~bnsl_dist.orchestrate.virtual_clock`) gives its ``clock``, the tasks'
     ``task_spans`` on it (else: the scheduler's task stream) and ``on_submitted``, called
-    once the whole graph is sent.
+    after each submission of cells with whether every cell is sent. At most
+    :data:`MIN_WINDOW` cells, or :data:`WINDOW_PER_SLOT` per worker thread, are in
+    flight: the others follow, in priority order, as outcomes are stored.
     """
     stage = staging or Staging(client, shared_fs=True)
     stage.check(r for c in cells for r in (c.data, c.holdout))
@@ -206,31 +235,41 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
             cache_futs[ck] = stage.build(build_cache, job, path, key=f"cache-{ck}",
                                          pure=False, priority=prio.caches[ck])
     futures: dict[Future, str] = {}
-    ordered = sorted(by_key.items(), key=lambda kc: prio.cells[kc[0]], reverse=True)
-    tasks = []
-    for key, c in ordered:  # a cell's key and its cache's are hashes: computed once
-        dep = cache_futs.get(c.cache_job.key)
-        task = stage.cell_task(run, c, dep)
-        if stop_at is not None:
-            task = (unless_late, stop_at, (expected or {}).get(key) or 0.0, *task)
-        tasks.append(queued_delayed(*task, key=f"cell-{key}", priority=prio.cells[key]))
-        if isinstance(dep, StagedFile):
-            dep = dep.future
-        if isinstance(dep, Future):
-            summary.deps[f"cell-{key}"] = [str(dep.key)]
-    # one graph, each cell queued on the scheduler (:mod:`.queued`), which hands it to the
-    # first free thread in priority order (cells submitted one by one, or given to
-    # workers when ready, queued there behind others: tests/orchestrate/test_replay.py)
-    for fut, (key, _) in zip(client.compute(tasks, optimize_graph=False), ordered,
-                             strict=True):
-        futures[fut] = key
-    del cache_futs, tasks  # cells hold their cache futures; the graphs are sent
-    if on_submitted is not None:
-        on_submitted()
+    ordered = sorted(by_key, key=prio.cells.__getitem__, reverse=True)
+    sent: list[int] = []
+
+    def submit(keys: Sequence[str]) -> list[Future]:
+        tasks = []
+        for key in keys:  # a cell's key and its cache's are hashes: computed once
+            c = by_key[key]
+            dep = cache_futs.get(c.cache_job.key)
+            task = stage.cell_task(run, c, dep)
+            if stop_at is not None:
+                task = (unless_late, stop_at, (expected or {}).get(key) or 0.0, *task)
+            tasks.append(queued_delayed(*task, key=f"cell-{key}", priority=prio.cells[key]))
+            if isinstance(dep, StagedFile):
+                dep = dep.future
+            if isinstance(dep, Future):
+                summary.deps[f"cell-{key}"] = [str(dep.key)]
+        # one graph, each cell queued on the scheduler (:mod:`.queued`), which hands it
+        # to the first free thread in priority order (cells submitted one by one, or
+        # given to workers when ready, queued there behind others:
+        # tests/orchestrate/test_replay.py)
+        out: list[Future] = client.compute(tasks, optimize_graph=False) if tasks else []
+        futures.update(zip(out, keys, strict=True))
+        sent.append(len(keys))
+        if on_submitted is not None and keys:
+            on_submitted(sum(sent) == len(ordered))
+        return out
+
+    window = max(MIN_WINDOW, WINDOW_PER_SLOT * (summary.threads or summary.workers))
+    submit(ordered[:window])
+    rest = iter(ordered[window:])
     with resumable_when_full(store.root, lambda: len(store.done_keys() & set(by_key)),
                              len(cells), lambda: client.cancel(list(futures))):
         lost = _drain(client, futures, by_key, store, summary, bar, on_result,
-                      no_worker_timeout)
+                      no_worker_timeout, lambda n: submit(list(itertools.islice(rest, n))))
+    cache_futs.clear()  # every cell sent: they hold their cache futures
     stage.wait()
     for err in stage.errors:  # the cells ran on the bytes; the next run rebuilds it
         print(f"could not write the cache {err}", file=sys.stderr)
@@ -266,8 +305,12 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
 def _drain(client: Client, futures: dict[Future, str], by_key: dict[str, Cell],
            store: ResultStore, summary: GridSummary, bar: Any,
            on_result: Callable[[CellResult], None] | None,
-           no_worker_timeout: float) -> str | None:
-    """Store outcomes as they come; the reason the cluster was lost, or None."""
+           no_worker_timeout: float,
+           refill: Callable[[int], list[Future]] = lambda n: []) -> str | None:
+    """Store outcomes as they come, and for each ``refill(n)`` more cells (their
+    futures joining the loop) before the outcomes' futures are released (so the
+    scheduler hears of the new cells first); the reason the cluster was lost, or
+    None."""
     ac = as_completed(list(futures), with_results=True)  # gathers in the background
     next_check = time.monotonic() + 1.0
     workerless_since: float | None = None
@@ -290,9 +333,11 @@ def _drain(client: Client, futures: dict[Future, str], by_key: dict[str, Cell],
         for fut, outcome in batch:
             key = futures.pop(fut)
             store_outcome(outcome, by_key[key], store, summary, bar, on_result)
-            fut.release()
             if bar is not None:
                 bar.advance(bar.task_ids[0])
+        ac.update(refill(len(batch)))
+        for fut, _ in batch:
+            fut.release()
     if summary.interrupted and connected_workers(client) is None:
         return "lost the scheduler"
     return None

@@ -25,6 +25,13 @@ sleep some 50 times longer, and the replay lasts minutes (the SEM grid on 16 wor
 efficiency 0.78 replayed in 20 s, 0.97 in 120 s; ``workflows/benchmarks/replay_scale.py``).
 The cluster has at most :data:`MAX_REPLAY_WORKERS` worker objects, more slots being more
 threads each (:func:`replay_layout`).
+
+``--virtual-clock`` (``replay_grid(virtual_clock=True)``) leaves real time out: each task
+waits its grid seconds on a simulated clock that moves only when nothing else in the
+cluster can happen (:mod:`~bnsl_dist.orchestrate.virtual_clock`), so the replay gives
+exactly the schedule Dask makes when every task takes its seconds, whatever the
+machine's load, as fast as the scheduler goes; Dask's own cost per task is what it does
+not show.
 """
 
 from __future__ import annotations

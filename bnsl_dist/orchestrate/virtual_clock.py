@@ -16,8 +16,11 @@ no transition is half done:
   holds ready, and a worker holds ready tasks only when its threads are all taken
   (no message between them in flight, no free thread about to take a task);
 * no task is queued on the scheduler while a worker has a free slot;
-* the client has submitted the whole graph (:meth:`VirtualClock.arm`, called by
-  :func:`~bnsl_dist.orchestrate.cells.run_cells` once it has).
+* the client has submitted the cells it can (:meth:`VirtualClock.arm`, called by
+  :func:`~bnsl_dist.orchestrate.cells.run_cells` after each submission) and, while it
+  still holds some back (its window of cells in flight), has taken every finished
+  cell's outcome (no cell is left in the scheduler's memory: it releases each once
+  stored, after sending the cells that replace it).
 
 Everything else is the real code path — the expansion, the cache tasks and batches,
 their dependencies, Dask's queueing by priority, the store — so the schedule it gives
@@ -41,10 +44,15 @@ __all__ = ["VirtualClock", "quiescent"]
 CHECK_EVERY = 0.001
 
 
-def quiescent(scheduler: Any, workers: list[Any], sleeping: set[str]) -> bool:
+def quiescent(scheduler: Any, workers: list[Any], sleeping: set[str],
+              client_waits: bool = False) -> bool:
     """Whether nothing on ``scheduler`` and its in-process ``workers`` (Dask objects,
     read on their event loop) will happen until one of the tasks ``sleeping`` (keys)
-    wakes: see the module's docstring."""
+    wakes: see the module's docstring. ``client_waits``: the client holds cells back
+    until it has taken the finished ones."""
+    cells = scheduler.task_prefixes.get("cell")
+    if client_waits and cells is not None and cells.states.get("memory", 0):
+        return False
     free_slot = False
     computing: set[str] = set()
     by_address = {w.address: w for w in workers}
@@ -80,15 +88,18 @@ class VirtualClock:
         self._sleeping: set[str] = set()
         self._spans: dict[str, list[tuple[float, float]]] = {}
         self._armed = False
+        self._all_sent = False
 
     def now(self) -> float:
         with self._cond:
             return self._now
 
-    def arm(self) -> None:
-        """The client has submitted every task: the clock may advance."""
+    def arm(self, all_sent: bool = True) -> None:
+        """The client has submitted what it can for now (``all_sent``: every task): the
+        clock may advance."""
         with self._cond:
             self._armed = True
+            self._all_sent = all_sent
 
     def sleep(self, seconds: float) -> float:
         """Wait ``seconds`` of simulated time in the task running in this thread (a
@@ -115,7 +126,8 @@ class VirtualClock:
     def _tick(self, scheduler: Any, workers: list[Any]) -> None:
         with self._cond:
             if not self._armed or not self._wakeups \
-                    or not quiescent(scheduler, workers, self._sleeping):
+                    or not quiescent(scheduler, workers, self._sleeping,
+                                     client_waits=not self._all_sent):
                 return
             wake, key = heapq.heappop(self._wakeups)
             self._now = max(self._now, wake)

@@ -123,6 +123,33 @@ def test_a_replay_on_a_simulated_clock_reproduces_the_list_schedule_of_a_small_g
     assert {r.outputs["replay"]["seconds_from"] for r in recs} == {"budget"}
 
 
+def test_a_window_of_cells_in_flight_keeps_the_list_schedule(tmp_path, monkeypatch):
+    """With at most two cells in flight on two workers (the window, here as small as
+    the cluster), the client sends the seven cells two first, then one per outcome, in
+    priority order, and the simulated schedule is still exactly the list schedule."""
+    from distributed import Client
+
+    import bnsl_dist.orchestrate.cells as cells_mod
+
+    monkeypatch.setattr(cells_mod, "MIN_WINDOW", 2)
+    monkeypatch.setattr(cells_mod, "WINDOW_PER_SLOT", 1)
+    sent: list[int] = []
+    compute = Client.compute
+
+    def counted(self, tasks, **kw):
+        sent.append(len(tasks))
+        return compute(self, tasks, **kw)
+
+    monkeypatch.setattr(Client, "compute", counted)
+    g = grid(built=False)
+    cells = {f"cell-{c.key}": c for c in expand_grid(g)}
+    summary, report, _ = replay(tmp_path, g)
+    assert sent == [2, 1, 1, 1, 1, 1]
+    _, makespan, when = list_schedule(DURATIONS, 2, start=0.0)
+    assert cell_times(summary, cells) == rounded(when)
+    assert report["makespan_s"] == pytest.approx(makespan)
+
+
 def test_a_replay_in_real_time_keeps_the_list_schedule_on_the_workers_clocks(tmp_path):
     """The same grid replayed in real time at speed 5: each worker runs the list
     schedule's cells in its order (distinct enough to survive a loaded machine), the

@@ -26,6 +26,9 @@ the client's memory).
 workers (the table of ``workflows/results/README.md``), ``plan_grids.json`` / ``.md``.
 ``--honesty``: a small grid really run on two workers, then replayed at speed 1 from its
 own records (``replay-honesty.json`` / ``.md``; real minutes).
+``--virtual I``: ``VIRTUAL[I]``, a whole grid on 16 to 1,024 workers, replayed on the
+simulated clock (:mod:`bnsl_dist.orchestrate.virtual_clock`): the schedule Dask makes of
+every task at exactly its seconds, whatever this machine's load.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ REPLAYS = (("sem-imputation-2018", None, 16), ("sem-imputation-2018", None, 64),
            ("kmax-2018", ("nltcs", "kdd", "plants", "baudio"), 64),
            ("asobs-ent-2018", ("nltcs", "msnbc"), 16),
            ("asobs-ent-2018", ("nltcs", "msnbc", "kdd", "plants"), 64))
+#: (grid, workers) replayed whole on the simulated clock (``--virtual I``).
+VIRTUAL = tuple((g, w) for g in GRIDS for w in WORKERS)
 
 
 def records(grid: str) -> Any:
@@ -90,6 +95,25 @@ def replay(grid: str, datasets: tuple[str, ...] | None, workers: int,
     return {"grid": grid, "datasets": list(datasets) if datasets else "all",
             "workers": workers, "cells": len(cells), "speed": round(speed, 1),
             "overhead_factor": overhead_factor(durations, speed),
+            "real_seconds": round(real, 1), "replay": report, "plan": planned.to_dict()}
+
+
+def replay_virtual(grid: str, workers: int) -> dict[str, Any]:
+    """``grid`` whole replayed on ``workers`` threads on the simulated clock
+    (``grid run --replay --virtual-clock``: every task exactly its grid seconds, Dask's
+    own cost per task left out), beside its plan."""
+    from bnsl_dist.orchestrate.replay import replay_client, replay_grid
+    from bnsl_dist.pipeline.plan import plan
+
+    g, cells = cells_of(grid, None)
+    recs = records(grid)
+    planned = plan(cells, workers, recs, grid=grid)
+    with tempfile.TemporaryDirectory() as tmp, replay_client(workers) as client:
+        t0 = time.perf_counter()
+        replay_grid(client, g, tmp, recs, records_name=f"{grid}-reduced", virtual_clock=True)
+        real = time.perf_counter() - t0
+        report = json.loads((Path(tmp) / "reports" / "summary.json").read_text())
+    return {"grid": grid, "workers": workers, "cells": len(cells),
             "real_seconds": round(real, 1), "replay": report, "plan": planned.to_dict()}
 
 
@@ -178,7 +202,8 @@ def _piece(r: dict[str, Any]) -> str:
     return "all" if r["datasets"] == "all" else ", ".join(r["datasets"])
 
 
-def report(plans: list[dict[str, Any]], replays: list[dict[str, Any]]) -> Path:
+def report(plans: list[dict[str, Any]], replays: list[dict[str, Any]],
+           virtual: list[dict[str, Any]] | None = None) -> Path:
     """``replay.json`` and ``replay.md``: the plans, the replays, and what
     :mod:`workflows.benchmarks.replay_scale` stored (the speed curve, the
     10,000-variable cache, the client's memory)."""
@@ -210,6 +235,22 @@ def report(plans: list[dict[str, Any]], replays: list[dict[str, Any]]) -> Path:
               f"{r['plan']['makespan_s'] / r['replay']['makespan_s']:.3f} | "
               f"{r['replay']['utilisation']:.3f} | "
               f"{r['replay']['scheduler_ms_per_task']:.2f} |" for r in replays]
+    if virtual:
+        lines += ["", "## Whole grids replayed on a simulated clock", "",
+                  "`--virtual I` (`grid run --replay --virtual-clock`): the real scheduler "
+                  "path, each task waiting exactly its grid seconds on a clock that moves "
+                  "only when nothing else can happen (Dask's own cost per task left out, "
+                  "and the machine's load with it). *fidelity*: plan makespan / replay "
+                  "makespan.", "",
+                  "| grid | workers | cells | tasks | real s | replay makespan (h) | plan "
+                  "makespan (h) | replay efficiency | plan efficiency | fidelity |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += [f"| {r['grid']} | {r['workers']} | {r['cells']} | {r['replay']['tasks']} | "
+                  f"{r['real_seconds']:g} | {r['replay']['makespan_s'] / 3600:.2f} | "
+                  f"{r['plan']['makespan_s'] / 3600:.2f} | {r['replay']['efficiency']:.3f} | "
+                  f"{r['plan']['efficiency']:.3f} | "
+                  f"{r['plan']['makespan_s'] / r['replay']['makespan_s']:.3f} |"
+                  for r in virtual]
     curve = _load("replay-curve").get("runs", [])
     if curve:
         lines += ["", "## The same replay, faster: the scheduler's cost against the tasks",
@@ -246,7 +287,8 @@ def report(plans: list[dict[str, Any]], replays: list[dict[str, Any]]) -> Path:
                   f"{r.get('real_seconds', r.get('seconds'))} | "
                   f"{(r.get('client_peak_rss_bytes') or r['peak_rss_bytes']) / 2**20:,.0f} |"
                   for r in rss]
-    return write_report("replay", {"plans": plans, "replays": replays}, lines)
+    return write_report("replay", {"plans": plans, "replays": replays,
+                                   "virtual": virtual or []}, lines)
 
 
 def main() -> None:
@@ -259,6 +301,9 @@ def main() -> None:
                     help=f"run REPLAYS[I] (0-{len(REPLAYS) - 1}), in place of its earlier run")
     ap.add_argument("--table", action="store_true",
                     help="only the plan of every paper grid on 64, 256 and 1,024 workers")
+    ap.add_argument("--virtual", type=int, action="append", default=[], metavar="I",
+                    help=f"replay VIRTUAL[I] (0-{len(VIRTUAL) - 1}) whole on the simulated "
+                         "clock, in place of its earlier run")
     ap.add_argument("--seconds", type=float, default=90.0,
                     help="about how long each Dask replay takes (real seconds)")
     ap.add_argument("--honesty", action="store_true",
@@ -289,9 +334,16 @@ def main() -> None:
         same = (g, "all" if d is None else list(d), w)
         replays = [x for x in replays if (x["grid"], x["datasets"], x["workers"]) != same]
         replays.append(r)
+    virtual = old.get("virtual", [])
+    for i in args.virtual:
+        g, w = VIRTUAL[i]
+        r = replay_virtual(g, w)
+        print(json.dumps(r), flush=True)
+        virtual = [x for x in virtual if (x["grid"], x["workers"]) != (g, w)] + [r]
+    virtual.sort(key=lambda r: VIRTUAL.index((r["grid"], r["workers"])))
     order = {(g, "all" if d is None else ", ".join(d), w): i for i, (g, d, w) in enumerate(REPLAYS)}
     replays.sort(key=lambda r: order.get((r["grid"], _piece(r), r["workers"]), len(order)))
-    print(report(plans, replays))
+    print(report(plans, replays, virtual))
 
 
 if __name__ == "__main__":
