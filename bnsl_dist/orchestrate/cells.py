@@ -291,6 +291,7 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
                 summary.task_span_seconds = max(b for _, b in flat) - min(a for a, _ in flat)
     else:
         summary.interrupted.extend(futures.values())
+        summary.interrupted.extend(rest)  # not sent: the rerun runs them
         with contextlib.suppress(Exception):
             client.cancel(list(futures))
     if summary.interrupted:
