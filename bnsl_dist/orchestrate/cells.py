@@ -217,6 +217,7 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
             del sizes[ck]
     prio = priorities(cells, sizes, summary.threads, cost)
     summary.planning_seconds = time.perf_counter() - p0
+    summary.submitted_at = time.perf_counter()
     t0 = clock()  # the makespan runs from the first task submitted
     # submitted in priority order too: an idle worker takes the first task that arrives
     for ck in sorted(sizes, key=prio.caches.__getitem__, reverse=True):

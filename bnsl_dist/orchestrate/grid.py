@@ -185,8 +185,11 @@ def run_grid(client: Client | None, grid: GridConfig, results_dir: str | os.Path
     -------
     GridSummary
         Also saved as ``reports/grid-run-<name>-<time>.json`` (utilisation included);
-        ``reports/summary.json``: the run's makespan, utilisation, lower bound and
-        efficiency (:func:`~bnsl_dist.orchestrate.summary.run_report`).
+        ``reports/summary.json``: the run's makespan (from the first task submitted),
+        utilisation, lower bound and efficiency
+        (:func:`~bnsl_dist.orchestrate.summary.run_report`), and ``planning_s``: the
+        real seconds before the first task was submitted (expansion, the stored cells,
+        the caches' sizes, the priorities).
 
     Raises
     ------
@@ -222,5 +225,7 @@ def run_grid(client: Client | None, grid: GridConfig, results_dir: str | os.Path
                                          summary.threads or summary.workers,
                                          summary.cells_seconds,
                                          scheduler_s=summary.scheduler_seconds,
-                                         scale=time_scale)}, indent=1) + "\n")
+                                         scale=time_scale),
+         "planning_s": None if summary.submitted_at is None
+         else round(summary.submitted_at - t0, 3)}, indent=1) + "\n")
     return summary

@@ -64,6 +64,7 @@ class GridSummary:
     deps: dict[str, list[str]] = field(default_factory=dict, repr=False)
     cells_seconds: float = 0.0  # run_cells: the first submission to the last result
     planning_seconds: float = 0.0  # run_cells: cache sizes and priorities, before it
+    submitted_at: float | None = None  # run_cells: perf_counter() at the first submission
     scheduler_seconds: float | None = None  # the scheduler's CPU seconds over run_cells
 
     @property
