@@ -287,6 +287,19 @@ def report(plans: list[dict[str, Any]], replays: list[dict[str, Any]],
                   f"{r.get('real_seconds', r.get('seconds'))} | "
                   f"{(r.get('client_peak_rss_bytes') or r['peak_rss_bytes']) / 2**20:,.0f} |"
                   for r in rss]
+    client = _load("replay-client-rss").get("runs", [])
+    if client:
+        lines += ["", "## The client's peak memory, the client alone", "",
+                  "Zero-second cells through `run_grid` on a scheduler and a 16-thread "
+                  "worker in processes of their own (`replay_rss --cells N`). Target: "
+                  "<= 1 GB with 100,000 cells.", "",
+                  "| cells | real s | client before (MiB) | client peak (MiB) | scheduler "
+                  "peak (MiB) | worker peak (MiB) |", "|---:|---:|---:|---:|---:|---:|"]
+        lines += [f"| {r['cells']:,} | {r['real_seconds']:g} | "
+                  f"{r['client_rss_before_bytes'] / 2**20:,.0f} | "
+                  f"{r['client_peak_rss_bytes'] / 2**20:,.0f} | "
+                  f"{r['scheduler_peak_rss_bytes'] / 2**20:,.0f} | "
+                  f"{r['worker_peak_rss_bytes'] / 2**20:,.0f} |" for r in client]
     return write_report("replay", {"plans": plans, "replays": replays,
                                    "virtual": virtual or []}, lines)
 
