@@ -63,7 +63,6 @@ def test_build_without_comments_and_info(data_file, tmp_path):
     (["--seconds-per-variable", "-1"],  # the model's check, as in learn
          "--seconds-per-variable: Input should be greater than 0"),
     (["--workers", "2", "--scheduler", "tcp://x:1"], "at most one of"),
-    (["--cache-dir", "somewhere"], "--cache-dir needs"),
     (["--scheduler-file", "none.json", "--workers", "2"], "at most one of"),
 ])
 def test_bad_options_are_one_line_exit_2(data_file, tmp_path, args, msg):
