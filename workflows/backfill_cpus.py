@@ -53,11 +53,7 @@ def backfill(path: Path, hosts: dict[str, int]) -> str:
     notes["cpus"] = (f"from hostname {host!r}: {hosts[host]} logical cores, given to "
                      f"workflows/backfill_cpus.py on {time.strftime('%Y-%m-%d')}")
     meta[_META_CONSTANTS] = canonical_json(constants).encode()
-    meta[_META_BACKFILLED] = canonical_json(notes).encode()
-    buf = io.BytesIO()
-    pq.write_table(table.replace_schema_metadata(meta), buf, compression="zstd",
-                   compression_level=_ZSTD_LEVEL)
-    atomic_write_bytes(path, buf.getvalue())
+    _write(path, table, meta, notes)
     return f"cpus = {hosts[host]} ({host})"
 
 
@@ -83,12 +79,18 @@ def _fill_rows(path: Path, table: pa.Table, meta: dict[bytes, bytes],
     notes["cpus"] = (f"{len(empty)} of {len(cpus)} rows, from hostname "
                      + ", ".join(f"{h!r}: {hosts[h]} logical cores" for h in given)
                      + f", given to workflows/backfill_cpus.py on {time.strftime('%Y-%m-%d')}")
+    _write(path, table, meta, notes)
+    return f"cpus = {', '.join(str(hosts[h]) for h in given)} on {len(empty)} rows"
+
+
+def _write(path: Path, table: pa.Table, meta: dict[bytes, bytes],
+           notes: dict[str, str]) -> None:
+    """Write ``table`` back to ``path`` atomically with ``meta`` and the backfill noted."""
     meta[_META_BACKFILLED] = canonical_json(notes).encode()
     buf = io.BytesIO()
     pq.write_table(table.replace_schema_metadata(meta), buf, compression="zstd",
                    compression_level=_ZSTD_LEVEL)
     atomic_write_bytes(path, buf.getvalue())
-    return f"cpus = {', '.join(str(hosts[h]) for h in given)} on {len(empty)} rows"
 
 
 def main(argv: list[str] | None = None) -> int:
