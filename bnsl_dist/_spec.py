@@ -137,7 +137,8 @@ class UniqueKeyLoader(yaml.SafeLoader):
                     None, None, f"duplicate key {key!r} (first on line {first + 1})",
                     key_node.start_mark)
             seen[key] = key_node.start_mark.line
-        return super().construct_mapping(node, deep)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep)
+        return mapping
 
 
 # ---------------------------------------------------------------------------- YAML files

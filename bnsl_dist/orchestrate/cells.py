@@ -209,7 +209,7 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     cpu0 = scheduler_cpu_seconds(client)
     by_key = {c.key: c for c in cells}
     sizes, first = cache_sizes(cells, cache_path, cost)
-    cache_futs: dict[str, Future | StagedFile | str | None] = {}
+    cache_futs: dict[str, Future[Any] | StagedFile | str | None] = {}
     for ck in first:
         path = cache_path(first[ck])
         if path is not None and Path(path).is_file():
@@ -235,11 +235,11 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
         else:
             cache_futs[ck] = stage.build(build_cache, job, path, key=f"cache-{ck}",
                                          pure=False, priority=prio.caches[ck])
-    futures: dict[Future, str] = {}
+    futures: dict[Future[Any], str] = {}
     ordered = sorted(by_key, key=prio.cells.__getitem__, reverse=True)
     sent: list[int] = []
 
-    def submit(keys: Sequence[str]) -> list[Future]:
+    def submit(keys: Sequence[str]) -> list[Future[Any]]:
         tasks = []
         for key in keys:  # a cell's key and its cache's are hashes: computed once
             c = by_key[key]
@@ -256,7 +256,7 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
         # to the first free thread in priority order (cells submitted one by one, or
         # given to workers when ready, queued there behind others:
         # tests/orchestrate/test_replay.py)
-        out: list[Future] = client.compute(tasks, optimize_graph=False) if tasks else []
+        out: list[Future[Any]] = client.compute(tasks, optimize_graph=False) if tasks else []
         futures.update(zip(out, keys, strict=True))
         sent.append(len(keys))
         if on_submitted is not None and keys:
@@ -304,11 +304,11 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     return summary
 
 
-def _drain(client: Client, futures: dict[Future, str], by_key: dict[str, Cell],
+def _drain(client: Client, futures: dict[Future[Any], str], by_key: dict[str, Cell],
            store: ResultStore, summary: GridSummary, bar: Any,
            on_result: Callable[[CellResult], None] | None,
            no_worker_timeout: float,
-           refill: Callable[[int], list[Future]] = lambda n: []) -> str | None:
+           refill: Callable[[int], list[Future[Any]]] = lambda n: []) -> str | None:
     """Store outcomes as they come, and for each ``refill(n)`` more cells (their
     futures joining the loop) before the outcomes' futures are released (so the
     scheduler hears of the new cells first); the reason the cluster was lost, or

@@ -27,8 +27,10 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from bnsl_dist._io import atomic_writer  # noqa: E402
 
+#: ``plt``: pyplot on the Agg backend set above, for the report modules that draw their own
+#: figures (imported from here, so the backend is set before pyplot is).
 __all__ = ["plot_delta_histogram", "plot_anytime", "plot_anytime_summary", "plot_top_p",
-           "plot_sweep", "save_figure"]
+           "plot_sweep", "save_figure", "plt"]
 
 
 def save_figure(fig: Figure, path: str | Path, dpi: int = 110) -> Path:
@@ -43,7 +45,8 @@ def save_figure(fig: Figure, path: str | Path, dpi: int = 110) -> Path:
 
 
 def _signed_log(x: np.ndarray) -> np.ndarray:
-    return np.sign(x) * np.log10(1.0 + np.abs(x))
+    out: np.ndarray = np.sign(x) * np.log10(1.0 + np.abs(x))
+    return out
 
 
 def delta_ticks(lim: float) -> list[float]:
@@ -81,7 +84,7 @@ def plot_delta_histogram(deltas: Sequence[float], path: str | Path, *, title: st
     if d.size:
         x = _signed_log(d)
         lim = max(1.2, float(np.abs(x).max()) * 1.05)
-        ax.hist(x, bins=np.linspace(-lim, lim, 41), color="#4477aa", edgecolor="white")
+        ax.hist(x, bins=np.linspace(-lim, lim, 41).tolist(), color="#4477aa", edgecolor="white")
     else:
         lim = 1.2
         ax.text(0.5, 0.5, "no paired experiments", transform=ax.transAxes, ha="center")

@@ -286,9 +286,8 @@ def delta_table(deltas: pd.DataFrame, comparison: Comparison) -> DeltaTable:
     by_size = "size" in comparison.columns
     by_k = "k" in comparison.columns
     sizes: list[str | None] = list(SIZE_CLASSES) if by_size else [None]
-    ks: list[object] = sorted({int(k) for k in deltas["k"].dropna()}) if by_k else [None]
-    if by_k and not ks:
-        ks = [None]
+    ks: list[int | None] = [*sorted({int(k) for k in deltas["k"].dropna()})] if by_k else []
+    ks = ks or [None]
     groups: dict[str, pd.DataFrame] = {}
     for sz in sizes:
         for k in ks:
