@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, fie
 
 from bnsl_dist.exceptions import BNSLError, InvalidConfigError
 
-__all__ = ["Spec", "NoBoolModel", "make", "field_path", "error_lines", "misplaced_bool",
+__all__ = ["Spec", "NoBoolModel", "ConfigModel", "distinct", "make", "field_path", "error_lines", "misplaced_bool",
            "UniqueKeyLoader", "format_validation_error", "load_yaml_model"]
 
 
@@ -67,6 +67,21 @@ class Spec(NoBoolModel):
         """The spec as plain JSON data (what its JSON text parses to)."""
         out: dict[str, Any] = json.loads(self.model_dump_json())
         return out
+
+
+class ConfigModel(NoBoolModel):
+    """A section of a YAML file (grid, cluster): frozen, unknown keys rejected."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def distinct(v: tuple[Any, ...], what: str) -> tuple[Any, ...]:
+    """``v`` when it is non-empty and without duplicates (``what``: its plural name)."""
+    if not v:
+        raise ValueError(f"at least one of the {what} is required")
+    if len(set(v)) != len(v):
+        raise ValueError(f"duplicate {what} in {list(v)}")
+    return v
 
 
 S = TypeVar("S", bound=BaseModel)

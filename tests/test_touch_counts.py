@@ -56,7 +56,8 @@ def test_each_count_is_the_files_it_lists_and_each_file_exists():
                 assert concrete.is_file(), f"{change}: no file bnsl_dist/{f}"
     limits = {"a new optimizer": 3, "a new optimizer with numba kernels": 3,
               "a new local score": 2, "a new data format": 1,
-              "a new grid axis of a task kind": 3}
+              "a new grid axis of a task kind": 3,
+              "a new task kind of a grid (grid `kind`)": 3}
     for change, limit in limits.items():
         assert rows[change][0] <= limit, change
 
@@ -75,7 +76,8 @@ def test_a_new_axis_of_a_kind_is_its_task_module_alone(monkeypatch):
     """A throwaway axis of SEM grids (EM iteration caps 1 and 2 for every rate) made in
     ``pipeline/tasks/sem.py`` alone — its expansion and its ``AXES`` — reaches the
     grid's cells, ``grid status --by`` and the replay's twins, with nothing else
-    changed (the YAML field and the report are the table's other two files)."""
+    changed (its YAML field is the same module's section; the report is the table's
+    other file)."""
     grid = _sem_grid()
     plain = expand_grid(grid)
     real = sem_task.grid_tasks
@@ -129,6 +131,128 @@ def test_running_a_cell_names_no_kind():
     assert run_mod._task_hook("inference", "outputs") is inference.outputs
     assert run_mod._task_hook("search", "outputs") is None
     assert run_mod._task_hook("impute", "run_cell") is None  # no module of its own
+
+
+# ------------------------------------------------------------------ a grid kind
+_ECHO = '''"""A throwaway grid kind: each algorithm entry's search repeated by an axis."""
+from typing import Any, ClassVar, Literal
+
+from pydantic import PositiveInt
+
+from bnsl_dist._spec import ConfigModel
+from bnsl_dist.pipeline.tasks import GridTask, register_task
+from bnsl_dist.search.spec import SearchSpec
+
+
+class EchoConfig(ConfigModel):
+    repeats: tuple[PositiveInt, ...]
+
+
+GRID_SECTION = EchoConfig
+
+
+@register_task
+class EchoTask(GridTask):
+    kind: Literal["echo"] = "echo"
+    search: SearchSpec
+    repeat: int
+    AXES: ClassVar[tuple[str, ...]] = ("repeat",)
+
+    def axes(self) -> dict[str, Any]:
+        return {"repeat": self.repeat}
+
+
+def grid_tasks(grid, label, search, holdout):
+    return [{"kind": "echo", "search": search, "repeat": r}
+            for r in grid.section("echo").repeats]
+
+
+def check_grid(grid):
+    if len(grid.section("echo").repeats) > 3:
+        raise ValueError("at most 3 repeats")
+
+
+def outputs(cell, data, best, order):
+    return {}
+'''
+
+_ECHO_RUN = '''
+import json, sys
+from bnsl_dist.pipeline.cell import Cell
+from bnsl_dist.pipeline.config import GridConfig
+from bnsl_dist.pipeline.grid import count_by, expand_grid, status_fields
+from bnsl_dist.pipeline.run import _task_hook
+from bnsl_dist.results.store import StoreStatus
+
+base = {"name": "e", "datasets": [{"name": "nltcs"}], "seeds": [0, 1],
+        "cache": {"method": "sequential", "max_indegree": 1},
+        "algorithms": [{"name": "hc-tabu"}], "budget": {"iterations": 5}}
+grid = GridConfig.model_validate({**base, "kind": "echo", "echo": {"repeats": [1, 2]}})
+cells = expand_grid(grid)
+back = [Cell.model_validate(c.json_dict()) for c in cells]
+errors = []
+for bad in ({**base, "kind": "echo", "echo": {"repeats": [1, 2, 3, 4]}},
+            {**base, "echo": {"repeats": [1]}}, {**base, "kind": "echo"},
+            {**base, "kind": "nope"}):
+    try:
+        GridConfig.model_validate(bad)
+    except ValueError as exc:
+        errors.append(exc.errors()[0]["msg"].removeprefix("Value error, "))
+st = StoreStatus(done=(cells[0].key,), failed=(), pending=tuple(c.key for c in cells[1:]))
+print(json.dumps({
+    "cells": [[c.kind, c.task.repeat, c.seed] for c in cells],
+    "keys": len({c.key for c in cells}), "round_trip": [b.key for b in back] == [c.key for c in cells],
+    "dump": grid.model_dump(mode="json")["echo"], "axis": "repeat" in status_fields(),
+    "by": [[r["repeat"], r["done"], r["total"]] for r in count_by(cells, st, ["repeat"])],
+    "outputs": _task_hook("echo", "outputs") is sys.modules["bnsl_dist.pipeline.tasks.echo"].outputs,
+    "errors": errors}))
+'''
+
+
+def test_a_new_grid_kind_is_its_task_module(tmp_path):
+    """A throwaway grid kind (``echo``: its YAML section, its task with a grid axis, its
+    ``grid_tasks``, ``check_grid`` and ``outputs``) in one module dropped into
+    ``pipeline/tasks/`` is a grid kind with nothing else changed: the grid YAML takes its
+    kind and section (and refuses them apart), its cells are made, keyed and read back,
+    ``grid status --by`` counts by its axis and ``run_cell`` finds its hook. (A copy of
+    the package with the module added, in a fresh process: the cell's union and the grid
+    model are made when the package is imported.)"""
+    import json
+    import os
+    import shutil
+    import subprocess
+
+    shutil.copytree(PKG, tmp_path / "bnsl_dist",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "bnsl_dist/pipeline/tasks/echo.py").write_text(_ECHO, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", _ECHO_RUN], capture_output=True, text=True,
+                         check=True, cwd=tmp_path, env=env)
+    got = json.loads(out.stdout)
+    assert got["cells"] == [["echo", r, s] for r in (1, 2) for s in (0, 1)]
+    assert got["keys"] == 4 and got["round_trip"] and got["axis"] and got["outputs"]
+    assert got["dump"] == {"repeats": [1, 2]}
+    assert got["by"] == [[1, 1, 2], [2, 0, 2]]
+    assert got["errors"] == [
+        "at most 3 repeats", "an 'echo' section needs kind: echo",
+        "a grid of kind 'echo' needs an 'echo' section",
+        "unknown grid kind 'nope' (one of echo, inference, search, sem)"]
+
+
+def test_no_module_lists_the_task_kinds():
+    """The cell's union of tasks and the grid's kinds and sections come from the task
+    modules' registry: ``pipeline/cell.py`` tags no union member by name, and
+    ``pipeline/config.py`` names no kind nor any kind's section model."""
+    cell = ast.parse((PKG / "pipeline/cell.py").read_text(encoding="utf-8"))
+    tags = [n for n in ast.walk(cell) if isinstance(n, ast.Call)
+            and getattr(n.func, "id", None) == "Tag" and n.args
+            and isinstance(n.args[0], ast.Constant)]
+    assert not tags
+    config = ast.parse((PKG / "pipeline/config.py").read_text(encoding="utf-8"))
+    consts = {n.value for n in ast.walk(config) if isinstance(n, ast.Constant)}
+    names = {n.id for n in ast.walk(config) if isinstance(n, ast.Name)}
+    names |= {n.name for n in ast.walk(config) if isinstance(n, ast.ClassDef)}
+    assert not consts & {"sem", "inference"} and not names & {"SemConfig", "InferenceConfig"}
 
 
 # ------------------------------------------------------------------ a data format

@@ -9,7 +9,7 @@ tabulated by :func:`bnsl_dist.reporting.inference.inference_tables`. What a cell
 (learn with the grid's cache and search, fit CPTs with a Dirichlet prior α = 1, answer
 the data set's queries, the reference learner's cell answering on the true network too)
 is :func:`bnsl_dist.pipeline.run.run_cell`; queries, engines and errors are
-:mod:`bnsl_dist.inference.study`. See :class:`bnsl_dist.pipeline.config.InferenceConfig`.
+:mod:`bnsl_dist.inference.study`. See :class:`bnsl_dist.pipeline.tasks.inference.InferenceConfig`.
 
 This script builds such a grid from its options — k-G_ENT at each k, ASOBS-ENT as the
 reference; real Twenty Datasets (training split) and ``--networks`` random networks of

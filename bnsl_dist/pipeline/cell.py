@@ -11,7 +11,7 @@ so results never depend on which worker runs a cell, or when.
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, Union
 
 import numpy as np
 from pydantic import Discriminator, NonNegativeInt, Tag, model_validator
@@ -27,6 +27,7 @@ from bnsl_dist.pipeline.specs import (
     SearchSpec,
     fill_placeholders,
 )
+from bnsl_dist.pipeline.tasks import task_models
 from bnsl_dist.pipeline.tasks.inference import InferenceSpec, InferenceTask
 from bnsl_dist.pipeline.tasks.search import SearchTask
 from bnsl_dist.pipeline.tasks.sem import ImputeTask, SemSpec, SemTask
@@ -79,15 +80,29 @@ def _task_kind(v: Any) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
-#: A cell's work, one model per kind (``kind`` tells them apart).
-Task = Annotated[Annotated[SearchTask, Tag("search")]
-                 | Annotated[InferenceTask, Tag("inference")]
-                 | Annotated[SemTask, Tag("sem")]
-                 | Annotated[ImputeTask, Tag("impute")]
-                 | Annotated[WithinTask, Tag("within")], Discriminator(_task_kind)]
+def _task_union() -> Any:
+    """The union of every registered task model, told apart by ``kind``."""
+    members = tuple(Annotated[m, Tag(k)] for k, m in task_models().items())
+    return Annotated[Union[members], Discriminator(_task_kind)]  # noqa: UP007
 
-#: The cell's keys of the layout before tasks (their canonical JSON, hence stored keys).
+
+if TYPE_CHECKING:
+    class Task(Protocol):
+        """What every task model has (a cell's code narrows it by ``isinstance``)."""
+
+        @property
+        def kind(self) -> str: ...
+
+        def json_dict(self) -> dict[str, Any]: ...
+else:
+    #: A cell's work, one model per kind (``kind`` tells them apart): the task models
+    #: of :mod:`bnsl_dist.pipeline.tasks`, whatever module declares them.
+    Task = _task_union()
+
+#: The cell's keys of the layout before tasks (their canonical JSON, hence stored keys),
+#: and the kinds written in it (a kind added since is written as its ``task``).
 _FLAT = ("search", "sem", "inference", "holdout")
+_FLAT_KINDS = ("search", "sem", "inference")
 
 
 class Cell(Spec):
@@ -124,7 +139,7 @@ class Cell(Spec):
         ``sem`` null), so cells (and their keys) of earlier versions stay valid."""
         out = super().json_dict()
         task = out.pop("task")
-        if isinstance(self.task, WithinTask | ImputeTask):
+        if self.kind not in _FLAT_KINDS:
             return {**out, "task": self.task.json_dict()}
         out.update({"sem": None, **task})
         for name in ("inference", "holdout"):
@@ -155,15 +170,17 @@ class Cell(Spec):
 
     @property
     def search(self) -> SearchSpec:
-        """The search spec of a search, inference or SEM cell.
+        """The search spec of a cell whose task has one (search, inference, SEM).
 
         Raises
         ------
         InvalidConfigError
-            A time-limited cell (its stages' budgets are the task's own)."""
-        if isinstance(self.task, WithinTask | ImputeTask):
+            A task without one (time-limited, impute: their stages' budgets are the
+            task's own)."""
+        search = getattr(self.task, "search", None)
+        if not isinstance(search, SearchSpec):
             raise InvalidConfigError(f"a {self.kind} cell has no search spec")
-        return self.task.search
+        return search
 
     @property
     def sem(self) -> SemSpec | None:

@@ -25,29 +25,29 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
-    ConfigDict,
+    BaseModel,
     Field,
     NonNegativeInt,
-    PositiveFloat,
     PositiveInt,
     ValidationInfo,
+    create_model,
     field_validator,
     model_validator,
 )
 
-from bnsl_dist._spec import NoBoolModel, format_validation_error, load_yaml_model
+from bnsl_dist._spec import ConfigModel, distinct, format_validation_error, load_yaml_model
 from bnsl_dist.cache.spec import with_iteration_budget
 from bnsl_dist.pipeline.specs import (
     BudgetSpec,
     CacheSpec,
     DataRef,
-    InferenceSettings,
     ScreeningSpec,
     dataset_names,
 )
+from bnsl_dist.pipeline.tasks import grid_kind, grid_kinds
 from bnsl_dist.search.base import optimizer_info
 from bnsl_dist.search.spec import AlgorithmName, JSONValue, declared_params
 
@@ -55,8 +55,6 @@ __all__ = [
     "DatasetRef",
     "AlgorithmConfig",
     "ComparisonConfig",
-    "SemConfig",
-    "InferenceConfig",
     "JobqueueConfig",
     "KubernetesConfig",
     "ClusterConfig",
@@ -70,25 +68,14 @@ __all__ = [
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 
-def _distinct(v: tuple[Any, ...], what: str) -> tuple[Any, ...]:
-    """``v`` when it is non-empty and without duplicates (``what``: its plural name)."""
-    if not v:
-        raise ValueError(f"at least one of the {what} is required")
-    if len(set(v)) != len(v):
-        raise ValueError(f"duplicate {what} in {list(v)}")
-    return v
-
-
 def _field(obj: Any, name: str) -> Any:
     """A field of a section not validated yet: a mapping's key or a model's attribute."""
     return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
 
 
-class _Model(NoBoolModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class DatasetRef(_Model):
+class DatasetRef(ConfigModel):
     """A data set of the registry (bundled, :mod:`bnsl_dist.datasets`, shared copies) and
     its splits; ``path`` gives a file instead (``{split}`` in it is replaced by each split).
     A name that no registry knows is rejected when the grid is read."""
@@ -108,7 +95,7 @@ class DatasetRef(_Model):
     @field_validator("splits")
     @classmethod
     def _splits(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        _distinct(v, "splits")
+        distinct(v, "splits")
         for s in v:
             if not _SLUG.match(s):
                 raise ValueError(f"{s!r} is not a valid split name")
@@ -130,7 +117,7 @@ class DatasetRef(_Model):
                 for s in self.splits]
 
 
-class AlgorithmConfig(_Model):
+class AlgorithmConfig(ConfigModel):
     """One algorithm of a grid: a registered optimizer, its declared parameters, its
     treewidths, an optional budget of its own and an optional screening stage.
 
@@ -153,7 +140,7 @@ class AlgorithmConfig(_Model):
     @field_validator("k")
     @classmethod
     def _distinct_k(cls, v: tuple[int, ...] | None) -> tuple[int, ...] | None:
-        return None if v is None else _distinct(v, "treewidths")
+        return None if v is None else distinct(v, "treewidths")
 
     @model_validator(mode="after")
     def _k(self) -> AlgorithmConfig:
@@ -174,7 +161,7 @@ class AlgorithmConfig(_Model):
         return (None,)
 
 
-class ComparisonConfig(_Model):
+class ComparisonConfig(ConfigModel):
     """A ΔBIC table: algorithm ``a`` against ``b`` (labels), columns by size class and/or
     treewidth, as in the papers' tables."""
 
@@ -190,69 +177,7 @@ class ComparisonConfig(_Model):
         return self
 
 
-class SemConfig(_Model):
-    """Structural EM imputation study (docs/ALGORITHMS.md §9): MCAR missing rates. Each rate
-    × seed is one repetition; the grid's ``cache`` rebuilds the cache at every M-step.
-
-    The M-step budgets are those of ``bnsl-dist impute``
-    (:func:`bnsl_dist.sem.budgets.sem_budgets`: work counts scaled to the data, so
-    a cell reproduces on any machine) unless given in seconds, the paper's protocol:
-    ``search_seconds_per_variable`` gives k-MAX that many seconds × n per M-step (the
-    paper: 1), and ``cache_budget: grid`` builds the cache with the grid's ``cache``
-    budget (``seconds_per_variable``; the paper: 1) instead of the data-scaled exact
-    scores (``data``). In YAML, ``cache_budget`` defaults to ``grid`` when the ``cache``
-    section gives a budget, else ``data``. The grid's ``budget`` caps k-MAX either way.
-
-    ``budget_scales`` runs every repetition at each of these multiples of both M-step
-    budgets (the paper's tuning study, §7.4, Figures 9-10; default: 1 only). The cells of
-    one repetition mask the same cells at every scale."""
-
-    missing_rates: tuple[float, ...]
-    max_em_iterations: PositiveInt = 10
-    search_seconds_per_variable: PositiveFloat | None = None
-    cache_budget: Literal["data", "grid"] = "data"
-    budget_scales: tuple[PositiveFloat, ...] = (1.0,)
-
-    @field_validator("budget_scales")
-    @classmethod
-    def _scales(cls, v: tuple[float, ...]) -> tuple[float, ...]:
-        return _distinct(v, "budget scales")
-
-    @field_validator("missing_rates")
-    @classmethod
-    def _rates(cls, v: tuple[float, ...]) -> tuple[float, ...]:
-        for r in v:
-            if not 0.0 < r < 1.0:
-                raise ValueError(f"missing rates must lie in (0, 1), got {r}")
-        return _distinct(v, "missing rates")
-
-
-class InferenceConfig(InferenceSettings):
-    """Inference study (Scanagatta et al. 2018, §6.3; :mod:`bnsl_dist.inference.study`):
-    each cell learns its model, fits CPTs (Dirichlet ``alpha``, BDeu-spread) and answers
-    ``queries`` P(e) queries of ``evidence_vars`` random variables in random states and,
-    on data sets sampled from a known network, ``marginal_queries`` marginals of its
-    leaves. Queries are drawn from a stream keyed by the data set, split and seed, so
-    every model of one data set answers the same ones.
-
-    ``reference`` is the label of the unbounded learner: on real data its model is the
-    assumed ground truth; on data of a known network its cell also answers the queries
-    on the true network (exact when its junction tree fits in ``memory_gib``, else
-    ``truth_pe_samples`` / ``truth_samples`` likelihood-weighting particles; a
-    ``truth_pe_samples`` of 0 skips P(e) on known networks, as the paper did). Learned
-    models whose junction tree exceeds ``memory_gib`` get ``lw_samples`` particles per
-    query."""
-
-    reference: str
-
-    @model_validator(mode="after")
-    def _some_query(self) -> InferenceConfig:
-        if self.queries == 0 and self.marginal_queries == 0:
-            raise ValueError("an inference study needs 'queries' or 'marginal_queries' > 0")
-        return self
-
-
-class JobqueueConfig(_Model):
+class JobqueueConfig(ConfigModel):
     """Arguments of a dask-jobqueue cluster (SLURMCluster, PBSCluster, ...)."""
 
     cores: PositiveInt = 1
@@ -281,7 +206,7 @@ class JobqueueConfig(_Model):
         return kw
 
 
-class KubernetesConfig(_Model):
+class KubernetesConfig(ConfigModel):
     """A dask-kubernetes (operator) cluster."""
 
     name: str = "bnsl-dist"
@@ -292,7 +217,7 @@ class KubernetesConfig(_Model):
     env: dict[str, str] = Field(default_factory=dict)
 
 
-class ClusterConfig(_Model):
+class ClusterConfig(ConfigModel):
     """Where a grid runs: a local cluster of processes, an existing scheduler, SLURM/PBS/
     SGE/LSF through dask-jobqueue, or Kubernetes through the dask operator."""
 
@@ -327,13 +252,18 @@ class ClusterConfig(_Model):
         return self
 
 
-class GridConfig(_Model):
-    """An experiment grid: data sets × splits × algorithms × treewidths × seeds."""
+class GridConfig(ConfigModel):
+    """An experiment grid: data sets × splits × algorithms × treewidths × seeds.
+
+    ``kind`` is a grid kind (:func:`~bnsl_dist.pipeline.tasks.grid_kinds`: a task module
+    of that name); a kind's own section (``sem:``, ``inference:``) is the field of that
+    name, of the model its task module declares (``GRID_SECTION``), given exactly when the
+    grid is of that kind (:meth:`section`)."""
 
     name: str
     description: str = ""
     reference: str = ""
-    kind: Literal["search", "sem", "inference"] = "search"
+    kind: str = "search"
     seed: NonNegativeInt = 0
     datasets: tuple[DatasetRef, ...] = Field(min_length=1)
     cache: CacheSpec
@@ -342,22 +272,18 @@ class GridConfig(_Model):
     seeds: tuple[NonNegativeInt, ...] = (0,)
     budget: BudgetSpec
     comparisons: tuple[ComparisonConfig, ...] = ()
-    sem: SemConfig | None = None
-    inference: InferenceConfig | None = None
-    cluster: ClusterConfig | None = None
+    if TYPE_CHECKING:  # at run time a field added after the kinds' sections (below)
+        cluster: ClusterConfig | None = None
 
     @model_validator(mode="before")
     @classmethod
-    def _sem_cache_budget(cls, data: Any) -> Any:
-        """A SEM grid whose ``cache`` section gives a budget builds its M-step caches
-        with it unless ``sem.cache_budget`` says otherwise (:class:`SemConfig`)."""
-        if isinstance(data, dict) and isinstance(data.get("sem"), dict) \
-                and "cache_budget" not in data["sem"]:
-            cache = data.get("cache")
-            given = not isinstance(cache, dict) or any(
-                cache.get(f) is not None
-                for f in ("seconds_per_variable", "scores_per_variable", "path"))
-            data = {**data, "sem": {**data["sem"], "cache_budget": "grid" if given else "data"}}
+    def _kind_input(cls, data: Any) -> Any:
+        """Each given kind section's ``grid_input`` (its task module's) on the input."""
+        if isinstance(data, dict):
+            for kind in _sections():
+                hook = grid_kind(kind, "grid_input")
+                if hook is not None and isinstance(data.get(kind), dict):
+                    data = hook(data)
         return data
 
     @model_validator(mode="before")
@@ -368,8 +294,10 @@ class GridConfig(_Model):
         exact scores per variable (:func:`~bnsl_dist.cache.spec.with_iteration_budget`), as
         ``learn --iterations`` does, not CacheSpec's 1 s: its cells are then the same on
         any machine. SEM grids scale their own budgets."""
-        if not isinstance(data, dict) or data.get("kind", "search") == "sem" \
-                or data.get("sem") is not None:
+        if not isinstance(data, dict) or any(
+                grid_kind(k, "SCALES_OWN_BUDGETS") for k in (data.get("kind", "search"),
+                                                             *_sections())
+                if k == data.get("kind", "search") or data.get(k) is not None):
             return data
         cache = data.get("cache")
         budgets = [data.get("budget"), *(_field(a, "budget") for a in data.get("algorithms") or ())]
@@ -388,7 +316,7 @@ class GridConfig(_Model):
     @field_validator("treewidths")
     @classmethod
     def _treewidths(cls, v: tuple[int, ...]) -> tuple[int, ...]:
-        return _distinct(v, "treewidths") if v else v
+        return distinct(v, "treewidths") if v else v
 
     @field_validator("seeds")
     @classmethod
@@ -417,33 +345,53 @@ class GridConfig(_Model):
                 if side not in labels:
                     raise ValueError(f"comparison names {side!r}, which is not an algorithm "
                                      f"label of this grid ({labels})")
-        if self.kind == "sem" and self.sem is None:
-            raise ValueError("a grid of kind 'sem' needs a 'sem' section")
-        if self.kind != "sem" and self.sem is not None:
-            raise ValueError("a 'sem' section needs kind: sem")
-        if self.kind == "inference":
-            self._check_inference(labels)
-        elif self.inference is not None:
-            raise ValueError("an 'inference' section needs kind: inference")
+        for kind in _sections():
+            art = "an" if kind[0] in "aeiou" else "a"
+            given = getattr(self, kind) is not None
+            if kind == self.kind and not given:
+                raise ValueError(f"a grid of kind {kind!r} needs {art} {kind!r} section")
+            if kind != self.kind and given:
+                raise ValueError(f"{art} {kind!r} section needs kind: {kind}")
+        check = grid_kind(self.kind, "check_grid")
+        if check is not None:
+            check(self)
         return self
 
-    def _check_inference(self, labels: list[str]) -> None:
-        inf = self.inference
-        if inf is None:
-            raise ValueError("a grid of kind 'inference' needs an 'inference' section")
-        if inf.reference not in labels:
-            raise ValueError(f"inference.reference names {inf.reference!r}, which is not an "
-                             f"algorithm label of this grid ({labels})")
-        ref = self.algorithm(inf.reference)
-        if ref.treewidths(self) != (None,):
-            raise ValueError(f"inference.reference {inf.reference!r} must be an unbounded "
-                             f"learner (no treewidth k): it is the assumed ground truth")
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, v: str) -> str:
+        if v not in grid_kinds():
+            raise ValueError(f"unknown grid kind {v!r} (one of {', '.join(grid_kinds())})")
+        return v
+
+    def section(self, kind: str) -> BaseModel | None:
+        """The grid's section of the grid kind ``kind`` (None when not given)."""
+        value = getattr(self, kind, None) if kind in _sections() else None
+        return value if isinstance(value, BaseModel) else None
 
     def algorithm(self, label: str) -> AlgorithmConfig:
         for a in self.algorithms:
             if a.display == label:
                 return a
         raise KeyError(label)
+
+
+def _sections() -> dict[str, type[BaseModel]]:
+    """Each grid kind's section model (``GRID_SECTION`` of its task module), by kind."""
+    return {k: m.GRID_SECTION for k, m in grid_kinds().items() if hasattr(m, "GRID_SECTION")}
+
+
+def _section_fields() -> dict[str, Any]:
+    """A field per grid kind's section (default None), then ``cluster`` (the fields'
+    order is a stored grid's keys')."""
+    fields: dict[str, Any] = {k: (m | None, None) for k, m in _sections().items()}
+    fields["cluster"] = (ClusterConfig | None, None)
+    return fields
+
+
+if not TYPE_CHECKING:  # GridConfig with its kinds' sections
+    GridConfig = create_model("GridConfig", __base__=GridConfig, __module__=__name__,
+                              __doc__=GridConfig.__doc__, **_section_fields())
 
 
 def load_grid(path: str | os.PathLike[str]) -> GridConfig:

@@ -7,16 +7,15 @@ axis."""
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, get_args
+from typing import Any
 
 from bnsl_dist.exceptions import DataError, InvalidConfigError
-from bnsl_dist.pipeline.cell import Cell, Task
+from bnsl_dist.pipeline.cell import Cell
 from bnsl_dist.pipeline.config import GridConfig
 from bnsl_dist.pipeline.specs import DataRef, SearchSpec
-from bnsl_dist.pipeline.tasks import GridTask, task_axes
+from bnsl_dist.pipeline.tasks import GridTask, grid_kind, task_axes, task_models
 from bnsl_dist.results.store import ResultStore, StoreStatus
 
 __all__ = ["expand_grid", "grid_cells", "grid_status", "count_by", "cell_field",
@@ -30,7 +29,7 @@ GridTasks = Callable[[GridConfig, str, SearchSpec, DataRef | None], list[dict[st
 
 def _grid_tasks(kind: str) -> GridTasks:
     """The ``grid_tasks`` of the task module named after the grid kind ``kind``."""
-    fn: GridTasks = importlib.import_module(f"bnsl_dist.pipeline.tasks.{kind}").grid_tasks
+    fn: GridTasks = grid_kind(kind, "grid_tasks")
     return fn
 
 
@@ -94,11 +93,9 @@ BASE_STATUS_FIELDS = ("dataset", "split", "label", "algorithm", "k", "seed")
 
 
 def grid_axes() -> tuple[str, ...]:
-    """The axes of every grid kind's task (``AXES`` of the members of the cell's task
-    union), in the union's order."""
-    union = get_args(Task)[0]  # Task: Annotated[Annotated[member, Tag] | ..., Discriminator]
-    members = [get_args(tagged)[0] for tagged in get_args(union)]
-    names = (n for t in members if issubclass(t, GridTask) for n in t.AXES)
+    """The axes of every grid kind's task (``AXES`` of the registered task models), in
+    the registry's order."""
+    names = (n for t in task_models().values() if issubclass(t, GridTask) for n in t.AXES)
     return tuple(dict.fromkeys(names))
 
 

@@ -17,7 +17,6 @@ Rahier et al., JFRB 2018, Algorithm 2 (screening as a stage).
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 import math
 import os
@@ -43,6 +42,7 @@ from bnsl_dist.pipeline.specs import (
     shared_data_dir,
 )
 from bnsl_dist.pipeline.staged import client_named, local_path, staged_data
+from bnsl_dist.pipeline.tasks import grid_kind
 from bnsl_dist.pipeline.tasks import search as search_task
 from bnsl_dist.pipeline.tasks.inference import InferenceTask
 from bnsl_dist.pipeline.tasks.search import SearchTask
@@ -280,17 +280,12 @@ def provenance_fields(cell: Cell) -> dict[str, Any]:
 
 
 def _task_hook(kind: str, name: str) -> Any:
-    """What the task module of ``kind`` (``pipeline/tasks/<kind>.py``) declares as
-    ``name``, None when it declares none: ``run_cell(cell, t_start)``, a kind whose cell
-    is not a search (SEM); ``outputs(cell, data, best, order)``, the kind's results of the
-    network a search found, by result column (inference)."""
-    module = f"bnsl_dist.pipeline.tasks.{kind}"
-    try:
-        return getattr(importlib.import_module(module), name, None)
-    except ModuleNotFoundError as exc:
-        if exc.name != module:
-            raise
-        return None  # a kind of no module of its own (impute: in tasks/sem.py)
+    """What the task module of the grid kind ``kind`` (``pipeline/tasks/<kind>.py``)
+    declares as ``name``, None when it declares none (or ``kind`` is no grid kind, as
+    impute): ``run_cell(cell, t_start)``, a kind whose cell is not a search (SEM);
+    ``outputs(cell, data, best, order)``, the kind's results of the network a search
+    found, by result column (inference)."""
+    return grid_kind(kind, name)
 
 
 def _needs_no_data(cell: Cell, cache: Any, opt: Any) -> bool:

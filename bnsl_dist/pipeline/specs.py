@@ -128,7 +128,7 @@ class DataRef(Spec):
 
 class InferenceSettings(Spec):
     """The inference study's query settings, shared by the grid's ``inference`` section
-    (:class:`bnsl_dist.pipeline.config.InferenceConfig`) and each of its cells
+    (:class:`bnsl_dist.pipeline.tasks.inference.InferenceConfig`) and each of its cells
     (:class:`bnsl_dist.pipeline.tasks.inference.InferenceSpec`)."""
 
     queries: NonNegativeInt = 100

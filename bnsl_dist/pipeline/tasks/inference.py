@@ -10,12 +10,13 @@ import time
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+from pydantic import model_validator
 
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.model.network import BayesianNetwork
 from bnsl_dist.pipeline.specs import DataRef, InferenceSettings, shared_data_dir
-from bnsl_dist.pipeline.tasks import GridTask
+from bnsl_dist.pipeline.tasks import GridTask, register_task
 from bnsl_dist.search.base import Incumbent
 from bnsl_dist.search.spec import SearchSpec
 
@@ -23,23 +24,67 @@ if TYPE_CHECKING:
     from bnsl_dist.pipeline.cell import Cell
     from bnsl_dist.pipeline.config import GridConfig
 
-__all__ = ["InferenceSpec", "InferenceTask", "study", "outputs", "true_network",
-           "grid_tasks"]
+__all__ = ["InferenceConfig", "InferenceSpec", "InferenceTask", "study", "outputs",
+           "true_network", "grid_tasks", "check_grid", "GRID_SECTION"]
+
+
+class InferenceConfig(InferenceSettings):
+    """The ``inference`` section of an inference grid (Scanagatta et al. 2018, §6.3;
+    :mod:`bnsl_dist.inference.study`): each cell learns its model, fits CPTs (Dirichlet
+    ``alpha``, BDeu-spread) and answers ``queries`` P(e) queries of ``evidence_vars``
+    random variables in random states and, on data sets sampled from a known network,
+    ``marginal_queries`` marginals of its leaves. Queries are drawn from a stream keyed
+    by the data set, split and seed, so every model of one data set answers the same
+    ones.
+
+    ``reference`` is the label of the unbounded learner: on real data its model is the
+    assumed ground truth; on data of a known network its cell also answers the queries
+    on the true network (exact when its junction tree fits in ``memory_gib``, else
+    ``truth_pe_samples`` / ``truth_samples`` likelihood-weighting particles; a
+    ``truth_pe_samples`` of 0 skips P(e) on known networks, as the paper did). Learned
+    models whose junction tree exceeds ``memory_gib`` get ``lw_samples`` particles per
+    query."""
+
+    reference: str
+
+    @model_validator(mode="after")
+    def _some_query(self) -> InferenceConfig:
+        if self.queries == 0 and self.marginal_queries == 0:
+            raise ValueError("an inference study needs 'queries' or 'marginal_queries' > 0")
+        return self
+
+
+#: The grid's section of this kind (``inference:``).
+GRID_SECTION = InferenceConfig
+
+
+def check_grid(grid: GridConfig) -> None:
+    """An inference grid's reference learner is one of its labels, and unbounded."""
+    inf = grid.section("inference")
+    assert isinstance(inf, InferenceConfig)  # GridConfig's validator: the kind's section
+    labels = [a.display for a in grid.algorithms]
+    if inf.reference not in labels:
+        raise ValueError(f"inference.reference names {inf.reference!r}, which is not an "
+                         f"algorithm label of this grid ({labels})")
+    if grid.algorithm(inf.reference).treewidths(grid) != (None,):
+        raise ValueError(f"inference.reference {inf.reference!r} must be an unbounded "
+                         f"learner (no treewidth k): it is the assumed ground truth")
 
 
 class InferenceSpec(InferenceSettings):
     """The inference study's settings of one cell
-    (:class:`~bnsl_dist.pipeline.config.InferenceConfig`); ``reference`` marks the unbounded learner's cell, which also answers the queries on
+    (:class:`InferenceConfig`); ``reference`` marks the unbounded learner's cell, which also answers the queries on
     the true network when the data set has one."""
 
     reference: bool = False
 
 
+@register_task
 class InferenceTask(GridTask):
     """A search, then the inference study on the network it learned (Scanagatta et al.
     2018 §6.3)."""
 
-    kind: Literal["inference"]
+    kind: Literal["inference"] = "inference"
     search: SearchSpec
     inference: InferenceSpec
 
@@ -48,8 +93,8 @@ def grid_tasks(grid: GridConfig, label: str, search: SearchSpec,
                holdout: DataRef | None) -> list[dict[str, Any]]:
     """The tasks of an inference grid's cells of one algorithm entry and treewidth: the
     search and the grid's study, the reference learner's (``label``) marked."""
-    inf = grid.inference
-    if inf is None:  # pragma: no cover - GridConfig's validator
+    inf = grid.section("inference")
+    if not isinstance(inf, InferenceConfig):  # pragma: no cover - GridConfig's validator
         raise DataError("an inference grid needs its inference section")
     if holdout is not None:
         raise InvalidConfigError("held-out scoring (a screening grid with a test split) "

@@ -16,7 +16,7 @@ import numpy as np
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.pipeline.specs import DataRef
-from bnsl_dist.pipeline.tasks import GridTask
+from bnsl_dist.pipeline.tasks import GridTask, register_task
 from bnsl_dist.pipeline.tasks.inference import InferenceTask
 from bnsl_dist.search.base import AnytimeTrace, optimizer_stream
 from bnsl_dist.search.spec import SearchSpec
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["SearchTask", "SearchResult", "run", "grid_tasks"]
 
 
+@register_task
 class SearchTask(GridTask):
     """Search the cell's cache with one optimizer for its budget
     (:func:`~bnsl_dist.pipeline.run.run_cell`); ``holdout``: a split the learned DAG is

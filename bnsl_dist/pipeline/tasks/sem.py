@@ -21,14 +21,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 import numpy as np
-from pydantic import PositiveFloat, PositiveInt
+from pydantic import PositiveFloat, PositiveInt, field_validator
 
 from bnsl_dist._json import canonical_json
-from bnsl_dist._spec import Spec
+from bnsl_dist._spec import ConfigModel, Spec, distinct
 from bnsl_dist.cache.spec import CacheSpec
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import DataError, InvalidConfigError
-from bnsl_dist.pipeline.tasks import GridTask
+from bnsl_dist.pipeline.tasks import GridTask, register_task
 from bnsl_dist.search.base import Budget
 from bnsl_dist.search.spec import SearchSpec
 from bnsl_dist.sem.spec import ImputeTask
@@ -40,13 +40,69 @@ if TYPE_CHECKING:
     from bnsl_dist.results.records import CellResult
     from bnsl_dist.sem.structural_em import SEMIteration, SEMResult
 
-__all__ = ["SemSpec", "SemTask", "ImputeTask", "run", "run_cell", "sem_cell_inputs",
-           "grid_tasks", "sem_chain"]
+__all__ = ["SemConfig", "SemSpec", "SemTask", "ImputeTask", "run", "run_cell",
+           "sem_cell_inputs", "grid_tasks", "grid_input", "sem_chain", "GRID_SECTION"]
+
+
+class SemConfig(ConfigModel):
+    """The ``sem`` section of a SEM grid: the structural EM imputation study (docs/ALGORITHMS.md §9): MCAR missing rates. Each rate
+    × seed is one repetition; the grid's ``cache`` rebuilds the cache at every M-step.
+
+    The M-step budgets are those of ``bnsl-dist impute``
+    (:func:`bnsl_dist.sem.budgets.sem_budgets`: work counts scaled to the data, so
+    a cell reproduces on any machine) unless given in seconds, the paper's protocol:
+    ``search_seconds_per_variable`` gives k-MAX that many seconds × n per M-step (the
+    paper: 1), and ``cache_budget: grid`` builds the cache with the grid's ``cache``
+    budget (``seconds_per_variable``; the paper: 1) instead of the data-scaled exact
+    scores (``data``). In YAML, ``cache_budget`` defaults to ``grid`` when the ``cache``
+    section gives a budget, else ``data``. The grid's ``budget`` caps k-MAX either way.
+
+    ``budget_scales`` runs every repetition at each of these multiples of both M-step
+    budgets (the paper's tuning study, §7.4, Figures 9-10; default: 1 only). The cells of
+    one repetition mask the same cells at every scale."""
+
+    missing_rates: tuple[float, ...]
+    max_em_iterations: PositiveInt = 10
+    search_seconds_per_variable: PositiveFloat | None = None
+    cache_budget: Literal["data", "grid"] = "data"
+    budget_scales: tuple[PositiveFloat, ...] = (1.0,)
+
+    @field_validator("budget_scales")
+    @classmethod
+    def _scales(cls, v: tuple[float, ...]) -> tuple[float, ...]:
+        return distinct(v, "budget scales")
+
+    @field_validator("missing_rates")
+    @classmethod
+    def _rates(cls, v: tuple[float, ...]) -> tuple[float, ...]:
+        for r in v:
+            if not 0.0 < r < 1.0:
+                raise ValueError(f"missing rates must lie in (0, 1), got {r}")
+        return distinct(v, "missing rates")
+
+
+#: The grid's section of this kind (``sem:``); a SEM grid scales its own budgets, so the
+#: iteration-budget cache rule of other grids is not applied to it.
+GRID_SECTION = SemConfig
+SCALES_OWN_BUDGETS = True
+
+
+def grid_input(data: dict[str, Any]) -> dict[str, Any]:
+    """A SEM grid whose ``cache`` section gives a budget builds its M-step caches with
+    it unless ``sem.cache_budget`` says otherwise (:class:`SemConfig`): ``data`` (a
+    grid's input, its ``sem`` section a mapping) with ``cache_budget`` filled in."""
+    if "cache_budget" in data["sem"]:
+        return data
+    cache = data.get("cache")
+    given = not isinstance(cache, dict) or any(
+        cache.get(f) is not None for f in ("seconds_per_variable", "scores_per_variable",
+                                           "path"))
+    return {**data, "sem": {**data["sem"], "cache_budget": "grid" if given else "data"}}
 
 
 class SemSpec(Spec):
     """SEM-kMAX imputation of one cell (docs/ALGORITHMS.md §9): the MCAR missing rate, the
-    EM iteration cap and the M-step budgets (:class:`~bnsl_dist.pipeline.config.SemConfig`):
+    EM iteration cap and the M-step budgets (:class:`SemConfig`):
     k-MAX's seconds per variable per M-step (None: the data-scaled iterations), whether the
     cache's budget is the data-scaled one or the cell's ``cache`` budget, and a factor on
     both (``budget_scale``: the paper's tuning study, §7.4)."""
@@ -71,12 +127,13 @@ class SemSpec(Spec):
         return out
 
 
+@register_task
 class SemTask(GridTask):
     """SEM-kMAX imputation of the cell's data, MCAR-masked (docs/ALGORITHMS.md §9); the
     search spec is k-MAX's (its budget caps each M-step's search). Its grid axes: the
     missing rate and the budget scale."""
 
-    kind: Literal["sem"]
+    kind: Literal["sem"] = "sem"
     search: SearchSpec
     sem: SemSpec
 
@@ -90,8 +147,8 @@ def grid_tasks(grid: GridConfig, label: str, search: SearchSpec,
                holdout: DataRef | None) -> list[dict[str, Any]]:
     """The tasks of a SEM grid's cells of one algorithm entry and treewidth: one per
     missing rate × budget scale, in that order."""
-    sem = grid.sem
-    if sem is None:  # pragma: no cover - GridConfig's validator
+    sem = grid.section("sem")
+    if not isinstance(sem, SemConfig):  # pragma: no cover - GridConfig's validator
         raise DataError("a sem grid needs its sem section")
     if holdout is not None:
         raise InvalidConfigError("held-out scoring (a screening grid with a test split) "
@@ -100,6 +157,9 @@ def grid_tasks(grid: GridConfig, label: str, search: SearchSpec,
     return [{"kind": "sem", "search": search,
              "sem": SemSpec(missing_rate=r, budget_scale=b, **common)}
             for r in sem.missing_rates for b in sem.budget_scales]
+
+
+register_task(ImputeTask)
 
 
 def run(task: ImputeTask, data: CategoricalData, cache: CacheSpec,

@@ -40,6 +40,7 @@ from bnsl_dist.cache.spec import CacheSpec
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.graph.dag import DAG
+from bnsl_dist.pipeline.tasks import register_task
 from bnsl_dist.search.base import (
     DEFAULT_ALGORITHM,
     AnytimeTrace,
@@ -80,6 +81,7 @@ class Progress:
     time_left: float | None
 
 
+@register_task
 class WithinTask(Spec):
     """A time-limited learn: the limit and the stages' settings.
 
