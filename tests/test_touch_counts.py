@@ -57,7 +57,8 @@ def test_each_count_is_the_files_it_lists_and_each_file_exists():
     limits = {"a new optimizer": 3, "a new optimizer with numba kernels": 3,
               "a new local score": 2, "a new data format": 1,
               "a new grid axis of a task kind": 3,
-              "a new task kind of a grid (grid `kind`)": 3}
+              "a new task kind of a grid (grid `kind`)": 3,
+              "a new search setting as a grid axis of every kind": 3}
     for change, limit in limits.items():
         assert rows[change][0] <= limit, change
 
@@ -104,6 +105,42 @@ def test_a_new_axis_of_a_kind_is_its_task_module_alone(monkeypatch):
     rec = {"dataset": "nltcs", "split": "train", "label": "kmax", "k": 2, "seed": 1,
            "sem": {"missing_rate": 0.2, "budget_scale": 1.0, "max_em_iterations": 2}}
     assert record_twin_key(rec) == cell_twin_key(cells[-1])
+
+
+def test_a_new_search_setting_axis_is_the_algorithm_entry_and_the_search_spec(monkeypatch):
+    """A throwaway search-setting axis of every kind (each entry run at its budget and at
+    twice its iterations) made in ``AlgorithmConfig.search_specs`` (pipeline/config.py)
+    and declared in ``SearchSpec.AXES`` (search/spec.py) alone reaches the grid's cells
+    of a search and a SEM grid and ``grid status --by``; ``pipeline/grid.py`` is not
+    touched (the report is the table's third file)."""
+    from bnsl_dist.pipeline.config import AlgorithmConfig
+    from bnsl_dist.search.spec import BudgetSpec, SearchSpec
+
+    real = AlgorithmConfig.search_specs
+
+    def doubled(self, grid):
+        return [s.model_copy(update={"budget": b}) for s in real(self, grid)
+                for b in (s.budget, BudgetSpec(iterations=2 * s.budget.iterations))]
+
+    search = GridConfig.model_validate({
+        "name": "s", "datasets": [{"name": "nltcs"}], "seeds": [0, 1],
+        "cache": {"method": "sequential", "max_indegree": 1},
+        "algorithms": [{"name": "kg", "k": [2, 3]}], "budget": {"iterations": 5}})
+    grids = (search, _sem_grid())
+    plain = [len(expand_grid(g)) for g in grids]
+    monkeypatch.setattr(AlgorithmConfig, "search_specs", doubled)
+    monkeypatch.setattr(SearchSpec, "AXES", ("budget",))
+    for grid, n in zip(grids, plain, strict=True):
+        cells = expand_grid(grid)
+        assert len(cells) == 2 * n == len({c.key for c in cells})
+    cells = expand_grid(search)
+    assert [(c.k, c.budget_iterations, c.seed) for c in cells] == [
+        (k, it, s) for k in (2, 3) for it in (5, 10) for s in (0, 1)]
+    assert "budget" in status_fields()
+    st = StoreStatus(done=(cells[0].key,), failed=(), pending=tuple(c.key for c in cells[1:]))
+    rows = count_by(cells, st, ["budget"])
+    assert [(r["budget"].iterations, r["done"], r["total"]) for r in rows] == [(5, 1, 4),
+                                                                               (10, 0, 4)]
 
 
 def test_grid_expansion_status_and_twins_name_no_axis_of_a_kind():

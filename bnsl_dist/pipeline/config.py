@@ -49,7 +49,7 @@ from bnsl_dist.pipeline.specs import (
 )
 from bnsl_dist.pipeline.tasks import grid_kind, grid_kinds
 from bnsl_dist.search.base import optimizer_info
-from bnsl_dist.search.spec import AlgorithmName, JSONValue, declared_params
+from bnsl_dist.search.spec import AlgorithmName, JSONValue, SearchSpec, declared_params
 
 __all__ = [
     "DatasetRef",
@@ -151,6 +151,12 @@ class AlgorithmConfig(ConfigModel):
     @property
     def display(self) -> str:
         return self.label or self.name
+
+    def search_specs(self, grid: GridConfig) -> list[SearchSpec]:
+        """The searches of this entry's cells in ``grid``, one per treewidth (and per value
+        of any other search setting the grid varies: :attr:`SearchSpec.AXES`), in order."""
+        return [SearchSpec(algorithm=self.name, params=self.params, k=k,
+                           budget=self.budget or grid.budget) for k in self.treewidths(grid)]
 
     def treewidths(self, grid: GridConfig) -> tuple[int | None, ...]:
         """The treewidths this algorithm runs with (``(None,)`` when unbounded)."""

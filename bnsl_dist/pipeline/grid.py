@@ -59,9 +59,7 @@ def expand_grid(grid: GridConfig) -> list[Cell]:
         for ref in ds.refs():
             holdout = test if screens and ref.split != "test" else None
             for alg in grid.algorithms:
-                for k in alg.treewidths(grid):
-                    search = SearchSpec(algorithm=alg.name, params=alg.params, k=k,
-                                        budget=alg.budget or grid.budget)
+                for search in alg.search_specs(grid):
                     for task in tasks_of(grid, alg.display, search, holdout):
                         for seed in grid.seeds:
                             cells.append(Cell.model_validate(dict(
@@ -100,9 +98,9 @@ def grid_axes() -> tuple[str, ...]:
 
 
 def status_fields() -> tuple[str, ...]:
-    """What `grid status --by` counts a grid's cells by: :data:`BASE_STATUS_FIELDS`
-    and :func:`grid_axes`."""
-    return (*BASE_STATUS_FIELDS, *grid_axes())
+    """What `grid status --by` counts a grid's cells by: :data:`BASE_STATUS_FIELDS`, the
+    search settings a grid varies (:attr:`SearchSpec.AXES`) and :func:`grid_axes`."""
+    return (*BASE_STATUS_FIELDS, *SearchSpec.AXES, *grid_axes())
 
 
 def check_status_fields(fields: Sequence[str]) -> None:
@@ -115,9 +113,11 @@ def check_status_fields(fields: Sequence[str]) -> None:
 
 def cell_field(cell: Cell, name: str) -> Any:
     """The value of one of :func:`status_fields` for ``cell`` (None where it has none:
-    a SEM axis of a search cell)."""
+    a SEM axis of a search cell, a search setting of a cell without a search)."""
     if name in BASE_STATUS_FIELDS:
         return getattr(cell, name)
+    if name in SearchSpec.AXES:
+        return getattr(getattr(cell.task, "search", None), name, None)
     return task_axes(cell.task).get(name)
 
 

@@ -19,7 +19,7 @@ bnsl_dist.exceptions.InvalidConfigError: params: algorithm 'asobs' has no parame
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import (
     AfterValidator,
@@ -137,6 +137,11 @@ class SearchSpec(Spec):
         default=None, description="Treewidth bound (for the optimizers that declare one: "
         "kg, kmax, ...).")
     budget: BudgetSpec
+
+    #: The settings a grid varies between the cells of one algorithm entry, beyond the
+    #: treewidth ``k`` (the grid's ``AlgorithmConfig.search_specs`` makes one spec per
+    #: value): ``grid status --by`` counts by them. None yet.
+    AXES: ClassVar[tuple[str, ...]] = ()
 
     @field_validator("params")
     @classmethod
