@@ -34,17 +34,12 @@ _T = TypeVar("_T")
 
 __all__ = ["Found", "Final", "generated_row", "stream_thread", "hold_back", "incumbents",
            "ScipStop", "StepCosts", "STEP_COSTS", "load_mathopt", "scip_parameters",
-           "scip_stream", "scip_callback", "solve_scip", "SEED_MAX"]
+           "scip_stream", "scip_callback", "solve_scip", "model_rows", "SEED_MAX"]
 
 #: Solver seeds are drawn from ``0 .. SEED_MAX - 1``.
 SEED_MAX = 2**31 - 1
 #: Seconds kept for building incumbents after SCIP stops.
 TIME_MARGIN = 0.03
-#: Seconds SCIP takes to load a model, per variable and linear constraint; its clock
-#: starts after the load, so the time limit leaves it out. Without it TWILP ran 0.2-0.3 s
-#: over its budget on kdd (14,000 rows and columns); the ILP's model (a column per parent
-#: set) kept 2e-5 s per set before this rule: workflows/benchmarks/ilp_budget.py.
-LOAD_SECONDS_PER_ROW = 2e-5
 
 
 class Found(NamedTuple):
@@ -132,15 +127,20 @@ class StepCosts:
     ``defaults[step]`` (else ``default_rate``) per set; after each run the rate is ``max(observed, decay *
     previous)`` (a slow outlier fades out over a few calls), and an estimate is the rate
     times the size times ``factor``. Grid workers run many cells in one process, so the
-    estimates carry over between runs.
+    estimates carry over between runs. Runs on fewer than ``min_size`` units are not
+    recorded: their time is mostly a fixed cost, not a rate (a grid worker's warm-up
+    loads a model of ~60 rows into SCIP in 0.03-0.1 s: as a rate, the load of cr52's
+    318,000 rows would be estimated at minutes and never started, so never timed again).
     """
 
     def __init__(self, default_rate: float = 1e-4, factor: float = 1.5,
-                 decay: float = 0.5, defaults: dict[str, float] | None = None) -> None:
+                 decay: float = 0.5, defaults: dict[str, float] | None = None,
+                 min_size: int = 10_000) -> None:
         self.default_rate = default_rate
         self.defaults = dict(_DEFAULT_RATES if defaults is None else defaults)
         self.factor = factor
         self.decay = decay
+        self.min_size = min_size
         self._rates: dict[str, float] = {}
         self._lock = threading.Lock()
 
@@ -154,16 +154,28 @@ class StepCosts:
         return self.factor * self.rate(step) * max(1, int(size))
 
     def record(self, step: str, size: int, seconds: float) -> None:
-        """Account for one timed run of ``step`` on ``size`` units."""
+        """Account for one timed run of ``step`` on ``size`` units (ignored below
+        ``min_size`` units)."""
+        if size < self.min_size:
+            return
         obs = max(0.0, seconds) / max(1, int(size))
         with self._lock:
             prev = self._rates.get(step)
             self._rates[step] = obs if prev is None else max(obs, self.decay * prev)
 
 
-#: First estimates (seconds per parent set) of the ILP's node steps, timed on r0 with
-#: the machine loaded: LP repairs 0.6 s, cluster separation 1.8 s for 19,052 sets.
-_DEFAULT_RATES = {"ilp.repair": 3e-5, "ilp.separate": 1e-4}
+#: First estimates of the solvers' steps, in seconds per unit of size. The ILP's node
+#: steps (per parent set), timed on r0 with the machine loaded: LP repairs 0.6 s, cluster
+#: separation 1.8 s for 19,052 sets. Building the models before SCIP starts (per parent
+#: set for the ILP; per set and arc variable for TWILP) and loading them into SCIP (per
+#: variable and row), timed on cr52's test-split cache of the 2018 grid (889 variables,
+#: 317,115 sets) with the machine loaded: the ILP's model 7.8 s (2.5e-5 s per set), its
+#: load 10.2 s (3.2e-5 s per row); TWILP's model 3.4-4.4e-4 s per set and arc variable
+#: (the cache's first 100 and 250 variables, k = 2 and 5: 3.9-31.9 s). SCIP's return
+#: after its time limit (see :func:`solve_scip`): 10.1 s on cr52's validation split,
+#: 3.1e-5 s per row.
+_DEFAULT_RATES = {"ilp.repair": 3e-5, "ilp.separate": 1e-4, "ilp.model": 2.5e-5,
+                  "twilp.model": 4e-4, "scip.load": 3e-5, "scip.overshoot": 3e-5}
 
 #: The estimates the solvers share within a process.
 STEP_COSTS = StepCosts()
@@ -320,35 +332,58 @@ def scip_callback(stopper: ScipStop, node_cuts: bool, best: Sequence[float],
     return cb
 
 
-def solve_scip(model: Any, watch: Stopwatch, seed: int, hint: dict[Any, float],
-               node_cuts: bool, cb: Callable[[Any], Any],
+def model_rows(model: Any) -> int:
+    """Variables plus linear constraints of a MathOpt model: the size SCIP loads."""
+    return int(model.get_num_variables() + model.get_num_linear_constraints())
+
+
+def solve_scip(model: Any, watch: Stopwatch, stopper: ScipStop, seed: int,
+               hint: dict[Any, float], node_cuts: bool, cb: Callable[[Any], Any],
                last: Callable[[dict[Any, float], int], None]) -> Final:
     """Solve ``model`` by SCIP (single-threaded, seeded, from the solution ``hint``)
     within the budget of ``watch``, with ``cb`` at every new solution and node LP point
     (lazy constraints; cuts with ``node_cuts``); ``last(values, nodes)`` sees SCIP's
     final solution. Callbacks and results carry the non-zero values only.
 
-    SCIP's time limit keeps :data:`TIME_MARGIN` for building incumbents and
-    :data:`LOAD_SECONDS_PER_ROW` per variable and constraint of ``model`` for loading it.
+    The model is loaded into SCIP first (MathOpt's ``IncrementalSolver``), a step
+    SCIP's clock leaves out and nothing can interrupt: only when its estimated cost
+    (``stopper``'s ``"scip.load"``, per variable and row) fits before the deadline. SCIP's
+    time limit is then what is left of the budget after the load, less
+    :data:`TIME_MARGIN` for building incumbents and less the estimated overshoot
+    (``"scip.overshoot"``, per row): the seconds a solve stopped by its time limit
+    returned after it, SCIP freed included. Its clock leaves out work before and after
+    the search, and it checks the limit only between steps of its presolve: cr52's
+    validation-split cache (322,473 sets; loaded machine) ran its presolve 0.9 s past a
+    15.7 s limit, and the call returned 6.4 s after SCIP's clock stopped, then 2.8 s to
+    free it. A load that does not fit, or nothing left after it: no solve
+    (``Final(None, False, 0)``; the caller keeps its start).
     """
     mo = load_mathopt()
-    load = LOAD_SECONDS_PER_ROW * (model.get_num_variables()
-                                   + model.get_num_linear_constraints())
-    seconds = None if watch.budget.seconds is None else (watch.remaining() - TIME_MARGIN
-                                                         - load)
-    if seconds is not None and seconds <= 0.0:
+    rows = model_rows(model)
+    solver = stopper.attempt("scip.load", rows,
+                             lambda: mo.IncrementalSolver(model, mo.SolverType.GSCIP))
+    if solver is None:
         return Final(None, False, 0)
-    nonzero = mo.SparseVectorFilter(skip_zero_values=True)
-    res = mo.solve(model, mo.SolverType.GSCIP,
-                   params=scip_parameters(seed, seconds, watch.iterations_left()),
-                   model_params=mo.ModelSolveParameters(
-                       solution_hints=[mo.SolutionHint(variable_values=hint)],
-                       variable_values_filter=nonzero),
-                   callback_reg=mo.CallbackRegistration(
-                       events={mo.Event.MIP_SOLUTION, mo.Event.MIP_NODE},  # MIP_NODE: stops
-                       add_lazy_constraints=True, add_cuts=node_cuts,
-                       mip_solution_filter=nonzero, mip_node_filter=nonzero),
-                   cb=cb)
+    t0 = time.perf_counter()
+    with solver:
+        seconds = None if watch.budget.seconds is None else (
+            watch.remaining() - TIME_MARGIN - stopper.costs.estimate("scip.overshoot", rows))
+        if (seconds is not None and seconds <= 0.0) or stopper.due():
+            return Final(None, False, 0)
+        nonzero = mo.SparseVectorFilter(skip_zero_values=True)
+        res = solver.solve(
+            params=scip_parameters(seed, seconds, watch.iterations_left()),
+            model_params=mo.ModelSolveParameters(
+                solution_hints=[mo.SolutionHint(variable_values=hint)],
+                variable_values_filter=nonzero),
+            callback_reg=mo.CallbackRegistration(
+                events={mo.Event.MIP_SOLUTION, mo.Event.MIP_NODE},  # MIP_NODE: stops
+                add_lazy_constraints=True, add_cuts=node_cuts,
+                mip_solution_filter=nonzero, mip_node_filter=nonzero),
+            cb=cb)
+    if seconds is not None and res.termination.limit == mo.Limit.TIME:
+        stopper.costs.record("scip.overshoot", rows,
+                             time.perf_counter() - t0 - max(0.01, seconds))
     nodes = int(res.solve_stats.node_count)
     if res.has_primal_feasible_solution():
         last(res.variable_values(), nodes)

@@ -140,9 +140,16 @@ def _family_model(fam: Families) -> Any:
 def _scip_lazy(fam: Families, watch: Stopwatch, seed: int, hint: Sequence[int],
                node_cuts: bool, emit: Callable[[Found], None], stopper: ScipStop,
                subip: bool = False) -> Final:
-    """Branch-and-cut in SCIP (MathOpt): lazy cluster constraints, fractional cuts."""
+    """Branch-and-cut in SCIP (MathOpt): lazy cluster constraints, fractional cuts.
+
+    The model is built only when its estimated cost (``"ilp.model"``, per parent set)
+    fits before the deadline, as SCIP's load after it (:func:`solve_scip`): neither can
+    be interrupted, and on large caches they take seconds (cr52, 317,115 sets: 5-26 s
+    together on a loaded machine). Else no solve: the caller keeps its start."""
     mo = load_mathopt()
-    model = _family_model(fam)
+    model = stopper.attempt("ilp.model", fam.n_sets, lambda: _family_model(fam))
+    if model is None:
+        return Final(None, False, 0)
     var = model.get_variable  # variable i is set i (created on demand: 300k cost seconds)
 
     def cluster_row(cmask: int, lazy: bool) -> Any:
@@ -193,9 +200,11 @@ def _scip_lazy(fam: Families, watch: Stopwatch, seed: int, hint: Sequence[int],
         if not integer_clusters(fam, chosen):
             record(chosen, None, nodes)
 
-    # A partial hint (the chosen sets): SCIP completes it by propagating Σ z = 1.
-    return solve_scip(model, watch, seed, {var(int(i)): 1.0 for i in hint}, node_cuts,
-                      scip_callback(stopper, node_cuts, best, body), last)
+    # A partial hint (the chosen sets). SCIP completes a partial solution only when at
+    # most 85% of its variables are unknown (heuristics/completesol/maxunknownrate):
+    # on large caches it ignores this one (cr52: 99.7% unknown) and starts without it.
+    return solve_scip(model, watch, stopper, seed, {var(int(i)): 1.0 for i in hint},
+                      node_cuts, scip_callback(stopper, node_cuts, best, body), last)
 
 
 @register("ilp")

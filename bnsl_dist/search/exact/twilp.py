@@ -302,8 +302,13 @@ def _solve(fam: Families, k: int, watch: Stopwatch, seed: int, hint: tuple[list[
            node_cuts: bool, lazy_triangles: bool, emit: Callable[[Found], None],
            stopper: ScipStop) -> Final:
     mo = load_mathopt()
-    tm = _Model(fam, k, lazy_triangles)
     n = fam.n
+    # built only when its estimated cost fits before the deadline (see ilp._scip_lazy):
+    # a Python call per variable, n (n + k) arc variables (cr52, 889 variables: minutes)
+    tm = stopper.attempt("twilp.model", fam.n_sets + n * (n + k),
+                         lambda: _Model(fam, k, lazy_triangles))
+    if tm is None:
+        return Final(None, False, 0)
     best = [fam.score(hint[0])]
 
     def record(chosen: list[int], order: list[int], bound: float | None, it: int) -> None:
@@ -354,7 +359,7 @@ def _solve(fam: Families, k: int, watch: Stopwatch, seed: int, hint: tuple[list[
         rows.extend(tm.dense(w, False) for w in _fractional_dense_sets(yh, n, k))
         return rows
 
-    return solve_scip(tm.model, watch, seed, tm.hint(*hint), node_cuts,
+    return solve_scip(tm.model, watch, stopper, seed, tm.hint(*hint), node_cuts,
                       scip_callback(stopper, node_cuts, best, body),
                       lambda sol, nodes: integral(sol, None, None, nodes))
 
