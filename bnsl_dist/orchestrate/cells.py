@@ -143,7 +143,7 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
               staging: Staging | None = None,
               clock: Callable[[], float] = time.perf_counter,
               task_spans: Callable[[], dict[str, list[tuple[float, float]]]] | None = None,
-              on_submitted: Callable[[bool], None] | None = None) -> GridSummary:
+              on_submitted: Callable[[int, bool], None] | None = None) -> GridSummary:
     """Run ``cells`` on the cluster and store each outcome as it arrives.
 
     A cell needing a cache that ``cache_path(cell)`` names but that does not exist yet
@@ -191,7 +191,8 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     sizing the caches and setting the priorities. A replay on a simulated clock
     (:mod:`~bnsl_dist.orchestrate.virtual_clock`) gives its ``clock``, the tasks'
     ``task_spans`` on it (else: the scheduler's task stream) and ``on_submitted``, called
-    after each submission of cells with whether every cell is sent. At most
+    after each submission of cells with the count of cells sent so far and whether that
+    is every cell. At most
     :data:`MIN_WINDOW` cells, or :data:`WINDOW_PER_SLOT` per worker thread, are in
     flight: the others follow, in priority order, as outcomes are stored.
     """
@@ -260,7 +261,7 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
         futures.update(zip(out, keys, strict=True))
         sent.append(len(keys))
         if on_submitted is not None and keys:
-            on_submitted(sum(sent) == len(ordered))
+            on_submitted(sum(sent), sum(sent) == len(ordered))
         return out
 
     window = max(MIN_WINDOW, WINDOW_PER_SLOT * (summary.threads or summary.workers))

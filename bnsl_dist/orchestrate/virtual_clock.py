@@ -17,10 +17,13 @@ no transition is half done:
   (no message between them in flight, no free thread about to take a task);
 * no task is queued on the scheduler while a worker has a free slot;
 * the client has submitted the cells it can (:meth:`VirtualClock.arm`, called by
-  :func:`~bnsl_dist.orchestrate.cells.run_cells` after each submission) and, while it
-  still holds some back (its window of cells in flight), has taken every finished
-  cell's outcome (no cell is left in the scheduler's memory: it releases each once
-  stored, after sending the cells that replace it).
+  :func:`~bnsl_dist.orchestrate.cells.run_cells` after each submission with the count
+  of cells sent so far), the scheduler has taken in every one of them (counted as its
+  graphs arrive, :class:`_Received`: a graph the client has sent may still be on its
+  way, and the cells it holds would then start late) and, while the client still holds
+  some back (its window of cells in flight), it has taken every finished cell's outcome
+  (no cell is left in the scheduler's memory: it releases each once stored, after
+  sending the cells that replace it).
 
 Everything else is the real code path — the expansion, the cache tasks and batches,
 their dependencies, Dask's queueing by priority, the store — so the schedule it gives
@@ -37,6 +40,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from distributed.diagnostics.plugin import SchedulerPlugin
 
 __all__ = ["VirtualClock", "quiescent"]
 
@@ -74,6 +79,18 @@ def quiescent(scheduler: Any, workers: list[Any], sleeping: set[str],
     return not (free_slot and len(scheduler.queued))
 
 
+class _Received(SchedulerPlugin):
+    """Counts the cells (keys ``cell-...``) whose graphs the scheduler has taken in."""
+
+    name = "bnsl-dist-virtual-clock"
+
+    def __init__(self) -> None:
+        self.cells = 0
+
+    def update_graph(self, scheduler: Any, *, keys: set[Any], **kwargs: Any) -> None:
+        self.cells += sum(1 for k in keys if isinstance(k, str) and k.startswith("cell-"))
+
+
 class VirtualClock:
     """Simulated seconds from 0, advanced only at quiescence (the module's docstring).
 
@@ -89,16 +106,19 @@ class VirtualClock:
         self._spans: dict[str, list[tuple[float, float]]] = {}
         self._armed = False
         self._all_sent = False
+        self._sent = 0  # cells the client has sent
+        self._received = _Received()  # ... and those the scheduler has taken in
 
     def now(self) -> float:
         with self._cond:
             return self._now
 
-    def arm(self, all_sent: bool = True) -> None:
-        """The client has submitted what it can for now (``all_sent``: every task): the
-        clock may advance."""
+    def arm(self, sent: int, all_sent: bool = True) -> None:
+        """The client has submitted what it can for now, ``sent`` cells in all
+        (``all_sent``: every cell): the clock may advance once the scheduler has them."""
         with self._cond:
             self._armed = True
+            self._sent = sent
             self._all_sent = all_sent
 
     def sleep(self, seconds: float) -> float:
@@ -126,6 +146,7 @@ class VirtualClock:
     def _tick(self, scheduler: Any, workers: list[Any]) -> None:
         with self._cond:
             if not self._armed or not self._wakeups \
+                    or self._received.cells < self._sent \
                     or not quiescent(scheduler, workers, self._sleeping,
                                      client_waits=not self._all_sent):
                 return
@@ -148,6 +169,7 @@ class VirtualClock:
         started = threading.Event()
 
         def start() -> None:
+            scheduler.add_plugin(self._received)
             pc.start()
             started.set()
 
@@ -160,6 +182,7 @@ class VirtualClock:
 
             def stop() -> None:
                 pc.stop()
+                scheduler.remove_plugin(_Received.name)
                 stopped.set()
 
             scheduler.loop.add_callback(stop)
