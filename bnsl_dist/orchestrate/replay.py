@@ -197,6 +197,18 @@ def replay_layout(slots: int) -> tuple[int, int]:
     return slots // t, t
 
 
+#: The chores every Dask server runs on its event loop, off or rare in a replay's
+#: cluster: its scheduler and workers share one loop, where each worker's statistical
+#: profiler (every thread's stack every 10 ms), 17 system monitors (psutil, every 0.5 s)
+#: and 17 loop-latency ticks (every 20 ms) took most of it (py-spy samples of the loop,
+#: 16 workers x 16 threads). None of them decides where a task runs.
+REPLAY_CONFIG = {"distributed.worker.profile.enabled": False,
+                 "distributed.admin.system-monitor.interval": "60s",
+                 "distributed.admin.system-monitor.disk": False,
+                 "distributed.admin.system-monitor.gil.enabled": False,
+                 "distributed.admin.tick.interval": "1s"}
+
+
 @contextmanager
 def replay_client(workers: int, threads_per_worker: int | None = None) -> Iterator[Any]:
     """A local cluster of ``workers`` sleeping worker threads (as ``workers`` ×
@@ -209,7 +221,8 @@ def replay_client(workers: int, threads_per_worker: int | None = None) -> Iterat
 
     if threads_per_worker is None:
         workers, threads_per_worker = replay_layout(workers)
-    with dask.config.set(SCHEDULER_CONFIG):  # as every cluster this package starts
+    # as every cluster this package starts, but for the chores (:data:`REPLAY_CONFIG`)
+    with dask.config.set({**SCHEDULER_CONFIG, **REPLAY_CONFIG}):
         lc = LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker,
                           processes=False, dashboard_address=None, memory_limit=None)
     with lc, Client(lc) as client:

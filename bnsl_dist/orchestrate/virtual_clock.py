@@ -38,6 +38,7 @@ from __future__ import annotations
 import heapq
 import threading
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from typing import Any
 
@@ -49,7 +50,7 @@ __all__ = ["VirtualClock", "quiescent"]
 CHECK_EVERY = 0.001
 
 
-def quiescent(scheduler: Any, workers: list[Any], sleeping: set[str],
+def quiescent(scheduler: Any, workers: list[Any], sleeping: AbstractSet[str],
               client_waits: bool = False) -> bool:
     """Whether nothing on ``scheduler`` and its in-process ``workers`` (Dask objects,
     read on their event loop) will happen until one of the tasks ``sleeping`` (keys)
@@ -100,9 +101,12 @@ class VirtualClock:
 
     def __init__(self) -> None:
         self._now = 0.0
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self._wakeups: list[tuple[float, str]] = []  # heap of (time, key)
-        self._sleeping: set[str] = set()
+        # each sleeping task's key -> what wakes it (its own: waking one task wakes no
+        # other thread; with one condition for all, each step woke every worker thread,
+        # 256 of them on 256 workers)
+        self._sleeping: dict[str, threading.Event] = {}
         self._spans: dict[str, list[tuple[float, float]]] = {}
         self._armed = False
         self._all_sent = False
@@ -110,13 +114,13 @@ class VirtualClock:
         self._received = _Received()  # ... and those the scheduler has taken in
 
     def now(self) -> float:
-        with self._cond:
+        with self._lock:
             return self._now
 
     def arm(self, sent: int, all_sent: bool = True) -> None:
         """The client has submitted what it can for now, ``sent`` cells in all
         (``all_sent``: every cell): the clock may advance once the scheduler has them."""
-        with self._cond:
+        with self._lock:
             self._armed = True
             self._sent = sent
             self._all_sent = all_sent
@@ -127,33 +131,35 @@ class VirtualClock:
         from distributed.worker import thread_state
 
         key = str(thread_state.key)
-        with self._cond:
+        woken = threading.Event()
+        with self._lock:
             start = self._now
             wake = start + max(0.0, seconds)
             if wake > start:
-                self._sleeping.add(key)
+                self._sleeping[key] = woken
                 heapq.heappush(self._wakeups, (wake, key))
-                while key in self._sleeping:
-                    self._cond.wait()
+            else:
+                woken.set()
+        woken.wait()
+        with self._lock:
             self._spans.setdefault(key, []).append((start, wake))
         return max(0.0, seconds)
 
     def spans(self) -> dict[str, list[tuple[float, float]]]:
         """Task key -> its (start, stop) in simulated seconds, each time it ran."""
-        with self._cond:
+        with self._lock:
             return {k: list(v) for k, v in self._spans.items()}
 
     def _tick(self, scheduler: Any, workers: list[Any]) -> None:
-        with self._cond:
+        with self._lock:
             if not self._armed or not self._wakeups \
                     or self._received.cells < self._sent \
-                    or not quiescent(scheduler, workers, self._sleeping,
+                    or not quiescent(scheduler, workers, self._sleeping.keys(),
                                      client_waits=not self._all_sent):
                 return
             wake, key = heapq.heappop(self._wakeups)
             self._now = max(self._now, wake)
-            self._sleeping.discard(key)
-            self._cond.notify_all()
+            self._sleeping.pop(key).set()
 
     @contextmanager
     def running(self, client: Any) -> Iterator[VirtualClock]:
