@@ -6,10 +6,9 @@ store) and ``cache build`` (cache jobs alone).
 The route: :func:`bnsl_dist.cache.build.explore_batch` over every variable, assembled by
 :func:`~bnsl_dist.cache.build.assemble_cache` — in this process
 (:func:`~bnsl_dist.cache.build.build_cache`) or fanned out in guided batches on Dask
-(:func:`~bnsl_dist.orchestrate.explore.build_cache_distributed`; cells run into a store:
-the same batches as tasks of the run's graph,
-:func:`~bnsl_dist.orchestrate.explore.submit_cache_build`). A time-limited cell's
-cache is built in its share of the limit (each variable an equal share of the time
+(:func:`~bnsl_dist.orchestrate.explore.submit_cache_build`: its last task returns the
+cache, or, cells run into a store, writes its file, the cells depending on it). A
+time-limited cell's cache is built in its share of the limit (each variable an equal share of the time
 still left; on Dask one slice of the variables per worker thread, all sharing the
 deadline). A cache file the spec names is read, never rebuilt; with a store, each cache
 is its file ``caches/<key>.jkl.gz`` there (key :attr:`~bnsl_dist.pipeline.cell.CacheJob.key`),
@@ -168,15 +167,17 @@ def _execute_stored(cells: Sequence[Cell], client: Any, store: Any,
 
 # ------------------------------------------------------------------ cache jobs
 def _builder(client: Any, progress: bool) -> Callable[[CategoricalData, Any], ParentSetCache]:
-    """The one way a cache is built from its data: in this process, or fanned out in
-    variable batches on ``client`` (the same cache with a score budget or none)."""
+    """The one way a cache is built from data in this process's memory: in this process,
+    or on ``client`` through the route of every cache on Dask
+    (:func:`~bnsl_dist.orchestrate.explore.cache_of_held`: the same cache with a score
+    budget or none)."""
     if client is None:
         from bnsl_dist.cache.build import build_cache
 
         return lambda data, spec: build_cache(data, spec, progress=progress)
-    from bnsl_dist.orchestrate.explore import build_cache_distributed
+    from bnsl_dist.orchestrate.explore import cache_of_held
 
-    return lambda data, spec: build_cache_distributed(client, data, spec, progress=progress)
+    return lambda data, spec: cache_of_held(client, data, spec, progress=progress)
 
 
 def _execute_caches(jobs: Sequence[CacheJob], client: Any, store: Any,
@@ -293,7 +294,7 @@ def _run_islands(client: Any, cells: Sequence[Cell], cache: ParentSetCache) -> l
 def _execute_impute(cells: Sequence[Cell], client: Any, t0: float,
                     on_iteration: Callable[[Any], None] | None) -> Execution:
     """Structural EM of each cell's incomplete data (:func:`bnsl_dist.pipeline.tasks.sem.run`):
-    on Dask each M-step's cache is built by ``build_cache_distributed`` and the E-step's
+    on Dask each M-step's cache is built through the one route (:func:`_builder`) and the E-step's
     record batches are tasks (:class:`~bnsl_dist.orchestrate.sem.DaskEStep`); the result
     is the serial one. An impute cell's stream is its seed's (``default_rng(seed)``, as
     ``bnsl-dist impute --seed`` always was, so earlier runs replay)."""
@@ -384,21 +385,19 @@ def _execute_within(cells: Sequence[Cell], client: Any, t0: float, margin: float
         cache = build_cache_within(data, job.cache, task, deadline, on_progress, started=t0)
         slices = 1
     else:
-        from bnsl_dist.orchestrate.explore import build_cache_distributed, thread_slices
+        from bnsl_dist.orchestrate.explore import cache_of_held, thread_slices
         from bnsl_dist.pipeline.cost import guided_batches
 
         timed = deadline is not None
-        n_workers = len(client.scheduler_info().get("workers", {}))
         slices = len(thread_slices(client, range(data.n_vars)) if timed
-                     else guided_batches(range(data.n_vars), n_workers))
+                     else guided_batches(range(data.n_vars), sum(client.nthreads().values())))
         if on_progress is not None:
             on_progress(Progress(f"cache: {data.n_vars} variables"
                                  + (f" in {slices} slices" if timed else ""), 0, 0, None,
                                  time.time() - t0,
                                  None if deadline is None else max(0.0, deadline - time.time())))
-        cache = build_cache_distributed(
-            client, data, job.cache, deadline=None if deadline is None
-            else cache_deadline(task, deadline), cutoff=deadline, warmed=True)
+        cache = cache_of_held(client, data, job.cache, deadline=None if deadline is None
+                              else cache_deadline(task, deadline), cutoff=deadline, warmed=True)
     stage = {"seconds": time.time() - t_cache,
              "exact_scores": int(sum(cache.meta["stats"]["exact_scores"])),
              "n_sets": cache.n_sets, "slices": slices}

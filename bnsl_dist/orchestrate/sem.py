@@ -1,7 +1,8 @@
 """SEM on Dask: the E-step fanned out in batches of records (:class:`DaskEStep`); the
 executor (:func:`bnsl_dist.orchestrate.execute.execute`, an impute cell) gives it to
-structural EM with the M-step's cache built per variable by ``build_cache_distributed``
-(k-MAX runs in the client, as in the serial run).
+structural EM with the M-step's cache built in variable batches through the one route of
+a cache on Dask (:func:`bnsl_dist.orchestrate.explore.cache_of_held`; k-MAX runs in the
+client, as in the serial run).
 
 The records that have missing values are cut into batches (10^4-10^5 rows, never one
 task per record) scattered once for the whole run (they do not change between EM

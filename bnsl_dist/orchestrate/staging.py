@@ -31,6 +31,11 @@ lost with its worker.) Restart a long-lived cluster to free them.
 With a shared file system (``shared_fs: true`` in a cluster YAML, ``grid run
 --shared-fs``, or a local cluster this process started), nothing is sent: the workers
 read the paths and write the caches themselves, the fast path, with the same results.
+
+Data that exist only in the client's memory (the screened roots' data of ``learn``, an
+EM iteration's completed data) have no path: :meth:`Staging.hold` scatters them once
+to every worker and names them by a reference of their own, which the tasks of that
+staging get them for, whatever the file system; they are released with the staging.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from distributed import Client, Future
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from bnsl_dist._io import atomic_write_bytes
+from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import DataError
 from bnsl_dist.pipeline.cell import CacheJob, Cell
 from bnsl_dist.pipeline.specs import DataRef
@@ -83,9 +89,10 @@ class Inputs(WorkerPlugin):
         worker.bnsl_inputs[self.key] = self.value
 
 
-def _input(key: str | bytes) -> Any:
-    """The input kept on this worker under ``key`` (bytes: a built cache, as is)."""
-    if isinstance(key, bytes):
+def _input(key: Any) -> Any:
+    """The input kept on this worker under ``key`` (a string); anything else is the
+    input itself (a built cache's bytes, data scattered: :meth:`Staging.hold`)."""
+    if not isinstance(key, str):
         return key
     from distributed import get_worker
 
@@ -96,11 +103,11 @@ def _input(key: str | bytes) -> Any:
                         f"unregistered?)") from None
 
 
-def with_inputs(data: Sequence[tuple[DataRef, str]], files: Sequence[tuple[str, str | bytes]],
+def with_inputs(data: Sequence[tuple[DataRef, Any]], files: Sequence[tuple[str, str | bytes]],
                 fn: Callable[..., Any], *args: Any) -> Any:
     """``fn(*args)`` on a worker, with the data and file bytes kept under the given keys
-    (:class:`Inputs`; bytes: a built cache) standing for the client's references and
-    paths (:func:`~bnsl_dist.pipeline.staged.staged`)."""
+    (:class:`Inputs`; bytes: a built cache; data: scattered) standing for the client's
+    references and paths (:func:`~bnsl_dist.pipeline.staged.staged`)."""
     with staged([(ref, _input(k)) for ref, k in data],
                 [(path, _input(k)) for path, k in files]):
         return fn(*args)
@@ -149,6 +156,7 @@ class Staging:
         self.client = client
         self.shared_fs = shared_fs
         self._data: dict[DataRef, str] = {}
+        self._held: dict[DataRef, Future[Any]] = {}
         self._sent: set[str] = set()
         self._files: dict[str, str] = {}
         self._writes: list[threading.Event] = []
@@ -191,6 +199,16 @@ class Staging:
             self._data[ref] = self._send(f"data-{d.content_hash()}", d)
         return self._data[ref]
 
+    def hold(self, data: CategoricalData) -> DataRef:
+        """A reference to ``data``, which are in this process's memory alone: scattered
+        once to every worker, and given to the tasks of this staging that name the
+        reference (:meth:`task`; on a shared file system too). The reference is new on
+        every call (its name: the scattered key), so two builds never share a task."""
+        fut = self.client.scatter(data, broadcast=True, hash=False)
+        ref = DataRef(name=f"memory-{str(fut.key).rsplit('-', 1)[-1]}")
+        self._held[ref] = fut
+        return ref
+
     def file(self, path: str) -> StagedFile:
         """A client file (a cache), read once and sent under its content hash."""
         if path not in self._files:
@@ -199,21 +217,28 @@ class Staging:
                 f"file-{hashlib.sha256(blob).hexdigest()[:32]}", blob)
         return StagedFile(path, self._files[path])
 
-    def _data_items(self, refs: Iterable[DataRef | None]) -> list[tuple[DataRef, str]]:
-        out = []
+    def _data_items(self, refs: Iterable[DataRef | None]) -> list[tuple[DataRef, Any]]:
+        """(reference, what the task gets for it): the data held (:meth:`hold`), and
+        without a shared file system the data sent (:meth:`data`)."""
+        out: list[tuple[DataRef, Any]] = []
         for ref in refs:
-            fut = None if ref is None else self.data(ref)
-            if ref is not None and fut is not None:
-                out.append((ref, fut))
+            if ref is None:
+                continue
+            got: Any = self._held.get(ref)
+            if got is None and not self.shared_fs:
+                got = self.data(ref)
+            if got is not None:
+                out.append((ref, got))
         return out
 
     # ------------------------------------------------------------------ tasks
     def task(self, refs: Iterable[DataRef | None], fn: Callable[..., Any],
              *args: Any) -> tuple[Any, ...]:
         """``fn(*args)`` with the data of ``refs``."""
-        if self.shared_fs:
+        items = self._data_items(refs)
+        if self.shared_fs and not items:
             return (fn, *args)
-        return (with_inputs, self._data_items(refs), [], fn, *args)
+        return (with_inputs, items, [], fn, *args)
 
     def existing(self, path: str) -> str | StagedFile:
         """A cache file on the client, for the cells that read it."""

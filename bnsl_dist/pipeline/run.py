@@ -126,7 +126,7 @@ def stage_data(job: CacheJob) -> tuple[CategoricalData | None, Screening | None,
 
 # ---------------------------------------------------------------------------- caches
 #: Builds the cache of data with a spec: :func:`bnsl_dist.cache.build_cache` serially,
-#: ``build_cache_distributed`` bound to a client on Dask.
+#: ``orchestrate.explore.cache_of_held`` bound to a client on Dask.
 CacheBuilder = Callable[[CategoricalData, CacheSpec], ParentSetCache]
 
 

@@ -1,4 +1,5 @@
-"""The Dask build equals the serial build; the data task and the on-disk cache."""
+"""The one route of a cache on Dask equals the serial build (data in memory, a file the
+workers read or are sent); the on-disk cache."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 from bnsl_dist.cache import build_cache, read_jkl, write_jkl
 from bnsl_dist.cache.parent_sets import ParentSetCache
 from bnsl_dist.data import write_csv
+from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.data.registry import bundled_path
 from bnsl_dist.model.bif import read_bif
 from bnsl_dist.model.sampling import sample
@@ -36,41 +38,70 @@ def _same(a: ParentSetCache, b: ParentSetCache) -> None:
     assert a.names == b.names
 
 
-@pytest.mark.parametrize("kwargs,batch_size", [
-    ({"method": "independence", "scores_per_variable": 150}, None),
+def _route(client, data, spec, threads, staging=None, ref=None):
+    """The cache of ``data`` (held in memory), or of the file ``ref`` names, through the
+    one route for ``threads`` worker threads (its last task returns the cache), and its
+    number of batches."""
+    from bnsl_dist.orchestrate.explore import submit_cache_build
+    from bnsl_dist.orchestrate.staging import Staging
+    from bnsl_dist.pipeline.cell import CacheJob
+
+    stage = staging or Staging(client, shared_fs=True)
+    job = CacheJob(data=ref if ref is not None else stage.hold(data), cache=spec)
+    deps = {}
+    fut = submit_cache_build(client, job, None, data.n_vars, threads, deps=deps,
+                             staging=stage)
+    return fut.result(), len(deps[fut.key])
+
+
+@pytest.mark.parametrize("kwargs,threads", [
+    ({"method": "independence", "scores_per_variable": 150}, 2),
     ({"method": "independence", "scores_per_variable": 150, "score": "bdeu"}, 3),
-    ({"method": "sequential", "max_indegree": 2, "progress": True}, 7),
+    ({"method": "sequential", "max_indegree": 2}, 7),
 ])
-def test_dask_build_equals_serial_build(client, child, kwargs, batch_size):
-    from bnsl_dist.orchestrate.explore import build_cache_distributed
+def test_dask_build_equals_serial_build(client, child, kwargs, threads):
+    """Fanned out in batches (guided, for 2, 3 or 7 threads: other batchings), the cache
+    equals the serial build's, as does the executor's build of data in memory (with a
+    progress bar)."""
+    from bnsl_dist.cache import CacheSpec
+    from bnsl_dist.orchestrate.explore import cache_of_held
+    from bnsl_dist.pipeline.cost import guided_batches
 
-    serial = build_cache(child, **kwargs)
-    dist = build_cache_distributed(client, child, batch_size=batch_size, **kwargs)
-    _same(serial, dist)
-    assert dist.meta["stats"]["exact_scores"] == serial.meta["stats"]["exact_scores"]
-    assert dist.meta["data_hash"] == serial.meta["data_hash"] == child.content_hash()
+    spec = CacheSpec(**kwargs)
+    serial = build_cache(child, spec)
+    dist, n_batches = _route(client, child, spec, threads)
+    assert n_batches == len(guided_batches(range(child.n_vars), threads)) > threads
+    held = cache_of_held(client, child, spec, progress=True)
+    for c in (dist, held):
+        _same(serial, c)
+        assert c.meta["stats"]["exact_scores"] == serial.meta["stats"]["exact_scores"]
+        assert c.meta["data_hash"] == serial.meta["data_hash"] == child.content_hash()
 
 
-def test_data_task_is_keyed_by_content_hash_and_files_are_read_by_workers(client, child,
-                                                                         tmp_path):
-    from bnsl_dist.orchestrate.explore import build_cache_distributed, load_data_task
+def test_files_are_read_by_the_workers_or_sent_and_data_in_memory_held(client, child,
+                                                                       tmp_path):
+    """A cache job on a CSV file: the workers read the file (a shared file system) or
+    get it sent (none); data with missing values are refused before anything is sent."""
+    from bnsl_dist.cache import CacheSpec
+    from bnsl_dist.data import read_data
+    from bnsl_dist.exceptions import DataError
+    from bnsl_dist.orchestrate.explore import cache_of_held
+    from bnsl_dist.orchestrate.staging import Staging
+    from bnsl_dist.pipeline.specs import DataRef
 
     path = tmp_path / "child.csv"
-    write_csv(child, path, header=True)
-    from bnsl_dist.data import read_data
-
+    write_csv(child.select(list(range(8))), path, header=True)
     local = read_data(path)
-    fut = client.submit(load_data_task, str(path), local.content_hash(),
-                        key=f"data-{local.content_hash()}", pure=False)
-    assert fut.result().content_hash() == local.content_hash()
-    del fut
-    dist = build_cache_distributed(client, str(path), method="sequential", max_indegree=1,
-                                   variables=[0, 3])
-    _same(build_cache(local, method="sequential", max_indegree=1, variables=[0, 3]), dist)
-    from bnsl_dist.exceptions import DataError
-
-    with pytest.raises(DataError, match="differ"):
-        load_data_task(str(path), "0" * 64)
+    spec = CacheSpec(method="sequential", max_indegree=1)
+    serial = build_cache(local, spec)
+    for shared in (True, False):
+        got, _ = _route(client, local, spec, 2, Staging(client, shared_fs=shared),
+                        DataRef.parse(str(path)))
+        _same(serial, got)
+    masked = CategoricalData.from_array(local.codes, arities=local.arities,
+                                        missing=np.eye(*local.codes.shape, dtype=bool))
+    with pytest.raises(DataError, match="missing values"):
+        cache_of_held(client, masked, spec)
 
 
 def _job(path, **settings):

@@ -68,8 +68,7 @@ def _install() -> None:
     import bnsl_dist.pipeline.run as run
     from bnsl_dist.data.dataset import CategoricalData
 
-    explore.assemble_cache = _timed("  assemble the cache", explore.assemble_cache)
-    explore._drain = _timed("  explore tasks (drained)", explore._drain)
+    explore._own = _timed("  explore tasks and assembly (waited for)", explore._own)
     run.with_entropies = _timed("  entropies", run.with_entropies)
     setattr(CategoricalData, "content_hash",  # noqa: B010 - mypy forbids assigning a method
             _timed("  content hash", CategoricalData.content_hash))

@@ -3,7 +3,8 @@
 For W = 1, 2, 4, ... up to the machine's cores (``--workers`` to choose), on a fresh
 local cluster of W single-threaded workers each time:
 
-* **cache build** — ``build_cache_distributed`` of ``--data`` with an exact-score budget
+* **cache build** — ``cache_of_held`` (the one route of a cache on Dask) of ``--data``
+  with an exact-score budget
   (reproducible: the cache is checked equal to the serial one), against the serial
   ``build_cache``;
 * **per-seed search** — the cells of ``--algorithm`` with an iteration
@@ -221,7 +222,7 @@ def main() -> None:
     from bnsl_dist.cache import build_cache, write_jkl
     from bnsl_dist.orchestrate.cluster import connect
     from bnsl_dist.orchestrate.execute import execute
-    from bnsl_dist.orchestrate.explore import build_cache_distributed
+    from bnsl_dist.orchestrate.explore import cache_of_held
     from bnsl_dist.orchestrate.grid import run_grid
     from bnsl_dist.orchestrate.workers import register_warmup
     from bnsl_dist.pipeline import CacheSpec, DataRef, SearchSpec, learn, learn_cells, load_data
@@ -283,7 +284,7 @@ def main() -> None:
             register_warmup(client, cache_methods=("independence",), algorithms=specs)
             row["warmup_seconds"] = round(time.perf_counter() - t0, 3)
             t0 = time.perf_counter()
-            cache = build_cache_distributed(client, data, **build)
+            cache = cache_of_held(client, data, CacheSpec(**build), warmed=True)
             wall = time.perf_counter() - t0
             busy = float(sum(cache.meta["stats"]["seconds"]))
             row["cache_build"] = {"wall_seconds": round(wall, 3),

@@ -9,8 +9,9 @@ Two kinds share :func:`run` (one call of :func:`bnsl_dist.sem.structural_em`):
   accuracy (:func:`run_cell`).
 
 The M-step builds its caches through :func:`bnsl_dist.cache.build.build_cache`, or
-``build_cache_distributed`` on Dask (the executor's ``cache_builder``, with the E-step's
-record batches fanned out too): the route of every cell's cache.
+on Dask the route of every cache there (the executor's ``cache_builder``:
+``orchestrate.explore.cache_of_held``, the completed data scattered once; with the
+E-step's record batches fanned out too).
 """
 
 from __future__ import annotations
