@@ -111,6 +111,25 @@ def test_reaches_bundled_optima(name, optimum):
         assert inc.iterations <= 60
 
 
+def _trace(cache, iters, **params):
+    return [(i.score, i.dag, i.iterations) for i in make_optimizer("memetic", **params).run(
+        cache, Budget(max_iterations=iters), np.random.default_rng(3))]
+
+
+def test_short_walks_first_only_above_the_threshold_and_still_exact(monkeypatch):
+    from bnsl_dist.search.ordering import memetic
+
+    cache = load_jkl("child-5000.blip.jkl.gz", bundled=True)
+    # 20 variables: below SHORT_WALKS_FROM reach changes nothing
+    assert _trace(cache, 12, reach=1) == _trace(cache, 12, reach=0)
+    monkeypatch.setattr(memetic, "SHORT_WALKS_FROM", 0)
+    # above it the walks are short first (another run), and the optimum is still reached
+    assert _trace(cache, 12, reach=1) != _trace(cache, 12, reach=0)
+    for seed in range(3):
+        inc = _final(cache, 60, seed, reach=1)
+        assert inc.score == pytest.approx(-71542.801, abs=1e-3), seed
+
+
 SHARED = {"asia_10000.dat.3": -22466.3965465,
           "minobs_asia_1000_1.BDeu": -2333.8214091, "minobs_asia_250_1.BDeu": -594.2942017,
           "minobs_cancer_1000_1.BDeu": -2148.4965592,
@@ -141,7 +160,7 @@ def test_same_seed_same_run_and_seeds_differ():
                                  {"restart": 0}, {"keep": 0}, {"keep": 30},
                                  {"max_window": 0}, {"high_entropy": "middle"},
                                  {"shuffle": 1.1}, {"cluster": 2}, {"epochs": -1},
-                                 {"migrants": 0}, {"migrants": 21}])
+                                 {"migrants": 0}, {"migrants": 21}, {"reach": -1}])
 def test_bad_parameters_are_refused(bad):
     with pytest.raises(InvalidConfigError, match="memetic"):
         make_optimizer("memetic", **bad)

@@ -481,10 +481,12 @@ def test_swap_search_reaches_a_swap_local_optimum(cache, rnd):
         assert naive_best_for_order(cache, sw)[0] <= want + 1e-7
 
 
-@settings(max_examples=40, deadline=None)
-@given(caches, st.randoms(use_true_random=False))
-def test_window_search_reaches_a_block_move_local_optimum(cache, rnd):
+@settings(max_examples=60, deadline=None)
+@given(caches, st.randoms(use_true_random=False), st.sampled_from([1, 2, None]))
+def test_window_search_reaches_a_block_move_local_optimum(cache, rnd, reach):
+    # reach None: blocks walked to the ends of the order; else at most reach steps
     n = cache.n_vars
+    reach = n if reach is None else reach
     order = list(range(n))
     rnd.shuffle(order)
     s0, order_a, pos, chosen = _obs(cache, order)
@@ -497,7 +499,7 @@ def test_window_search_reaches_a_block_move_local_optimum(cache, rnd):
     while not converged:
         g, converged = WK.window_search(order_a, pos, chosen, candidate_bitsets(fc),
                                         fc.offsets, fc.par_offsets, fc.par_flat, fc.scores,
-                                        todo, max_window, state, 7)
+                                        todo, max_window, state, 7, reach)
         total += g
     final = list(order_a)
     assert sorted(final) == list(range(n))
@@ -506,13 +508,54 @@ def test_window_search_reaches_a_block_move_local_optimum(cache, rnd):
     assert [cache.parents_at(int(i)) for i in chosen] == parents
     assert want == pytest.approx(s0 + total, abs=1e-7)
     assert want >= s0 - 1e-9
-    # no move of a block of w <= max_window consecutive variables improves
+    # no move of a block of w <= max_window consecutive variables by at most reach
+    # positions improves
+    _assert_no_block_move_improves(cache, final, want, max_window, reach)
+
+
+def _assert_no_block_move_improves(cache, final, want, max_window, reach):
+    n = len(final)
     for w in range(1, min(max_window, n - 1) + 1):
         for i in range(n - w + 1):
             block, rest = final[i:i + w], final[:i] + final[i + w:]
-            for j in range(len(rest) + 1):
+            for j in range(max(0, i - reach), min(len(rest), i + reach) + 1):
                 moved = rest[:j] + block + rest[j:]
                 assert naive_best_for_order(cache, moved)[0] <= want + 1e-7
+
+
+@settings(max_examples=40, deadline=None)
+@given(caches, st.randoms(use_true_random=False), st.integers(1, 3))
+def test_window_walks_are_bounded_by_reach_and_refine_ends_at_a_full_optimum(
+        cache, rnd, reach):
+    n = cache.n_vars
+    order = list(range(n))
+    rnd.shuffle(order)
+    s0, order_a, pos, chosen = _obs(cache, order)
+    fc = cache.flat
+    # one pivot at a time: an applied move shifts a block of 1 (the first window) by at
+    # most reach positions, so the positions that change span at most 1 + reach
+    before = list(order_a)
+    state = np.array([0, 1, 0], dtype=np.int64)
+    todo = np.array(rnd.sample(range(n), n), dtype=np.int64)
+    for _ in range(n):
+        if state[1] > 1:
+            break
+        WK.window_search(order_a, pos, chosen, candidate_bitsets(fc), fc.offsets,
+                         fc.par_offsets, fc.par_flat, fc.scores, todo, 3, state, 1, reach)
+        changed = [k for k in range(n) if order_a[k] != before[k]]
+        assert not changed or changed[-1] - changed[0] <= reach
+        before = list(order_a)
+    # window_refine with a reach walks short first, then to the ends: a full optimum
+    s1, order_b, _, chosen_b = _obs(cache, order)
+    out = list(asobs_module.window_refine(fc, order_b, chosen_b,
+                                          Budget(max_iterations=1).stopwatch(),
+                                          np.random.default_rng(rnd.randrange(99)),
+                                          max_window=3, chunk=5, reach=reach))
+    final = list(order_b)
+    want, parents = naive_best_for_order(cache, final)
+    assert [cache.parents_at(int(i)) for i in chosen_b] == parents
+    assert want == pytest.approx(out[-1][0] if out else s1, abs=1e-7)
+    _assert_no_block_move_improves(cache, final, want, 3, n)
 
 
 def test_topological_order_near_keeps_a_consistent_order_and_sorts_a_dag():

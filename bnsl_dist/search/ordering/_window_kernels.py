@@ -124,9 +124,10 @@ def _walk(start, w, steps, right, order, pos, chosen, cand, offsets, par_offsets
 
 @nb.njit(cache=True, nogil=True)
 def window_search(order, pos, chosen, cand, offsets, par_offsets, par_flat, scores, todo,
-                  max_window, state, max_steps):
+                  max_window, state, max_steps, reach):
     """Run the window search from the current (order, chosen) for about ``max_steps``
-    block steps. Returns (total gain, converged)."""
+    block steps, each block walked at most ``reach`` steps each way (``reach`` >= n:
+    to both ends of the order). Returns (total gain, converged)."""
     n = order.shape[0]
     w_order = np.empty(n, dtype=np.int64)
     w_pos = np.empty(n, dtype=np.int64)
@@ -149,7 +150,7 @@ def window_search(order, pos, chosen, cand, offsets, par_offsets, par_flat, scor
         best_right = True
         for d in range(2):
             right = d == 0
-            steps = (n - w - start) if right else start
+            steps = min((n - w - start) if right else start, reach)
             if steps <= 0:
                 continue
             w_order[:] = order

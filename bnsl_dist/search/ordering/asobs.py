@@ -107,8 +107,8 @@ def candidate_bitsets(fc: FlatCache) -> NDArray[np.uint64]:
 
 def window_refine(fc: FlatCache, order: NDArray[np.int64], chosen: NDArray[np.int64],
                   watch: Stopwatch, rng: np.random.Generator, *, max_window: int,
-                  chunk: int = _WINDOW_CHUNK, cand: NDArray[np.uint64] | None = None
-                  ) -> Iterator[tuple[float, NDArray[np.int64]]]:
+                  chunk: int = _WINDOW_CHUNK, cand: NDArray[np.uint64] | None = None,
+                  reach: int | None = None) -> Iterator[tuple[float, NDArray[np.int64]]]:
     """The window search from ``order`` and ``chosen``, in chunks; yields (score, chosen)
     after each chunk that improved. ``chosen`` must hold each variable's best set
     consistent with ``order``, as OBS and the swaps leave it (the anytime loop's swaps
@@ -118,17 +118,17 @@ def window_refine(fc: FlatCache, order: NDArray[np.int64], chosen: NDArray[np.in
     pos[order] = np.arange(n)
     cand = candidate_bitsets(fc) if cand is None else cand
     todo = rng.permutation(n).astype(np.int64)
-    state = np.array([0, 1, 0], dtype=np.int64)
-    while True:
-        if watch.remaining() <= 0.0:
-            return
-        gain, converged = WK.window_search(order, pos, chosen, cand, fc.offsets,
-                                           fc.par_offsets, fc.par_flat, fc.scores, todo,
-                                           max_window, state, chunk)
-        if gain > 0.0:
-            yield exact_total(fc, chosen), chosen
-        if converged:
-            return
+    for r in ([n] if reach is None or reach >= n else [reach, n]):
+        state = np.array([0, 1, 0], dtype=np.int64)
+        converged = False
+        while not converged:
+            if watch.remaining() <= 0.0:
+                return
+            gain, converged = WK.window_search(order, pos, chosen, cand, fc.offsets,
+                                               fc.par_offsets, fc.par_flat, fc.scores,
+                                               todo, max_window, state, chunk, r)
+            if gain > 0.0:
+                yield exact_total(fc, chosen), chosen
 
 
 class ASOBS:

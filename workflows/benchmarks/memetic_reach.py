@@ -1,0 +1,127 @@
+"""Benchmark: memetic's anytime curve with and without the short window walks first.
+
+On caches of more than ``SEARCH_FROM`` variables the memetic search's window search first
+walks each block at most ``reach`` steps each way (``Memetic(reach=...)``), and only
+then to the ends of the order. This runs ``memetic`` with ``reach=0`` (walks to the ends
+from the start: the search before the change) and with its default alternately, seed by
+seed, in one process on whatever core it is pinned to, after a 1-iteration warm-up of
+each (kernels loaded, cache read: outside the seconds), and writes each run's best score
+within each budget (``--seconds``: one run at the largest per seed and variant).
+
+Run (one core, not niced: a timing run)::
+
+    taskset -c 0 python -m workflows.benchmarks.memetic_reach \\
+      --caches c20ng=/work/runs/minobs-caches/c20ng.train.bic.jkl.gz \\
+      --seeds 0 1 2 --seconds 10 60
+
+writes ``memetic_reach.json`` and ``memetic_reach.md``. On a shared machine compare the
+two variants of one run (they alternate), not figures of different runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from workflows.benchmarks._common import write_report
+
+VARIANTS = {"reach=0": {"reach": 0}, "default": {}}
+
+
+def _best(incs: list[Any], b: float) -> float | None:
+    return max((i.score for i in incs if i.elapsed <= b), default=None)
+
+
+def measure(caches: list[tuple[str, str]], seeds: list[int], budgets: list[float],
+            done: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """Per cache: each variant's runs (seed, best score at each budget); ``done(rows)``
+    after each cache."""
+    import numpy as np
+
+    from bnsl_dist.cache.jkl import read_jkl
+    from bnsl_dist.search import Budget, make_optimizer
+
+    out: dict[str, Any] = {}
+    for label, path in caches:
+        cache = read_jkl(path)
+        cache.flat  # noqa: B018  (read by every search)
+        for params in VARIANTS.values():
+            for _ in make_optimizer("memetic", **params).run(
+                    cache, Budget(max_iterations=1), np.random.default_rng(0)):
+                pass
+        runs: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
+        for seed in seeds:
+            for v, params in VARIANTS.items():
+                load = os.getloadavg()[0]
+                incs = list(make_optimizer("memetic", **params).run(
+                    cache, Budget(seconds=max(budgets)), np.random.default_rng(seed)))
+                at = {f"{b:g}": _best(incs, b) for b in budgets}
+                runs[v].append({"seed": seed, "load_average": load, "at": at,
+                                "trace": [(i.elapsed, i.score) for i in incs]})
+                print(f"{label} {v} seed {seed}: {at}", flush=True)
+        out[label] = {"n": cache.n_vars, "path": path, "runs": runs}
+        done(out)
+    return out
+
+
+def markdown(result: dict[str, Any]) -> list[str]:
+    budgets = [f"{b:g}" for b in result["budgets"]]
+    lines = ["# memetic: short window walks first (reach) or not", "",
+             f"`{result['command']}`", "", result["note"], "",
+             "| cache (vars) | s | " + " | ".join(f"{v} (median; seeds)" for v in VARIANTS)
+             + " | default − reach=0 (median of per-seed differences) |",
+             "|---|---|" + "---:|" * (len(VARIANTS) + 1)]
+    for label, row in result["table"].items():
+        for b in budgets:
+            cells = []
+            for v in VARIANTS:
+                xs = [r["at"][b] for r in row["runs"][v]]
+                med = statistics.median(x for x in xs if x is not None) if any(
+                    x is not None for x in xs) else None
+                cells.append(("—" if med is None else f"{med:,.1f}") + " ("
+                             + ", ".join("—" if x is None else f"{x:,.0f}" for x in xs)
+                             + ")")
+            diffs = [d["at"][b] - r["at"][b] for r, d in zip(
+                row["runs"]["reach=0"], row["runs"]["default"], strict=True)
+                if d["at"][b] is not None and r["at"][b] is not None]
+            gain = f"{statistics.median(diffs):+,.1f}" if diffs else "—"
+            lines.append(f"| {label} ({row['n']}) | {b} | " + " | ".join(cells)
+                         + f" | {gain} |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--caches", nargs="+", required=True, help="NAME=PATH of .jkl caches")
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    p.add_argument("--seconds", nargs="+", type=float, default=[10.0, 60.0])
+    p.add_argument("--note", default="One process, one core shared with other jobs; "
+                   "the variants alternate seed by seed (load average per run in the "
+                   "JSON).")
+    p.add_argument("--name", default="memetic_reach")
+    a = p.parse_args(argv)
+    caches = []
+    for c in a.caches:
+        label, sep, path = c.partition("=")
+        if not sep or not os.path.isfile(path):
+            p.error(f"--caches: {c!r} is not NAME=PATH of a file")
+        caches.append((label, path))
+    result: dict[str, Any] = {
+        "budgets": sorted(a.seconds), "seeds": a.seeds, "note": a.note,
+        "command": "python -m workflows.benchmarks.memetic_reach " + " ".join(argv),
+        "table": {}}
+
+    def done(rows: dict[str, Any]) -> None:
+        result["table"] = rows
+        print(write_report(a.name, result, markdown(result)), flush=True)
+
+    measure(caches, a.seeds, sorted(a.seconds), done)
+
+
+if __name__ == "__main__":
+    main()
