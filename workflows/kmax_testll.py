@@ -22,7 +22,6 @@ its data sets into the JSON; the markdown is drawn from the JSON alone, which
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ import numpy as np
 
 from bnsl_dist._io import atomic_write_text
 from bnsl_dist.results.export import load_records
+from workflows._rows import update_rows
 from workflows.qds_cvll import heldout_per_row
 
 OUT = Path(__file__).resolve().parent / "results" / "kmax-2018-reduced"
@@ -98,13 +98,8 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default="", help="comma-separated; none: redraw only")
     a = ap.parse_args(argv)
-    path = OUT / "kmax_testll.json"
-    rows = json.loads(path.read_text(encoding="utf-8"))["rows"] if path.is_file() else []
-    new = [d for d in a.datasets.split(",") if d]
-    if new:
-        rows = [r for r in rows if r["dataset"] not in new] + compute(new)
-        rows.sort(key=lambda r: (r["dataset"], r["split"], r["k"]))
-        atomic_write_text(path, json.dumps({"label": "kmax", "rows": rows}, indent=1) + "\n")
+    rows = update_rows(OUT / "kmax_testll.json", a.datasets, compute,
+                       lambda r: (r["dataset"], r["split"], r["k"]), {"label": "kmax"})
     atomic_write_text(OUT / "kmax_testll.md", markdown(rows))
     print(markdown(rows))
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from bnsl_dist._io import atomic_write_text
 from bnsl_dist.results.export import load_records
+from workflows._rows import update_rows
 
 OUT = Path(__file__).resolve().parent / "results" / "sem-imputation-2018-reduced"
 GRID = Path(__file__).resolve().parents[1] / "configs" / "grids" / "sem-imputation-2018-reduced.yaml"
@@ -138,14 +139,9 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default="", help="comma-separated; none: redraw only")
     a = ap.parse_args(argv)
-    path = OUT / "underflow.json"
-    rows = json.loads(path.read_text(encoding="utf-8"))["rows"] if path.is_file() else []
-    new = [d for d in a.datasets.split(",") if d]
-    if new:
-        rows = [r for r in rows if r["dataset"] not in new] + compute(new)
-        rows.sort(key=lambda r: (r["dataset"], r["missing_rate"], r["seed"],
-                                 r["budget_scale"]))
-        atomic_write_text(path, json.dumps({"rows": rows}, indent=1) + "\n")
+    rows = update_rows(OUT / "underflow.json", a.datasets, compute,
+                       lambda r: (r["dataset"], r["missing_rate"], r["seed"],
+                                  r["budget_scale"]))
     atomic_write_text(OUT / "underflow.md", markdown(rows))
     print(markdown(rows))
 

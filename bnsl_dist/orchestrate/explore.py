@@ -220,17 +220,14 @@ def cache_of_held(client: Client, data: CategoricalData, spec: CacheSpec, *,
     stage = Staging(client, shared_fs=True)
     job = CacheJob(data=stage.hold(data), cache=spec)
     threads = sum(client.nthreads().values())
-    if not progress:
-        fut = submit_cache_build(client, job, None, data.n_vars, threads, staging=stage,
-                                 deadline=deadline, cutoff=cutoff)
-        return _own(fut)
     from rich.progress import Progress
 
-    with Progress(transient=True) as bar:
+    with Progress(transient=True, disable=not progress) as bar:
         task = bar.add_task(f"{spec.method} selection", total=data.n_vars)
         fut = submit_cache_build(client, job, None, data.n_vars, threads, staging=stage,
                                  deadline=deadline, cutoff=cutoff,
-                                 on_part=lambda n: bar.advance(task, n))
+                                 on_part=(lambda n: bar.advance(task, n)) if progress
+                                 else None)
         return _own(fut)
 
 
