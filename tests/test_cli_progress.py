@@ -46,7 +46,8 @@ def test_learn_says_each_phase_and_nothing_with_q(tmp_path):
     best = json.loads(out.read_text())["score"]
     m = [re.fullmatch(r"(searching|polishing) \(best so far (-[\d,.]+)\)", g) for g in got[3:]]
     assert m and all(m), r.stderr  # each later stage with the best score so far
-    assert all(float(x.group(2).replace(",", "")) <= best + 1e-6 for x in m)
+    # the line prints 2 decimals: a score equal to the final one may round up by 0.005
+    assert all(float(x.group(2).replace(",", "")) <= best + 0.005 + 1e-9 for x in m)
     for args in (["--iterations", "20", "--serial"], ["--time-limit", "3"]):
         assert _cli("learn", "nltcs", *args, "-o", str(out), "-q").stderr == ""
 
