@@ -6,9 +6,11 @@ client with its migrants, the cache scattered once.
 With an iteration budget every epoch ends at a barrier and each island gets the
 migrants of the same epoch as :func:`~bnsl_dist.search.ordering.islands.run_islands`
 gives it: the same result. With a budget in seconds the clock is the wall clock since
-the first epochs were submitted (the workers are started and their kernels loaded
-before), and an island goes on as soon as its epoch ends, with the latest migrants of
-the island before it.
+the first epochs were submitted, and an island goes on as soon as its epoch ends, with
+the latest migrants of the island before it. Before the clock starts the workers are
+started, their kernels loaded, and what a search derives from the cache derived on each
+(:func:`~bnsl_dist.search.ordering.memetic.prepare`), as a one-core run's warm-up does
+before its own clock.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from bnsl_dist.search.ordering.islands import (
     ring,
     run_epoch,
 )
-from bnsl_dist.search.ordering.memetic import Memetic, MemeticSearch
+from bnsl_dist.search.ordering.memetic import Memetic, MemeticSearch, prepare
 
 __all__ = ["islands_runner"]
 
@@ -58,6 +60,9 @@ def run_islands_distributed(client: Any, params: Memetic, cache: ParentSetCache,
     traces = [AnytimeTrace() for _ in islands]
     bounds = epoch_bounds(budget, epochs)
     tag = task_key("islands", time.time_ns())
+    # what every epoch reads from the cache, derived on each worker before the clock
+    client.gather([client.submit(prepare, shared, workers=[w], key=f"{tag}-prepare-{w}",
+                                 pure=False) for w in workers[:len(islands)]])
 
     def submit(i: int, e: int, incoming: list[Member], origin: float | None) -> Any:
         return client.submit(run_epoch, islands[i], shared, budget, incoming, bounds[e],

@@ -62,7 +62,7 @@ from bnsl_dist.search.ordering.obs import (
 )
 from bnsl_dist.search.ordering.samplers import entropy_orders, entropy_weights
 
-__all__ = ["Memetic", "MemeticSearch", "SHORT_WALKS_FROM"]
+__all__ = ["Memetic", "MemeticSearch", "SHORT_WALKS_FROM", "prepare"]
 
 #: Above this many variables the window search walks short first (``Memetic(reach=)``);
 #: below (plants, dna, book, msweb: ahead of MINOBS already) the search is unchanged.
@@ -223,15 +223,28 @@ _Setup = tuple[NDArray[np.float64], ObsMasks, NDArray[np.uint64], int]
 _SETUPS: weakref.WeakKeyDictionary[ParentSetCache, _Setup] = weakref.WeakKeyDictionary()
 
 
-def _setup(cache: ParentSetCache) -> _Setup:
+def _derive(cache: ParentSetCache) -> _Setup:
     """The entropy weights, OBS masks, candidate bitsets and largest set size."""
+    fc = cache.flat
+    return (entropy_weights(cache, None)[0], obs_masks(fc), candidate_bitsets(fc),
+            int(fc.sizes.max()) if fc.sizes.size else 0)
+
+
+def _setup(cache: ParentSetCache) -> _Setup:
+    """:func:`_derive`'s arrays, derived once per cache object (in this process)."""
     out = _SETUPS.get(cache)
     if out is None:
-        fc = cache.flat
-        out = (entropy_weights(cache, None)[0], obs_masks(fc), candidate_bitsets(fc),
-               int(fc.sizes.max()) if fc.sizes.size else 0)
-        _SETUPS[cache] = out
+        out = _SETUPS[cache] = _derive(cache)
     return out
+
+
+def prepare(cache: ParentSetCache) -> None:
+    """Derive now, once per cache object in this process, what every search of
+    ``cache`` reads from it (its flat arrays, the samplers' weights, the ASOBS masks,
+    the window search's candidate bitsets): a search started later does not. The
+    islands on Dask call it on each worker before their clock starts, as a one-core
+    run's warm-up derives it before its own."""
+    _setup(cache)
 
 
 class MemeticSearch:
