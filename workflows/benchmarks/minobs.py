@@ -263,7 +263,7 @@ def run_parallel(tool: str, path: Path, budgets: list[float], seed: int, cpus: s
     trace = sorted((i["elapsed"], i["score"]) for r in rec["runs"] for i in r["incumbents"])
     return {"at": at, "trace": trace, "process_seconds": wall,
             "search_seconds": max(r["seconds"] for r in rec["runs"]),
-            "workers": int(workers)}
+            "iterations": [r["iterations"] for r in rec["runs"]], "workers": int(workers)}
 
 
 def child(algorithm: str, path: str, budgets: list[float], seed: int, out: str) -> None:
@@ -284,14 +284,22 @@ def child(algorithm: str, path: str, budgets: list[float], seed: int, out: str) 
                                            np.random.default_rng(seed)):
         pass
     t3 = time.perf_counter()
-    incs = list(make_optimizer(algorithm).run(cache, Budget(seconds=max(budgets)),
-                                              np.random.default_rng(seed)))
+    run = make_optimizer(algorithm).run(cache, Budget(seconds=max(budgets)),
+                                        np.random.default_rng(seed))
+    incs = []
+    while True:
+        try:
+            incs.append(next(run))
+        except StopIteration as stop:  # the optimizer returns its iterations
+            iterations = stop.value
+            break
     t4 = time.perf_counter()
     trace = [(i.elapsed, i.score) for i in incs]
     at = _at(trace, budgets)
     atomic_write_text(Path(out), json.dumps({
         "imports_seconds": t1 - t0, "load_seconds": t2 - t1, "warm_up_seconds": t3 - t2,
-        "search_seconds": t4 - t3, "trace": trace, "at_index": at,
+        "search_seconds": t4 - t3, "iterations": iterations, "trace": trace,
+        "at_index": at,
         "parents": {b: None if i is None else [list(map(int, ps))
                                                for ps in incs[i].dag.parents]
                     for b, i in at.items()}}))
@@ -425,6 +433,19 @@ def markdown(result: dict[str, Any]) -> list[str]:
             for k in ("imports_seconds", "load_seconds", "warm_up_seconds")) + "; process "
             f"{statistics.median(r['process_seconds'] - r['search_seconds'] for r in ours):.2f}"
             " s beyond the search.")
+    counted: dict[tuple[str, str], list[int]] = {}
+    for label, row in result["table"].items():
+        for t, rs in row["runs"].items():
+            for r in rs:
+                its = r.get("iterations")  # per seed of an @N tool
+                if t != "minobs" and its is not None:
+                    counted.setdefault((label, t), []).extend(
+                        its if isinstance(its, list) else [its])
+    if counted:  # a run's speed: local searches (one per iteration) in the largest budget
+        lines += ["", f"Iterations (local searches) in {max(result['budgets']):g} s, "
+                  "medians per seed: " + "; ".join(
+                      f"{label} {t} {statistics.median(its):g}"
+                      for (label, t), its in counted.items()) + ".", ""]
     return lines
 
 
