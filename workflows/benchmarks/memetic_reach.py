@@ -1,18 +1,19 @@
 """Benchmark: memetic's anytime curve with and without the short window walks first.
 
-On caches of more than ``SEARCH_FROM`` variables the memetic search's window search first
-walks each block at most ``reach`` steps each way (``Memetic(reach=...)``), and only
-then to the ends of the order. This runs ``memetic`` with ``reach=0`` (walks to the ends
-from the start: the search before the change) and with its default alternately, seed by
-seed, in one process on whatever core it is pinned to, after a 1-iteration warm-up of
-each (kernels loaded, cache read: outside the seconds), and writes each run's best score
-within each budget (``--seconds``: one run at the largest per seed and variant).
+On caches of more than ``SHORT_WALKS_FROM`` variables the memetic search's window search
+first walks each block at most ``reach`` steps each way (``Memetic(reach=...)``), and
+only then to the ends of the order. This runs ``memetic`` with each ``--reach`` value
+(default ``0``: walks to the ends from the start, the search before the change) and
+with its default, alternately, seed by seed, in one process on whatever core it is
+pinned to, after a 1-iteration warm-up of each (kernels loaded, cache read: outside the
+seconds), and writes each run's best score within each budget (``--seconds``: one run
+at the largest per seed and variant), and each variant's gain over the first.
 
 Run (one core, not niced: a timing run)::
 
     taskset -c 0 python -m workflows.benchmarks.memetic_reach \\
       --caches c20ng=/work/runs/minobs-caches/c20ng.train.bic.jkl.gz \\
-      --seeds 0 1 2 --seconds 10 60
+      --seeds 0 1 2 --seconds 10 60 [--reach 0 8 16]
 
 writes ``memetic_reach.json`` and ``memetic_reach.md``. On a shared machine compare the
 two variants of one run (they alternate), not figures of different runs.
@@ -29,7 +30,10 @@ from typing import Any
 
 from workflows.benchmarks._common import write_report
 
-VARIANTS = {"reach=0": {"reach": 0}, "default": {}}
+
+def variants(reach: list[int]) -> dict[str, dict[str, int]]:
+    """The variants run: ``reach=R`` for each R, then the default (``Memetic()``'s)."""
+    return {**{f"reach={r}": {"reach": r} for r in reach}, "default": {}}
 
 
 def _best(incs: list[Any], b: float) -> float | None:
@@ -37,7 +41,8 @@ def _best(incs: list[Any], b: float) -> float | None:
 
 
 def measure(caches: list[tuple[str, str]], seeds: list[int], budgets: list[float],
-            done: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+            done: Callable[[dict[str, Any]], None],
+            variants: dict[str, dict[str, int]]) -> dict[str, Any]:
     """Per cache: each variant's runs (seed, best score at each budget); ``done(rows)``
     after each cache."""
     import numpy as np
@@ -49,13 +54,13 @@ def measure(caches: list[tuple[str, str]], seeds: list[int], budgets: list[float
     for label, path in caches:
         cache = read_jkl(path)
         cache.flat  # noqa: B018  (read by every search)
-        for params in VARIANTS.values():
+        for params in variants.values():
             for _ in make_optimizer("memetic", **params).run(
                     cache, Budget(max_iterations=1), np.random.default_rng(0)):
                 pass
-        runs: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
+        runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
         for seed in seeds:
-            for v, params in VARIANTS.items():
+            for v, params in variants.items():
                 load = os.getloadavg()[0]
                 incs = list(make_optimizer("memetic", **params).run(
                     cache, Budget(seconds=max(budgets)), np.random.default_rng(seed)))
@@ -70,27 +75,29 @@ def measure(caches: list[tuple[str, str]], seeds: list[int], budgets: list[float
 
 def markdown(result: dict[str, Any]) -> list[str]:
     budgets = [f"{b:g}" for b in result["budgets"]]
+    names = list(next(iter(result["table"].values()))["runs"]) if result["table"] else []
+    base, others = (names[0], names[1:]) if names else ("", [])
     lines = ["# memetic: short window walks first (reach) or not", "",
              f"`{result['command']}`", "", result["note"], "",
-             "| cache (vars) | s | " + " | ".join(f"{v} (median; seeds)" for v in VARIANTS)
-             + " | default − reach=0 (median of per-seed differences) |",
-             "|---|---|" + "---:|" * (len(VARIANTS) + 1)]
+             "| cache (vars) | s | " + " | ".join(f"{v} (median; seeds)" for v in names)
+             + "".join(f" | {v} − {base} (median of per-seed differences)" for v in others)
+             + " |", "|---|---|" + "---:|" * (2 * len(names) - 1)]
     for label, row in result["table"].items():
         for b in budgets:
             cells = []
-            for v in VARIANTS:
+            for v in names:
                 xs = [r["at"][b] for r in row["runs"][v]]
                 med = statistics.median(x for x in xs if x is not None) if any(
                     x is not None for x in xs) else None
                 cells.append(("—" if med is None else f"{med:,.1f}") + " ("
                              + ", ".join("—" if x is None else f"{x:,.0f}" for x in xs)
                              + ")")
-            diffs = [d["at"][b] - r["at"][b] for r, d in zip(
-                row["runs"]["reach=0"], row["runs"]["default"], strict=True)
-                if d["at"][b] is not None and r["at"][b] is not None]
-            gain = f"{statistics.median(diffs):+,.1f}" if diffs else "—"
-            lines.append(f"| {label} ({row['n']}) | {b} | " + " | ".join(cells)
-                         + f" | {gain} |")
+            for v in others:
+                diffs = [d["at"][b] - r["at"][b] for r, d in zip(
+                    row["runs"][base], row["runs"][v], strict=True)
+                    if d["at"][b] is not None and r["at"][b] is not None]
+                cells.append(f"{statistics.median(diffs):+,.1f}" if diffs else "—")
+            lines.append(f"| {label} ({row['n']}) | {b} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -103,6 +110,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--note", default="One process, one core shared with other jobs; "
                    "the variants alternate seed by seed (load average per run in the "
                    "JSON).")
+    p.add_argument("--reach", nargs="+", type=int, default=[0],
+                   help="reach values run beside the default (the first is the baseline)")
     p.add_argument("--name", default="memetic_reach")
     a = p.parse_args(argv)
     caches = []
@@ -120,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
         result["table"] = rows
         print(write_report(a.name, result, markdown(result)), flush=True)
 
-    measure(caches, a.seeds, sorted(a.seconds), done)
+    measure(caches, a.seeds, sorted(a.seconds), done, variants(a.reach))
 
 
 if __name__ == "__main__":
