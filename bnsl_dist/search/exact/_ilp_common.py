@@ -104,6 +104,10 @@ class ScipStop:
     def due(self) -> bool:
         return self._stopped.is_set() or self._remaining() <= 0.0
 
+    def remaining(self) -> float:
+        """Seconds left before the deadline (0 once stopped)."""
+        return 0.0 if self._stopped.is_set() else self._remaining()
+
     def attempt(self, step: str, size: int, work: Callable[[], _T]) -> _T | None:
         """``work()``, timed into :attr:`costs`; ``None`` (not run) when the stop is due
         or the step's estimated cost exceeds the time left before the deadline."""
@@ -173,9 +177,12 @@ class StepCosts:
 #: load 10.2 s (3.2e-5 s per row); TWILP's model 3.4-4.4e-4 s per set and arc variable
 #: (the cache's first 100 and 250 variables, k = 2 and 5: 3.9-31.9 s). SCIP's return
 #: after its time limit (see :func:`solve_scip`): 10.1 s on cr52's validation split,
-#: 3.1e-5 s per row.
+#: 3.1e-5 s per row. TWILP's one-pass cut of a DAG to treewidth k (per parent set,
+#: :func:`~bnsl_dist.search.exact._twilp_heuristics.chordal_cut`): 0.45 s on BLIP's
+#: cache of cwebkb (839 variables, 457,986 sets, k = 2; loaded machine).
 _DEFAULT_RATES = {"ilp.repair": 3e-5, "ilp.separate": 1e-4, "ilp.model": 2.5e-5,
-                  "twilp.model": 4e-4, "scip.load": 3e-5, "scip.overshoot": 3e-5}
+                  "twilp.model": 4e-4, "scip.load": 3e-5, "scip.overshoot": 3e-5,
+                  "twilp.cut": 1e-6}
 
 #: The estimates the solvers share within a process.
 STEP_COSTS = StepCosts()

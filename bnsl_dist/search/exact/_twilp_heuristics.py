@@ -10,13 +10,24 @@ networks using integer linear programming", AISTATS 2014, §3 (root graphs, Lemm
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from bnsl_dist.graph import eliminate, min_degree_order, min_fill_order, moral_graph
+from bnsl_dist.graph import (
+    eliminate,
+    min_degree_order,
+    min_fill_order,
+    moral_graph,
+    topological_order,
+)
 from bnsl_dist.search.exact._ilp_families import Families, bits, eades_order
 
+if TYPE_CHECKING:
+    from bnsl_dist.search.exact._ilp_common import ScipStop
+
 __all__ = ["fit_treewidth", "feasibility_heuristic", "root_graph_arcs", "best_subset",
-           "order_width"]
+           "chordal_cut", "order_width"]
 
 
 def best_subset(fam: Families, v: int, allowed: int) -> int:
@@ -39,11 +50,15 @@ def _elimination(adj: list[set[int]], order: Sequence[int], k: int) -> tuple[int
     return width, bag
 
 
-def order_width(parents: Sequence[Sequence[int]], k: int) -> tuple[list[int], int, set[int]]:
+def order_width(parents: Sequence[Sequence[int]], k: int,
+                due: Callable[[], bool] | None = None) -> tuple[list[int], int, set[int]]:
+    """Min-fill's elimination order of the moral graph (min-degree's when narrower), its
+    width, and its first bag wider than ``k`` (empty when none). ``due``: asked before
+    each elimination; True gives up (:class:`TimeoutError`)."""
     adj = moral_graph(parents)
-    order, width = min_fill_order(adj)
+    order, width = min_fill_order(adj, due)
     if width > k:
-        o2, w2 = min_degree_order(adj)
+        o2, w2 = min_degree_order(adj, due)
         if w2 < width:
             order, width = o2, w2
     bag: set[int] = set()
@@ -52,17 +67,41 @@ def order_width(parents: Sequence[Sequence[int]], k: int) -> tuple[list[int], in
     return order, width, bag
 
 
-def fit_treewidth(fam: Families, chosen: Sequence[int], k: int) -> tuple[list[int], list[int]]:
+def fit_treewidth(fam: Families, chosen: Sequence[int], k: int,
+                  stop: ScipStop | None = None) -> tuple[list[int], list[int]]:
     """Remove arcs from a DAG until min-fill / min-degree certify treewidth <= k.
 
     Each step removes, among the arcs touching the first elimination bag wider than k,
     the one whose loss is least (the child then takes its best cached subset of its
     remaining parents). Returns the new choice and an elimination order of width <= k.
+
+    With ``stop`` (the cell's deadline): a step's elimination orders are given up once
+    no more time is left than :func:`chordal_cut` is estimated to take (``stop``'s
+    step costs, ``"twilp.cut"`` per parent set), and the DAG cut so far is finished by
+    :func:`chordal_cut`. One min-fill order costs a minute on a large greedy DAG
+    (cwebkb, 839 variables, width 130: 50-70 s an order on the loaded development
+    machine) and cutting it to k = 2 takes one per arc removed, so without a deadline a
+    36 s TWILP cell on cr52 spent 263 s here. Without ``stop`` (an iteration budget)
+    every step runs: the same DAG on every machine.
     """
     chosen = [int(i) for i in chosen]
+    due = None
+    if stop is not None:
+        reserve = stop.costs.estimate("twilp.cut", fam.n_sets)
+
+        def due() -> bool:
+            return stop.remaining() <= reserve
+
     while True:
         parents = fam.parents(chosen)
-        order, width, bag = order_width(parents, k)
+        try:
+            order, width, bag = order_width(parents, k, due)
+        except TimeoutError:
+            assert stop is not None
+            t0 = time.perf_counter()
+            out = chordal_cut(fam, chosen, k)
+            stop.costs.record("twilp.cut", fam.n_sets, time.perf_counter() - t0)
+            return out
         if width <= k:
             return chosen, order
         best: tuple[float, int, int] | None = None
@@ -77,10 +116,46 @@ def fit_treewidth(fam: Families, chosen: Sequence[int], k: int) -> tuple[list[in
         chosen[best[1]] = best[2]
 
 
-def feasibility_heuristic(fam: Families, prefs: Sequence[Sequence[int]],
-                          k: int) -> tuple[list[int], list[int]]:
+def chordal_cut(fam: Families, chosen: Sequence[int], k: int) -> tuple[list[int], list[int]]:
+    """A DAG of treewidth <= k from ``chosen`` in one pass over the cached sets, and its
+    elimination order (width <= k).
+
+    The variables are taken in a topological order of ``chosen``; each takes its best
+    cached set S of at most k members, all taken before it and pairwise adjacent in the
+    graph H built so far, and joins H adjacent to S. Every vertex's earlier neighbours
+    in H form a clique of at most k, so H is chordal of width <= k with the reverse
+    order as a perfect elimination order, and the moral graph lies inside H (S ∪ {v} is
+    a clique of H). ∅ always qualifies; a variable keeps its parents of ``chosen`` when
+    they qualify (its set in ``chosen`` is a candidate), so the result is never worse
+    than the forest of each variable's best single parent.
+    """
+    n = fam.n
+    topo = topological_order(fam.parents(chosen))
+    near = [0] * n  # H's adjacency, as bit masks
+    before = 0
+    out = [0] * n
+    for v in topo:
+        for i in fam.sets_of(v):
+            m = fam.masks[i]
+            if m & ~before or m.bit_count() > k:
+                continue
+            if all(near[a] | (1 << a) | ~m == -1 for a in bits(m)):
+                break
+        else:  # pragma: no cover - a cache always holds the empty set
+            raise AssertionError("a cache always holds the empty set")
+        out[v] = i
+        for a in bits(m):
+            near[a] |= 1 << v
+        near[v] = m
+        before |= 1 << v
+    return out, topo[::-1]
+
+
+def feasibility_heuristic(fam: Families, prefs: Sequence[Sequence[int]], k: int,
+                          stop: ScipStop | None = None) -> tuple[list[int], list[int]]:
     """TWILP §5.2 for one preference list: the first preferred set of every variable,
-    a feedback arc set removed (Eades-Lin-Smyth), then :func:`fit_treewidth`."""
+    a feedback arc set removed (Eades-Lin-Smyth), then :func:`fit_treewidth` (within
+    ``stop``'s deadline)."""
     chosen = [int(p[0]) if len(p) else best_subset(fam, v, 0) for v, p in enumerate(prefs)]
     weights = {(p, v): 1.0 for v, i in enumerate(chosen) for p in bits(fam.masks[i])}
     pos = {v: t for t, v in enumerate(eades_order(fam.n, weights))}
@@ -91,7 +166,7 @@ def feasibility_heuristic(fam: Families, prefs: Sequence[Sequence[int]],
                 keep &= ~(1 << p)
         if keep != fam.masks[i]:
             chosen[v] = best_subset(fam, v, keep)
-    return fit_treewidth(fam, chosen, k)
+    return fit_treewidth(fam, chosen, k, stop)
 
 
 def root_graph_arcs(adj: Sequence[set[int]], order: Sequence[int],

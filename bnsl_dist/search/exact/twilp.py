@@ -28,11 +28,15 @@ DAG before the solve): two DAGs (each variable's set of largest LP value; its be
 scoring set with a non-zero value), made acyclic by removing a feedback arc set
 (Eades-Lin-Smyth order), then arcs are removed (the cheapest, inside the bag where
 the min-fill elimination exceeds width k) until min-fill / min-degree certify
-treewidth <= k. Families are mapped to their best cached subsets on the way.
+treewidth <= k. Families are mapped to their best cached subsets on the way. Within a
+seconds budget the arc removal stops at the deadline and one pass finishes the DAG
+(:func:`~bnsl_dist.search.exact._twilp_heuristics.chordal_cut`): each min-fill order
+costs up to a minute on large greedy DAGs.
 
 Solved by SCIP through OR-Tools MathOpt (branch-and-cut with lazy constraints). Anytime:
 each better DAG with the proven bound; ``info["certificate"]`` on every incumbent.
-Budgets: ``seconds`` -> SCIP time limit; ``max_iterations`` -> SCIP node limit.
+Budgets: ``seconds`` -> the whole run (the start's arc removal, the model, SCIP's time
+limit); ``max_iterations`` -> SCIP node limit (the start then runs to its end).
 
 References
 ----------
@@ -348,7 +352,7 @@ def _solve(fam: Families, k: int, watch: Stopwatch, seed: int, hint: tuple[list[
         x, yh = tm.values(data.solution)
         # each step only when its estimated cost fits before the deadline (see ScipStop)
         for ch, order in stopper.attempt("twilp.repair", fam.n_sets,
-                                         lambda: _lp_heuristic(fam, x, k)) or ():
+                                         lambda: _lp_heuristic(fam, x, k, stopper)) or ():
             record(ch, order, st.dual_bound, it)
         out.generated_constraints.extend(
             stopper.attempt("twilp.separate", fam.n_sets, lambda: _node_rows(x, yh)) or ())
@@ -364,10 +368,11 @@ def _solve(fam: Families, k: int, watch: Stopwatch, seed: int, hint: tuple[list[
                       lambda sol, nodes: integral(sol, None, None, nodes))
 
 
-def _lp_heuristic(fam: Families, x: NDArray[np.float64], k: int,
+def _lp_heuristic(fam: Families, x: NDArray[np.float64], k: int, stop: ScipStop,
                   tol: float = 1e-6) -> list[tuple[list[int], list[int]]]:
     """§5.2 on an LP point (by LP value; by score among the non-zero sets), plus the DAG
-    of ASOBS + swaps on the LP's Eades-Lin-Smyth order, cut down to treewidth k."""
+    of ASOBS + swaps on the LP's Eades-Lin-Smyth order, cut down to treewidth k (each
+    within ``stop``'s deadline, :func:`fit_treewidth`)."""
     by_val, by_score = [], []
     for v in range(fam.n):
         lo, hi = fam.start[v], fam.start[v + 1]
@@ -375,8 +380,8 @@ def _lp_heuristic(fam: Families, x: NDArray[np.float64], k: int,
         by_val.append(sorted(nz, key=lambda i: (-x[i], i))[:1])
         by_score.append(nz[:1])  # sets are stored best first
     by_order = order_search(fam, np.asarray([lp_order(fam, x, tol)]))
-    return [feasibility_heuristic(fam, by_val, k), feasibility_heuristic(fam, by_score, k),
-            fit_treewidth(fam, by_order, k)]
+    return [feasibility_heuristic(fam, by_val, k, stop),
+            feasibility_heuristic(fam, by_score, k, stop), fit_treewidth(fam, by_order, k, stop)]
 
 
 @register("twilp")
@@ -453,9 +458,10 @@ class TWILP:
 
         if k == 0:  # n <= 1: the empty DAG, whose score is the upper bound (optimal)
             chosen, order = [best_subset(fam, v, 0) for v in range(n)], list(range(n))
-        else:
-            chosen, order = fit_treewidth(fam, greedy_dag(fam, rng, self.n_greedy,
-                                                                start_deadline(watch)), k)
+        else:  # cut down within the cell's deadline (none for an iteration budget)
+            greedy = greedy_dag(fam, rng, self.n_greedy, start_deadline(watch))
+            chosen, order = fit_treewidth(fam, greedy, k, None if watch.budget.seconds is None
+                                          else ScipStop(watch.remaining))
         first = Found(watch.elapsed(), chosen, fam.score(chosen), upper, 0, tuple(order))
         return (yield from incumbents(first, upper, lambda: scip_stream(
             watch, lambda emit, stopper: _solve(fam, k, watch, seed, (chosen, order),
