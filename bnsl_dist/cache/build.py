@@ -25,6 +25,7 @@ from bnsl_dist._spec import make
 from bnsl_dist.cache import independence as _indep
 from bnsl_dist.cache.independence import ExploreStats, explore_independence
 from bnsl_dist.cache.parent_sets import ParentSetCache
+from bnsl_dist.cache.parts import StoredBatches
 from bnsl_dist.cache.sequential import explore_sequential
 from bnsl_dist.cache.spec import CacheSpec
 from bnsl_dist.data.dataset import CategoricalData
@@ -33,6 +34,8 @@ from bnsl_dist.scores.local import LocalScorer
 from bnsl_dist.scores.registry import score_info, score_names
 
 __all__ = [
+    "BATCH_SECONDS",
+    "BATCH_VARIABLES",
     "VariableResult",
     "as_spec",
     "build_cache",
@@ -40,6 +43,7 @@ __all__ = [
     "explore_batch",
     "assemble_cache",
     "resolve_variables",
+    "stored_batches",
     "warm_up",
 ]
 
@@ -222,10 +226,58 @@ def assemble_cache(data: CategoricalData, results: Sequence[VariableResult],
                                      entropies=entropies)
 
 
+#: A resumable build (:func:`build_cache` with ``stored``) stores a batch of about this
+#: many seconds of exploration (a seconds budget per variable), else of
+#: :data:`BATCH_VARIABLES` variables: what a cut-off build can lose.
+BATCH_SECONDS = 30.0
+BATCH_VARIABLES = 32
+
+
+def stored_batches(variables: Sequence[int], spec: CacheSpec) -> list[list[int]]:
+    """The batches a resumable build explores and stores ``variables`` in."""
+    size = BATCH_VARIABLES if not spec.seconds else max(1, int(BATCH_SECONDS // spec.seconds))
+    return [list(variables[i:i + size]) for i in range(0, len(variables), size)]
+
+
+def _explore_stored(data: CategoricalData, todo: Sequence[int], cfg: CacheSpec,
+                    on_done: Callable[[VariableResult], None] | None,
+                    stored: StoredBatches | None, stop_at: float | None
+                    ) -> tuple[list[VariableResult], float]:
+    """The results of ``todo``: those ``stored`` holds, the others explored batch by
+    batch, each stored as it ends; no batch starts that would not end by ``stop_at``
+    (a ``time.time()``) at the settings' seconds per variable (else the mean of those
+    explored here): :class:`~bnsl_dist.cache.parts.BuildStopped`. Also the seconds the
+    stored results took when they were explored."""
+    from bnsl_dist.cache.parts import BuildStopped
+
+    have = {} if stored is None else stored.load()
+    kept = [have[v] for v in todo if v in have]
+    for r in kept:
+        if on_done is not None:
+            on_done(r)
+    out = list(kept)
+    fresh: list[VariableResult] = []
+    batches = stored_batches([v for v in todo if v not in have], cfg)
+    for i, batch in enumerate(batches):
+        per = cfg.seconds or (sum(r.stats.seconds for r in fresh) / len(fresh) if fresh
+                              else 0.0)
+        if stop_at is not None and time.time() + per * len(batch) > stop_at:
+            left = sum(len(b) for b in batches[i:])
+            raise BuildStopped(f"cache build stopped for the stop time with {left} of "
+                               f"{len(todo)} variables left ({len(out)} stored)")
+        res = explore_batch(data, batch, cfg, on_done)
+        if stored is not None:
+            stored.save(res)
+        fresh.extend(res)
+        out.extend(res)
+    return out, sum(r.stats.seconds for r in kept)
+
+
 def build_cache(data: CategoricalData, spec: CacheSpec | None = None, *,
                 variables: Sequence[int | str] | None = None, progress: bool = False,
                 deadline: float | None = None, cutoff: float | None = None,
                 on_done: Callable[[VariableResult], None] | None = None,
+                stored: StoredBatches | None = None, stop_at: float | None = None,
                 **settings: Any) -> ParentSetCache:
     """Identify candidate parent sets of every variable and score them (serially).
 
@@ -247,6 +299,14 @@ def build_cache(data: CategoricalData, spec: CacheSpec | None = None, *,
         A time-limited build (``time.time()`` values, :func:`explore_batch`).
     on_done : callable, optional
         Called with each variable's result as it is explored.
+    stored : StoredBatches, optional
+        A resumable build: the variables it holds are not explored again, the others are
+        explored in batches (:func:`stored_batches`), each stored as it ends
+        (:mod:`bnsl_dist.cache.parts`). The cache is the one an uninterrupted build
+        makes; ``meta["remote_seconds"]`` is the seconds the stored variables took.
+    stop_at : float, optional
+        A ``time.time()``: no batch starts that would not end by then (at the seconds
+        per variable of ``spec``, else the mean so far), with or without ``stored``.
 
     Returns
     -------
@@ -256,9 +316,11 @@ def build_cache(data: CategoricalData, spec: CacheSpec | None = None, *,
     Raises
     ------
     InvalidConfigError
-        A bad setting.
+        A bad setting, or ``stored`` / ``stop_at`` with a time-limited build.
     DataError
         Data with missing values.
+    BuildStopped
+        ``stop_at`` came before every batch ran (those that did are stored).
 
     Examples
     --------
@@ -277,8 +339,20 @@ def build_cache(data: CategoricalData, spec: CacheSpec | None = None, *,
     cfg = as_spec(spec, settings)
     LocalScorer(data, cfg.score, cfg.ess)  # validates the data (no missing values)
     todo = resolve_variables(data, variables)
+    resumable = stored is not None or stop_at is not None
+    if resumable and (deadline is not None or cutoff is not None):
+        raise InvalidConfigError("a time-limited build (deadline, cutoff) is not resumable")
+    earlier = 0.0
+
+    def explore(hear: Callable[[VariableResult], None] | None) -> list[VariableResult]:
+        nonlocal earlier
+        if not resumable:
+            return explore_batch(data, todo, cfg, hear, deadline=deadline, cutoff=cutoff)
+        found, earlier = _explore_stored(data, todo, cfg, hear, stored, stop_at)
+        return found
+
     if not progress:
-        results = explore_batch(data, todo, cfg, on_done, deadline=deadline, cutoff=cutoff)
+        results = explore(on_done)
     else:
         from rich.progress import Progress
 
@@ -290,5 +364,8 @@ def build_cache(data: CategoricalData, spec: CacheSpec | None = None, *,
                 if on_done is not None:
                     on_done(r)
 
-            results = explore_batch(data, todo, cfg, done, deadline=deadline, cutoff=cutoff)
-    return assemble_cache(data, results, cfg, todo)
+            results = explore(done)
+    cache = assemble_cache(data, results, cfg, todo)
+    if earlier:
+        cache.meta["remote_seconds"] = earlier
+    return cache

@@ -55,7 +55,9 @@ def grid_group() -> None:
                    "clock time (02:10) or a date and time (2026-11-28T02:10). No cell "
                    "starts that would not end by then at the mean wall time of the "
                    "stored cells like it (one with none stored: while before WHEN); "
-                   "running cells finish; the rest stay pending (exit status 3).")
+                   "running cells finish; a cache built in one task stops at a batch "
+                   "boundary, its batches kept for the rerun; the rest stay pending "
+                   "(exit status 3).")
 @click.option("--replay", "replay", default=None, metavar="RECORDS",
               type=click.Path(dir_okay=False, exists=True),
               help="Replay instead of computing: every cache batch and cell sleeps for "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import math
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -180,7 +181,11 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     ``expected`` wall seconds (key -> seconds; unknown: 0), a cache (one task or a batch)
     only if it starts before then; the others are :class:`NotStarted`, listed in the
     summary's ``not_started`` (no record: they stay pending), as are the cells of a
-    cache not started. Running tasks are never stopped.
+    cache not started. Running cells are never stopped; a one-task cache build
+    (``ensure_cache``) starts no batch of variables that would not end by then
+    (:class:`~bnsl_dist.cache.parts.BuildStopped`, its cells not started): the batches
+    it finished stay stored beside its file, and the next run's build explores only
+    the variables they do not hold.
 
     ``staging`` says how tasks get their data and caches: the paths (a shared file
     system, the default) or sent through Dask, the client writing the caches
@@ -200,6 +205,8 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     stage.check(r for c in cells for r in (c.data, c.holdout))
     summary = GridSummary(total=len(cells), skipped=0)
     if stop_at is not None:  # checked on the workers, when each task starts
+        if build_cache is ensure_cache:  # and by the build before each of its batches
+            build_cache = functools.partial(ensure_cache, stop_at=stop_at)
         build_cache = functools.partial(unless_late, stop_at, 0.0, build_cache)
         explore = functools.partial(unless_late, stop_at, 0.0, explore)
     p0 = time.perf_counter()
@@ -220,22 +227,6 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
     summary.planning_seconds = time.perf_counter() - p0
     summary.submitted_at = time.perf_counter()
     t0 = clock()  # the makespan runs from the first task submitted
-    # submitted in priority order too: an idle worker takes the first task that arrives
-    for ck in sorted(sizes, key=prio.caches.__getitem__, reverse=True):
-        job = first[ck].cache_job
-        path = cache_path(first[ck])
-        assert path is not None
-        work, n = cache_work(job), n_vars_hint(job.data)
-        slots = summary.threads or summary.workers  # batches for every worker thread
-        if slots >= 2 and work is not None and n is not None and work >= fan_out_seconds:
-            cache_futs[ck] = submit_cache_build(client, job, path, n, slots,
-                                                priority=prio.caches[ck],
-                                                store_priority=prio.store, explore=explore,
-                                                store=store_cache, deps=summary.deps,
-                                                staging=stage)
-        else:
-            cache_futs[ck] = stage.build(build_cache, job, path, key=f"cache-{ck}",
-                                         pure=False, priority=prio.caches[ck])
     futures: dict[Future[Any], str] = {}
     ordered = sorted(by_key, key=prio.cells.__getitem__, reverse=True)
     sent: list[int] = []
@@ -265,7 +256,34 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
         return out
 
     window = max(MIN_WINDOW, WINDOW_PER_SLOT * (summary.threads or summary.workers))
-    submit(ordered[:window])
+    head = ordered[:window]
+    # the cells that need no cache built and come before every cache first: an idle
+    # worker takes the first task that arrives, and a worker of one thread holds two
+    # (the scheduler's worker-saturation), so caches submitted first ran before them
+    top = max(prio.caches.values(), default=-math.inf)
+    ready = [k for k in head if by_key[k].cache_job.key not in sizes and prio.cells[k] > top]
+    submit(ready)
+    # submitted in priority order too: an idle worker takes the first task that arrives
+    for ck in sorted(sizes, key=prio.caches.__getitem__, reverse=True):
+        job = first[ck].cache_job
+        path = cache_path(first[ck])
+        assert path is not None
+        work, n = cache_work(job), n_vars_hint(job.data)
+        slots = summary.threads or summary.workers  # batches for every worker thread
+        if slots >= 2 and work is not None and n is not None and work >= fan_out_seconds:
+            cache_futs[ck] = submit_cache_build(client, job, path, n, slots,
+                                                priority=prio.caches[ck],
+                                                store_priority=prio.store, explore=explore,
+                                                store=store_cache, deps=summary.deps,
+                                                staging=stage)
+        else:
+            # queued, as the cells: sent to a worker at once, it ran before the cells
+            # of caches already stored whatever its priority (one worker: a 16-minute
+            # build while ready cells waited)
+            cache_futs[ck] = stage.build(build_cache, job, path, key=f"cache-{ck}",
+                                         queued=True, priority=prio.caches[ck])
+    early = set(ready)
+    submit([k for k in head if k not in early])
     rest = iter(ordered[window:])
     with resumable_when_full(store.root, lambda: len(store.done_keys() & set(by_key)),
                              len(cells), lambda: client.cancel(list(futures))):

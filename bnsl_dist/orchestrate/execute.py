@@ -183,7 +183,8 @@ def _builder(client: Any, progress: bool) -> Callable[[CategoricalData, Any], Pa
 def _execute_caches(jobs: Sequence[CacheJob], client: Any, store: Any,
                     progress: bool) -> Execution:
     """Each distinct job's cache: its spec's file, the store's file (unless built from
-    other data: the data at a path changed), or built (and kept in the store)."""
+    other data: the data at a path changed), or built (and kept in the store; built in
+    this process, resumably: :mod:`bnsl_dist.cache.parts`)."""
     from pathlib import Path
 
     from bnsl_dist.exceptions import DataError
@@ -206,9 +207,22 @@ def _execute_caches(jobs: Sequence[CacheJob], client: Any, store: Any,
             if kept.meta.get("data_hash") in (None, target.content_hash()):
                 out.caches[job.key] = load_cache(path, target)
                 continue
-        cache = build(job.cache, target, _builder(client, progress))
+        builder, stored = _builder(client, progress), None
+        if path is not None and client is None:  # resumable: its batches kept in the store
+            from bnsl_dist.cache.build import build_cache
+            from bnsl_dist.cache.parts import StoredBatches
+
+            parts = stored = StoredBatches.beside(path, target.content_hash())
+
+            def builder(data: CategoricalData, spec: Any,
+                        parts: StoredBatches = parts) -> ParentSetCache:
+                return build_cache(data, spec, progress=progress, stored=parts)
+
+        cache = build(job.cache, target, builder)
         if path is not None:
             save_cache(job, cache, path)
+        if stored is not None:
+            stored.clear()
         out.caches[job.key] = cache
     out.outcomes = [out.caches[j.key] for j in jobs]
     return out

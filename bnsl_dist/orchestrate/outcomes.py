@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bnsl_dist.cache.parts import BuildStopped
 from bnsl_dist.exceptions import BNSLError
 from bnsl_dist.pipeline.cell import Cell
 from bnsl_dist.pipeline.plan import utilisation
@@ -119,7 +120,7 @@ def store_outcome(outcome: Any, cell: Cell, store: ResultStore, summary: GridSum
             on_result(outcome)
         return
     exc, tb = (outcome[1], outcome[2]) if isinstance(outcome, tuple) else (outcome, None)
-    if isinstance(exc, NotStarted):  # the cell or its cache: too late for ``stop_at``
+    if isinstance(exc, NotStarted | BuildStopped):  # the cell or its cache: too late
         summary.not_started.append(cell.key)
         return
     if not isinstance(exc, BaseException) or _is_infrastructure(exc):

@@ -261,16 +261,18 @@ class Staging:
         return (with_inputs, self._data_items(refs), files, fn, cell, cache)
 
     def build(self, fn: Callable[..., Any], job: CacheJob, path: str, *rest: Any,
-              **submit: Any) -> str | Future[Any] | StagedFile:
+              queued: bool = False, **submit: Any) -> str | Future[Any] | StagedFile:
         """Submit ``fn(job, path, *rest)``, the task building (and writing) the cache at
         ``path``: on a shared file system as it is; else the worker returns the file's
         bytes (:func:`as_bytes`) and the client writes them at ``path`` when they
-        arrive."""
+        arrive. ``queued``: held on the scheduler and handed out in priority order
+        (:func:`~bnsl_dist.orchestrate.queued.queued_delayed`; ``submit`` gives its
+        ``key`` and ``priority``), not sent to a worker at once."""
         if self.shared_fs:
-            fut: Future[Any] = self.client.submit(fn, job, path, *rest, **submit)
+            fut: Future[Any] = self._submit((fn, job, path, *rest), queued, submit)
             return fut
-        fut = self.client.submit(*self.task([job.data], as_bytes, fn, job, path, *rest),
-                                 **submit)
+        fut = self._submit(self.task([job.data], as_bytes, fn, job, path, *rest), queued,
+                           submit)
         def write(f: Future[Any]) -> None:  # in a thread of the client, once the task ended
             if f.status != "finished":
                 return  # failed or cancelled: its cells say so
@@ -285,6 +287,17 @@ class Staging:
 
         fut.add_done_callback(write)
         return StagedFile(path, fut)
+
+    def _submit(self, task: tuple[Any, ...], queued: bool, submit: dict[str, Any]
+                ) -> Future[Any]:
+        if not queued:
+            return self.client.submit(*task, **submit)
+        from bnsl_dist.orchestrate.queued import queued_delayed
+
+        fut: Future[Any] = self.client.compute(
+            queued_delayed(*task, key=submit["key"], priority=submit.get("priority", 0.0)),
+            optimize_graph=False)
+        return fut
 
     def wait(self, timeout: float = 60.0) -> None:
         """Until the client has written every cache that arrived (a cache arrives

@@ -111,7 +111,8 @@ def _run_serially(cells: Sequence[Cell], store: ResultStore, how: Scheduling,
             try:
                 path = _cache_path(store, cell)
                 if path is not None:
-                    ensure_cache(cell.cache_job, path)  # once: later cells find the file
+                    # once: later cells find the file; resumable, stops at a batch
+                    ensure_cache(cell.cache_job, path, stop_at=how.stop_at)
                 outcome = run_cell(cell, path)
             except Exception:  # noqa: BLE001 - stored as the cell's failure record
                 outcome = sys.exc_info()

@@ -156,12 +156,16 @@ def with_entropies(cache: ParentSetCache, data: CategoricalData | None) -> Paren
 
 
 def ensure_cache(job: CacheJob, path: str | os.PathLike[str],
-                 builder: CacheBuilder | None = None) -> str:
+                 builder: CacheBuilder | None = None, *, stop_at: float | None = None) -> str:
     """Build the cache of ``job`` (with ``builder``, default serial) and save it at
     ``path`` unless a file is there.
 
     Idempotent (a rerun, or a task recomputed after a lost worker, reuses the file);
-    the file is written atomically. Returns the path.
+    the file is written atomically. Returns the path. The serial build is resumable:
+    its finished batches are stored beside ``path`` (:mod:`bnsl_dist.cache.parts`) and
+    read by the next build, and removed once the file is written; with ``stop_at`` (a
+    ``time.time()``) it stops at a batch boundary
+    (:class:`~bnsl_dist.cache.parts.BuildStopped`).
     """
     p = Path(path)
     if p.is_file():
@@ -169,7 +173,19 @@ def ensure_cache(job: CacheJob, path: str | os.PathLike[str],
     _, _, target = stage_data(job)
     if target is None:
         raise DataError("a cache build needs data")
+    stored = None
+    if builder is None:
+        from bnsl_dist.cache.build import build_cache
+        from bnsl_dist.cache.parts import StoredBatches
+
+        parts = stored = StoredBatches.beside(p, target.content_hash())
+
+        def builder(data: CategoricalData, spec: CacheSpec) -> ParentSetCache:
+            return build_cache(data, spec, stored=parts, stop_at=stop_at)
+
     save_cache(job, build(job.cache, target, builder), p)
+    if stored is not None:
+        stored.clear()
     return str(p)
 
 

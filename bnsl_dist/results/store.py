@@ -5,6 +5,8 @@ Layout of ``root``::
     results/<cell key>.parquet     one CellResult row, written atomically
     failures/<cell key>.json       one CellFailure (status, error, traceback)
     caches/<cache key>.jkl.gz      score caches built by the grid, reused by reruns
+    caches/<cache key>.parts/      the finished batches of a build cut off, until its
+                                   cache is written (bnsl_dist.cache.parts)
     grids/<grid name>.json         the validated grid that wrote here
     reports/                       Dask performance reports
 
