@@ -150,6 +150,8 @@ class Memetic:
         the gain of a sample's first window search lies within a few positions, and a
         walk over 900 positions costs 30 times one over 32: on c20ng (910 variables) a
         sample's first window search does not end within 10 s, but its short walks do.
+        8 rather than 32: medians of 5 seeds better on c20ng, cwebkb and ad at 10 s and
+        on cwebkb and ad at 60 s (``workflows/results/benchmarks/memetic_reach8.md``).
 
     References
     ----------
@@ -167,7 +169,7 @@ class Memetic:
                  mutation: float = 0.02, restart: int = 200, keep: int = 4,
                  max_window: int = 5, high_entropy: str = "last", shuffle: float = 0.5,
                  cluster: int = 16, epochs: int = 10, migrants: int = 2,
-                 reach: int = 32) -> None:
+                 reach: int = 8) -> None:
         self.population = population
         self.crossover = crossover
         self.mutation = mutation
