@@ -188,7 +188,7 @@ def _execute_caches(jobs: Sequence[CacheJob], client: Any, store: Any,
     from pathlib import Path
 
     from bnsl_dist.exceptions import DataError
-    from bnsl_dist.pipeline.run import build, load_cache, save_cache, stage_data
+    from bnsl_dist.pipeline.run import build, build_and_save, load_cache, stage_data
 
     out = Execution([])
     for job in jobs:
@@ -207,22 +207,11 @@ def _execute_caches(jobs: Sequence[CacheJob], client: Any, store: Any,
             if kept.meta.get("data_hash") in (None, target.content_hash()):
                 out.caches[job.key] = load_cache(path, target)
                 continue
-        builder, stored = _builder(client, progress), None
-        if path is not None and client is None:  # resumable: its batches kept in the store
-            from bnsl_dist.cache.build import build_cache
-            from bnsl_dist.cache.parts import StoredBatches
-
-            parts = stored = StoredBatches.beside(path, target.content_hash())
-
-            def builder(data: CategoricalData, spec: Any,
-                        parts: StoredBatches = parts) -> ParentSetCache:
-                return build_cache(data, spec, progress=progress, stored=parts)
-
-        cache = build(job.cache, target, builder)
-        if path is not None:
-            save_cache(job, cache, path)
-        if stored is not None:
-            stored.clear()
+        if path is None:
+            cache = build(job.cache, target, _builder(client, progress))
+        else:  # kept in the store; built here, resumably (its batches stored beside it)
+            cache = build_and_save(job, target, path, None if client is None
+                                   else _builder(client, progress), progress=progress)
         out.caches[job.key] = cache
     out.outcomes = [out.caches[j.key] for j in jobs]
     return out

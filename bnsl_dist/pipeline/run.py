@@ -51,7 +51,8 @@ from bnsl_dist.search.base import AnytimeTrace, Incumbent
 from bnsl_dist.search.qds import Screening, screen
 
 __all__ = ["run_cell", "load_data", "stage_data",
-           "ensure_cache", "save_cache", "load_cache", "build", "NoSolutionError", "failure_record",
+           "ensure_cache", "build_and_save", "save_cache", "load_cache", "build", "NoSolutionError",
+           "failure_record",
            "trace_fields"]
 
 
@@ -173,20 +174,32 @@ def ensure_cache(job: CacheJob, path: str | os.PathLike[str],
     _, _, target = stage_data(job)
     if target is None:
         raise DataError("a cache build needs data")
+    build_and_save(job, target, p, builder, stop_at=stop_at)
+    return str(p)
+
+
+def build_and_save(job: CacheJob, data: CategoricalData, path: str | os.PathLike[str],
+                   builder: CacheBuilder | None = None, *, progress: bool = False,
+                   stop_at: float | None = None) -> ParentSetCache:
+    """The cache of ``job`` from ``data`` (:func:`build`), saved at ``path``
+    (:func:`save_cache`). Without ``builder`` it is built here, resumably: the
+    finished batches are stored beside ``path`` (:mod:`bnsl_dist.cache.parts`), read by
+    the next build and removed once the file is written; with ``stop_at`` (a
+    ``time.time()``) the build stops at a batch boundary
+    (:class:`~bnsl_dist.cache.parts.BuildStopped`)."""
     stored = None
     if builder is None:
         from bnsl_dist.cache.build import build_cache
         from bnsl_dist.cache.parts import StoredBatches
 
-        parts = stored = StoredBatches.beside(p, target.content_hash())
-
-        def builder(data: CategoricalData, spec: CacheSpec) -> ParentSetCache:
-            return build_cache(data, spec, stored=parts, stop_at=stop_at)
-
-    save_cache(job, build(job.cache, target, builder), p)
+        stored = StoredBatches.beside(path, data.content_hash())
+        builder = functools.partial(build_cache, progress=progress, stored=stored,
+                                    stop_at=stop_at)
+    cache = build(job.cache, data, builder)
+    save_cache(job, cache, path)
     if stored is not None:
         stored.clear()
-    return str(p)
+    return cache
 
 
 def save_cache(job: CacheJob, cache: ParentSetCache, path: str | os.PathLike[str]) -> None:

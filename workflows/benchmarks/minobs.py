@@ -275,6 +275,7 @@ def child(algorithm: str, path: str, budgets: list[float], seed: int, out: str) 
     from bnsl_dist._io import atomic_write_text
     from bnsl_dist.cache.jkl import read_jkl
     from bnsl_dist.search import Budget, make_optimizer
+    from bnsl_dist.search.base import AnytimeTrace
 
     t1 = time.perf_counter()
     cache = read_jkl(path)
@@ -284,15 +285,9 @@ def child(algorithm: str, path: str, budgets: list[float], seed: int, out: str) 
                                            np.random.default_rng(seed)):
         pass
     t3 = time.perf_counter()
-    run = make_optimizer(algorithm).run(cache, Budget(seconds=max(budgets)),
-                                        np.random.default_rng(seed))
-    incs = []
-    while True:
-        try:
-            incs.append(next(run))
-        except StopIteration as stop:  # the optimizer returns its iterations
-            iterations = stop.value
-            break
+    run = AnytimeTrace.collect(make_optimizer(algorithm).run(  # with its iterations
+        cache, Budget(seconds=max(budgets)), np.random.default_rng(seed)))
+    incs, iterations = run.incumbents, run.total_iterations
     t4 = time.perf_counter()
     trace = [(i.elapsed, i.score) for i in incs]
     at = _at(trace, budgets)
