@@ -161,8 +161,6 @@ MADE_ELSEWHERE = {
                           "run's caches, which are not in the repository",
     },
     "kmax-2018-reduced": {
-        "budget_held.": "workflows/kmax_budget_held.py; tests/test_kmax_budget_held.py "
-                        "(regenerated from the records)",
         "kmax_testll.": "workflows/kmax_testll.py; tests/test_kmax_testll.py (the markdown "
                         "from the JSON; the JSON needs the staged Twenty Datasets)",
     },
