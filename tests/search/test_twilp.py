@@ -199,3 +199,5 @@ def test_bad_parameters():
         make_optimizer("twilp", k=1.5)
     with pytest.raises(InvalidConfigError):
         make_optimizer("twilp")
+    with pytest.raises(InvalidConfigError, match="start"):
+        make_optimizer("twilp", k=2, start="both")

@@ -12,11 +12,12 @@ import pytest
 from networkx.algorithms.approximation import treewidth_min_fill_in
 
 import bnsl_dist.graph.treewidth as tw_mod
+import bnsl_dist.search.exact._twilp_heuristics as heur_mod
 import bnsl_dist.search.exact.twilp as twilp_mod
 from bnsl_dist.search.base import Budget
 from bnsl_dist.search.exact._ilp_common import ScipStop, StepCosts
 from bnsl_dist.search.exact._ilp_families import Families, greedy_dag
-from bnsl_dist.search.exact._twilp_heuristics import chordal_cut, fit_treewidth
+from bnsl_dist.search.exact._twilp_heuristics import chordal_cut, fit_treewidth, start_dag
 from bnsl_dist.search.exact.twilp import TWILP
 from tests.naive import naive_is_acyclic, random_cache
 
@@ -132,7 +133,7 @@ def test_a_twilp_cell_far_below_the_cut_cost_keeps_its_budget(steps, monkeypatch
     costly = StepCosts(defaults={"twilp.cut": 1e6})  # the cut "needs" more than the budget
     monkeypatch.setattr(twilp_mod, "ScipStop", lambda remaining: ScipStop(remaining, costly))
     in_start = []  # per fit: the start first (SCIP's LP heuristics may fit later ones)
-    real_fit = twilp_mod.fit_treewidth
+    real_fit = heur_mod.fit_treewidth
 
     def fit(*args, **kwargs):
         before = steps[0]
@@ -140,8 +141,8 @@ def test_a_twilp_cell_far_below_the_cut_cost_keeps_its_budget(steps, monkeypatch
         in_start.append(steps[0] - before)
         return out
 
-    monkeypatch.setattr(twilp_mod, "fit_treewidth", fit)
-    incs = list(TWILP(k=K).run(cache, Budget(seconds=2.0), np.random.default_rng(0)))
+    monkeypatch.setattr(heur_mod, "fit_treewidth", fit)
+    incs = list(TWILP(k=K, start="fit").run(cache, Budget(seconds=2.0), np.random.default_rng(0)))
     assert in_start and in_start[0] == 0 and incs
     for inc in incs:
         chosen = chosen_of(fam, inc.dag.parents)
@@ -153,18 +154,84 @@ class _Seen(Exception):
     pass
 
 
-def test_an_iteration_budget_cuts_without_a_deadline(monkeypatch):
-    """An iteration budget gives the cut no deadline (the same DAG on every machine),
-    a seconds budget the cell's."""
+def test_the_budget_reaches_the_start(monkeypatch):
+    """An iteration budget bounds the start's arc removal by n eliminations per node and
+    sets no deadline (the same DAG on every machine); a seconds budget the cell's
+    deadline and no count."""
     seen = []
 
-    def fit(fam, chosen, k, stop=None):
-        seen.append(stop)
+    def start(fam, greedy, k, how, stop, max_eliminations):
+        seen.append((how, stop, max_eliminations))
         raise _Seen
 
-    monkeypatch.setattr(twilp_mod, "fit_treewidth", fit)
+    monkeypatch.setattr(twilp_mod, "start_dag", start)
     cache = random_cache(12, 3, max_sets_per_var=8, max_indegree=3)
-    for budget in (Budget(max_iterations=1), Budget(seconds=60.0)):
+    for budget in (Budget(max_iterations=7), Budget(seconds=60.0)):
         with pytest.raises(_Seen):
             next(TWILP(k=K, n_greedy=1).run(cache, budget, np.random.default_rng(0)))
-    assert seen[0] is None and 59.0 < seen[1].remaining() <= 60.0
+    assert seen[0] == ("best", None, 7 * 12)
+    assert seen[1][0] == "best" and seen[1][2] is None
+    assert 59.0 < seen[1][1].remaining() <= 60.0
+
+
+@pytest.mark.parametrize("limit", [0, 1, 29, 300])
+def test_fit_treewidth_stops_after_its_eliminations(steps, limit):
+    """``max_eliminations``: the orders make at most that many eliminations (counted in
+    the orders themselves), the DAG is bounded all the same, and none at all gives the
+    one-pass cut of the start exactly."""
+    cache = random_cache(30, 7, max_sets_per_var=30, max_indegree=5)
+    fam = Families(cache)
+    start = greedy_dag(fam, np.random.default_rng(0))
+    chosen, order = fit_treewidth(fam, start, K, max_eliminations=limit)
+    assert steps[0] <= limit
+    assert_bounded(cache, fam, chosen, order, K)
+    if limit == 0:
+        assert (chosen, order) == chordal_cut(fam, start, K)
+    steps[0] = 0
+    assert fit_treewidth(fam, start, K, max_eliminations=limit) == (chosen, order)
+
+
+def test_an_iteration_budget_bounds_the_start_and_repeats_it(steps, monkeypatch):
+    """TWILP with an iteration budget: the start's eliminations are at most n per node
+    (the whole cut of this DAG takes over 1,000), and the same seed gives the same
+    incumbents."""
+    cache = random_cache(30, 7, max_sets_per_var=30, max_indegree=5)
+    in_start = []
+    real = heur_mod.fit_treewidth
+
+    def fit(*args, **kwargs):
+        before = steps[0]
+        out = real(*args, **kwargs)
+        in_start.append(steps[0] - before)
+        return out
+
+    monkeypatch.setattr(heur_mod, "fit_treewidth", fit)
+    runs = []
+    for _ in range(2):
+        in_start.clear()
+        incs = list(TWILP(k=K, start="fit", node_cuts=False).run(
+            cache, Budget(max_iterations=1), np.random.default_rng(0)))
+        assert 0 < in_start[0] <= 30
+        runs.append([(i.score, i.dag.parents, i.iterations) for i in incs])
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("seed,k,cut_wins", [(0, 2, True), (0, 3, False), (3, 2, False),
+                                             (4, 2, True)])
+def test_the_best_start_is_the_better_cut(seed, k, cut_wins):
+    """``start_dag``: "best" is whichever of "cut" and "fit" scores higher (the cut on a
+    tie), each of treewidth <= k by networkx's min-fill and a naive elimination; the
+    cases cover both winners."""
+    cache = random_cache(12, seed, max_sets_per_var=12, max_indegree=3)
+    fam = Families(cache)
+    greedy = greedy_dag(fam, np.random.default_rng(seed))
+    got = {how: start_dag(fam, greedy, k, how) for how in ("best", "fit", "cut")}
+    for chosen, order in got.values():
+        assert_bounded(cache, fam, chosen, order, k)
+    assert got["cut"] == chordal_cut(fam, greedy, k)
+    assert got["fit"] == fit_treewidth(fam, greedy, k)
+    cut, fit = fam.score(got["cut"][0]), fam.score(got["fit"][0])
+    assert (cut > fit) == cut_wins
+    assert got["best"] == (got["cut"] if cut >= fit else got["fit"])
+    with pytest.raises(ValueError, match="unknown start"):
+        start_dag(fam, greedy, k, "both")

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from bnsl_dist.search.exact._ilp_common import ScipStop
 
 __all__ = ["fit_treewidth", "feasibility_heuristic", "root_graph_arcs", "best_subset",
-           "chordal_cut", "order_width"]
+           "chordal_cut", "order_width", "start_dag", "STARTS"]
 
 
 def best_subset(fam: Families, v: int, allowed: int) -> int:
@@ -67,40 +67,51 @@ def order_width(parents: Sequence[Sequence[int]], k: int,
     return order, width, bag
 
 
-def fit_treewidth(fam: Families, chosen: Sequence[int], k: int,
-                  stop: ScipStop | None = None) -> tuple[list[int], list[int]]:
+def fit_treewidth(fam: Families, chosen: Sequence[int], k: int, stop: ScipStop | None = None,
+                  max_eliminations: int | None = None) -> tuple[list[int], list[int]]:
     """Remove arcs from a DAG until min-fill / min-degree certify treewidth <= k.
 
     Each step removes, among the arcs touching the first elimination bag wider than k,
     the one whose loss is least (the child then takes its best cached subset of its
     remaining parents). Returns the new choice and an elimination order of width <= k.
 
-    With ``stop`` (the cell's deadline): a step's elimination orders are given up once
-    no more time is left than :func:`chordal_cut` is estimated to take (``stop``'s
-    step costs, ``"twilp.cut"`` per parent set), and the DAG cut so far is finished by
-    :func:`chordal_cut`. One min-fill order costs a minute on a large greedy DAG
-    (cwebkb, 839 variables, width 130: 50-70 s an order on the loaded development
-    machine) and cutting it to k = 2 takes one per arc removed, so without a deadline a
-    36 s TWILP cell on cr52 spent 263 s here. Without ``stop`` (an iteration budget)
-    every step runs: the same DAG on every machine.
+    The steps' min-fill / min-degree orders are given up, and the DAG cut so far is
+    finished by :func:`chordal_cut`, once
+
+    - ``stop`` (the cell's deadline) leaves no more time than :func:`chordal_cut` is
+      estimated to take (``stop``'s step costs, ``"twilp.cut"`` per parent set). One
+      min-fill order costs a minute on a large greedy DAG (cwebkb, 839 variables, width
+      130: 50-70 s an order on the loaded development machine) and cutting it to k = 2
+      takes one per arc removed, so without a deadline a 36 s TWILP cell on cr52 spent
+      263 s here;
+    - or the orders have made ``max_eliminations`` eliminations in all (an iteration
+      budget's bound: a count, so the same DAG on every machine). Each step also
+      replays at most one order to find its bag, so the work is at most about twice
+      the count.
+
+    With neither, every step runs.
     """
     chosen = [int(i) for i in chosen]
-    due = None
-    if stop is not None:
-        reserve = stop.costs.estimate("twilp.cut", fam.n_sets)
+    reserve = 0.0 if stop is None else stop.costs.estimate("twilp.cut", fam.n_sets)
+    left = [max_eliminations]
 
-        def due() -> bool:
-            return stop.remaining() <= reserve
+    def due() -> bool:
+        if left[0] is not None:
+            if left[0] <= 0:
+                return True
+            left[0] -= 1
+        return stop is not None and stop.remaining() <= reserve
 
     while True:
         parents = fam.parents(chosen)
         try:
-            order, width, bag = order_width(parents, k, due)
+            order, width, bag = order_width(
+                parents, k, None if stop is None and max_eliminations is None else due)
         except TimeoutError:
-            assert stop is not None
             t0 = time.perf_counter()
             out = chordal_cut(fam, chosen, k)
-            stop.costs.record("twilp.cut", fam.n_sets, time.perf_counter() - t0)
+            if stop is not None:
+                stop.costs.record("twilp.cut", fam.n_sets, time.perf_counter() - t0)
             return out
         if width <= k:
             return chosen, order
@@ -149,6 +160,30 @@ def chordal_cut(fam: Families, chosen: Sequence[int], k: int) -> tuple[list[int]
         near[v] = m
         before |= 1 << v
     return out, topo[::-1]
+
+
+#: TWILP's start incumbents: the greedy DAG cut by :func:`fit_treewidth`, by
+#: :func:`chordal_cut`, or the better of the two.
+STARTS = ("best", "fit", "cut")
+
+
+def start_dag(fam: Families, greedy: Sequence[int], k: int, how: str = "best",
+              stop: ScipStop | None = None, max_eliminations: int | None = None
+              ) -> tuple[list[int], list[int]]:
+    """TWILP's first incumbent from the greedy DAG ``greedy``: its :func:`chordal_cut`
+    (``how="cut"``), its :func:`fit_treewidth` within ``stop`` / ``max_eliminations``
+    (``"fit"``), or the cut unless the fit scores higher (``"best"``; the cut runs
+    first, one pass over the cached sets, and the fit takes the time left)."""
+    if how not in STARTS:
+        raise ValueError(f"unknown start {how!r}; expected one of {STARTS}")
+    cut = chordal_cut(fam, greedy, k) if how != "fit" else None
+    if how == "cut":
+        assert cut is not None
+        return cut
+    fit = fit_treewidth(fam, greedy, k, stop, max_eliminations)
+    if cut is not None and fam.score(cut[0]) >= fam.score(fit[0]):
+        return cut
+    return fit
 
 
 def feasibility_heuristic(fam: Families, prefs: Sequence[Sequence[int]], k: int,

@@ -35,8 +35,10 @@ costs up to a minute on large greedy DAGs.
 
 Solved by SCIP through OR-Tools MathOpt (branch-and-cut with lazy constraints). Anytime:
 each better DAG with the proven bound; ``info["certificate"]`` on every incumbent.
-Budgets: ``seconds`` -> the whole run (the start's arc removal, the model, SCIP's time
-limit); ``max_iterations`` -> SCIP node limit (the start then runs to its end).
+The first incumbent is the better of two cuts of a greedy DAG (that arc removal, and
+the one pass alone). Budgets: ``seconds`` -> the whole run (the start's arc removal, the
+model, SCIP's time limit); ``max_iterations`` -> SCIP node limit, and ``n`` eliminations
+per node for the start's arc removal.
 
 References
 ----------
@@ -82,11 +84,13 @@ from bnsl_dist.search.exact._ilp_families import (
 )
 from bnsl_dist.search.exact._ilp_separation import fractional_clusters, integer_clusters
 from bnsl_dist.search.exact._twilp_heuristics import (
+    STARTS,
     best_subset,
     feasibility_heuristic,
     fit_treewidth,
     order_width,
     root_graph_arcs,
+    start_dag,
 )
 
 __all__ = ["TWILP", "fit_treewidth", "root_graph_arcs", "feasibility_heuristic"]
@@ -402,12 +406,18 @@ class TWILP:
         seconds). ``False`` puts them all in the model, as the paper does.
     n_greedy : int
         ASOBS passes for the first DAG (then cut down to treewidth k).
+    start : {"best", "fit", "cut"}
+        How the first DAG is cut down to treewidth k: arc removal until min-fill /
+        min-degree certify it (``"fit"``), the one-pass chordal cut (``"cut"``), or the
+        better of the two (default; see docs/ALGORITHMS.md §5, TWILP).
 
     Notes
     -----
     Every incumbent has ``info["certificate"]``, a :class:`TreewidthCertificate` of
     width <= k, and ``info["optimal"]``; ``bound`` is the solver's proven bound.
-    ``max_iterations`` counts SCIP branch-and-bound nodes.
+    ``max_iterations`` counts SCIP branch-and-bound nodes; it also bounds the start's
+    arc removal to ``max_iterations * n`` eliminations (as many min-fill orders of n
+    variables as nodes), then the one-pass cut finishes it.
 
     Examples
     --------
@@ -428,12 +438,15 @@ class TWILP:
     exact = True
 
     def __init__(self, *, k: int, node_cuts: bool = True, lazy_triangles: bool = True,
-                 n_greedy: int = 8) -> None:
+                 n_greedy: int = 8, start: str = "best") -> None:
         if int(k) != k or k < 1:
             raise InvalidConfigError(f"twilp: k must be an integer >= 1, got {k!r}")
         if int(n_greedy) < 1:
             raise InvalidConfigError(f"twilp: n_greedy must be >= 1, got {n_greedy}")
+        if start not in STARTS:
+            raise InvalidConfigError(f"twilp: start must be one of {STARTS}, got {start!r}")
         self.k = k
+        self.start = start
         self.node_cuts = node_cuts
         self.lazy_triangles = lazy_triangles
         self.n_greedy = n_greedy
@@ -458,10 +471,13 @@ class TWILP:
 
         if k == 0:  # n <= 1: the empty DAG, whose score is the upper bound (optimal)
             chosen, order = [best_subset(fam, v, 0) for v in range(n)], list(range(n))
-        else:  # cut down within the cell's deadline (none for an iteration budget)
+        else:  # cut down within the cell's deadline and / or n eliminations per node
             greedy = greedy_dag(fam, rng, self.n_greedy, start_deadline(watch))
-            chosen, order = fit_treewidth(fam, greedy, k, None if watch.budget.seconds is None
-                                          else ScipStop(watch.remaining))
+            its = watch.budget.max_iterations
+            chosen, order = start_dag(
+                fam, greedy, k, self.start,
+                None if watch.budget.seconds is None else ScipStop(watch.remaining),
+                None if its is None else int(its) * n)
         first = Found(watch.elapsed(), chosen, fam.score(chosen), upper, 0, tuple(order))
         return (yield from incumbents(first, upper, lambda: scip_stream(
             watch, lambda emit, stopper: _solve(fam, k, watch, seed, (chosen, order),
