@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from bnsl_dist._io import all_plain, is_plain_float, is_plain_int
 from bnsl_dist.cache.parent_sets import ParentSetCache
@@ -34,10 +35,39 @@ class _Fallback(Exception):
     """The fast reader met something unusual: re-read line by line for a precise error."""
 
 
+#: Line breaks of ``str.splitlines`` other than ``"\n"`` (and ``"\r\n"``'s ``"\r"``).
+_OTHER_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+
+
 def _comments(text: str, src: str) -> tuple[str, list[str], dict[str, Any] | None]:
-    """Strip ``#`` comments; return (text without them, comment lines, stored metadata)."""
+    """Strip ``#`` comments; return (text without them, comment lines, stored metadata).
+    Only the lines with a ``#`` are visited (a cache's comments are a few lines at its
+    top), unless the text has line breaks other than ``"\n"``: then every line is."""
     if "#" not in text:
         return text, [], None
+    if not text.isascii() or any(c in text for c in _OTHER_BREAKS):
+        return _comments_by_line(text, src)
+    comments: list[str] = []
+    stored: dict[str, Any] | None = None
+    kept: list[str] = []
+    done, line, counted = 0, 1, 0  # text kept up to ``done``; ``line`` of ``counted``
+    at = text.find("#")
+    while at >= 0:
+        line += text.count("\n", counted, at)
+        counted = at
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        comment = text[at:end].rstrip()
+        stored = _comment(comment, comments, stored, src, line)
+        kept.append(text[done:at])
+        done = end
+        at = text.find("#", end)
+    kept.append(text[done:])
+    return "".join(kept), comments, stored
+
+
+def _comments_by_line(text: str, src: str) -> tuple[str, list[str], dict[str, Any] | None]:
+    """:func:`_comments`, line by line (``str.splitlines``'s lines)."""
     comments: list[str] = []
     stored: dict[str, Any] | None = None
     kept: list[str] = []
@@ -46,23 +76,30 @@ def _comments(text: str, src: str) -> tuple[str, list[str], dict[str, Any] | Non
         if at < 0:
             kept.append(line)
             continue
-        comment = line[at:].rstrip()
-        if comment.startswith(META_TAG):
-            try:
-                stored = json.loads(comment[len(META_TAG):])
-            except json.JSONDecodeError as exc:
-                raise CacheFormatError(f"unreadable bnsl_dist metadata: {exc}", path=src,
-                                       line=i) from None
-            if not isinstance(stored, dict):
-                raise CacheFormatError("bnsl_dist metadata must be a JSON object", path=src,
-                                       line=i)
-            problem = _metadata_problem(stored)
-            if problem:
-                raise CacheFormatError(f"bnsl_dist metadata: {problem}", path=src, line=i)
-        else:
-            comments.append(comment)
+        stored = _comment(line[at:].rstrip(), comments, stored, src, i)
         kept.append(line[:at])
     return "\n".join(kept), comments, stored
+
+
+def _comment(comment: str, comments: list[str], stored: dict[str, Any] | None, src: str,
+             i: int) -> dict[str, Any] | None:
+    """One comment (of line ``i``): the metadata it stores, else appended to
+    ``comments``; returns the metadata stored so far."""
+    if comment.startswith(META_TAG):
+        try:
+            stored = json.loads(comment[len(META_TAG):])
+        except json.JSONDecodeError as exc:
+            raise CacheFormatError(f"unreadable bnsl_dist metadata: {exc}", path=src,
+                                   line=i) from None
+        if not isinstance(stored, dict):
+            raise CacheFormatError("bnsl_dist metadata must be a JSON object", path=src,
+                                   line=i)
+        problem = _metadata_problem(stored)
+        if problem:
+            raise CacheFormatError(f"bnsl_dist metadata: {problem}", path=src, line=i)
+    else:
+        comments.append(comment)
+    return stored
 
 
 def _metadata_problem(stored: dict[str, Any]) -> str | None:
@@ -154,6 +191,38 @@ def _stored_meta(stored: dict[str, Any] | None, n: int, src: str
     return meta, arities, entropies
 
 
+
+_Layout = tuple[list[str], list[int], list[int], NDArray[np.int64], NDArray[np.int64]]
+
+def _by_token(toks: list[str], n: int) -> _Layout:
+    """Where the records of ``toks`` start: the variables' headers, their token
+    positions and numbers of sets, and each set's first token and size. Raises
+    ValueError, IndexError or :class:`_Fallback` on a malformed stream."""
+    heads: list[str] = []
+    var_pos: list[int] = []
+    set_starts: list[int] = []
+    sizes: list[int] = []
+    n_sets: list[int] = []
+    pos = 1
+    for _ in range(n):
+        heads.append(toks[pos])
+        m = int(toks[pos + 1])
+        if m < 1:
+            raise _Fallback
+        n_sets.append(m)
+        var_pos.append(pos)
+        pos += 2
+        for _ in range(m):
+            set_starts.append(pos)
+            size = int(toks[pos + 1])
+            sizes.append(size)
+            pos += 2 + size
+    if pos != len(toks):
+        raise _Fallback
+    return (heads, var_pos, n_sets, np.asarray(set_starts, dtype=np.int64),
+            np.asarray(sizes, dtype=np.int64))
+
+
 def _read_fast(text: str, names: Sequence[str] | None, stored: dict[str, Any] | None,
                comments: list[str], src: str) -> ParentSetCache:
     """Token-stream reader with vectorised checks; raises _Fallback on anything odd."""
@@ -162,26 +231,10 @@ def _read_fast(text: str, names: Sequence[str] | None, stored: dict[str, Any] | 
         n = int(toks[0])
         if n < 1:
             raise _Fallback
-        heads: list[str] = []
-        var_pos: list[int] = []
-        set_starts: list[int] = []
-        n_sets: list[int] = []
-        pos = 1
-        for _ in range(n):
-            heads.append(toks[pos])
-            m = int(toks[pos + 1])
-            if m < 1:
-                raise _Fallback
-            n_sets.append(m)
-            var_pos.append(pos)
-            pos += 2
-            for _ in range(m):
-                set_starts.append(pos)
-                pos += 2 + int(toks[pos + 1])
-        if pos != len(toks):
-            raise _Fallback
+        layout = _by_token(toks, n)
     except (ValueError, IndexError):
         raise _Fallback from None
+    heads, var_pos, n_sets, starts, sizes = layout
     final_names = _final_names(heads, n, names, stored, src)
     lookup = _lookup(final_names, n, _index_file(heads, stored))
     try:
@@ -190,13 +243,11 @@ def _read_fast(text: str, names: Sequence[str] | None, stored: dict[str, Any] | 
         raise _Fallback from None
     if len(np.unique(var_of_block)) != n:
         raise _Fallback
-    starts = np.asarray(set_starts, dtype=np.int64)
+    set_starts = starts.tolist()
     n_total = len(starts)
     try:
-        sizes = np.fromiter((int(toks[s + 1]) for s in set_starts), dtype=np.int64,
-                            count=n_total)
-        scores = np.fromiter((float(toks[s]) for s in set_starts), dtype=np.float64,
-                             count=n_total)
+        scores = np.fromiter(map(float, map(toks.__getitem__, set_starts)),
+                             dtype=np.float64, count=n_total)
     except ValueError:
         raise _Fallback from None
     if np.any(sizes < 0) or not np.all(np.isfinite(scores)):
