@@ -12,6 +12,7 @@ import pytest
 from workflows.benchmarks.minobs import (
     _at,
     _median,
+    markdown,
     read_families,
     run_minobs,
     score_dag,
@@ -85,3 +86,26 @@ def test_minobs_stopped_keeps_the_trace_it_wrote(tmp_path):
     assert rec["stopped"] and rec["process_seconds"] < 30
     # order 2 1 0: c {} -4, b {} -3, a {} -2 = -9; order 0 1 2: -4.5
     assert rec["at"] == {"0.05": None, "0.5": pytest.approx(-9.0), "1": pytest.approx(-4.5)}
+
+
+def _result(run):
+    return {"tools": ["memetic"], "cpu": "0", "seeds": [0], "budgets": [10.0], "note": "",
+            "cache_note": "", "command": "", "optima": {}, "optima_seconds": 1.0,
+            "optima_tools": [], "table": {"x": {"n": 3, "median": {"10": {}}, "runs": {
+                "minobs": [], "memetic": [{"at": {"10": -1.0}, "trace": [],
+                                           "process_seconds": 12.0, "search_seconds": 10.0,
+                                           **run}]}}}}
+
+
+def test_start_up_line_reads_old_and_new_records():
+    """Runs before the product's warm-up (one iteration on the cache, no prepare) still
+    render; new ones show the derivation apart and say which warm-up ran."""
+    old = {"imports_seconds": 0.5, "load_seconds": 1.0, "warm_up_seconds": 0.25}
+    (line,) = [s for s in markdown(_result(old)) if s.startswith("Our start-up")]
+    assert line == ("Our start-up per process, medians: imports 0.50 s, load 1.00 s, "
+                    "warm_up 0.25 s (warm-up: one iteration on the cache); process 2.00 s "
+                    "beyond the search.")
+    new = {**old, "prepare_seconds": 0.125, "warm_up": "toy"}
+    (line,) = [s for s in markdown(_result(new)) if s.startswith("Our start-up")]
+    assert "warm_up 0.25 s, prepare 0.12 s (warm-up: kernels on a toy cache, as learn)" \
+        in line
