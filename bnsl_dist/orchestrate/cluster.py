@@ -42,6 +42,7 @@ from distributed import Client, LocalCluster
 from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.orchestrate._logs import mirror_logging
 from bnsl_dist.orchestrate._probe import probe_scheduler
+from bnsl_dist.orchestrate._timeout import DEFAULT_TIMEOUT, connect_timeout
 
 if TYPE_CHECKING:
     from bnsl_dist.pipeline.config import ClusterConfig
@@ -52,8 +53,6 @@ __all__ = ["DEFAULT_TIMEOUT", "announce_client", "connect", "connect_timeout",
            "tls_security",
            "validate_address", "write_tls_credentials"]
 
-#: Seconds to reach a scheduler and to see its first worker.
-DEFAULT_TIMEOUT = 10.0
 #: Dask settings of the schedulers this package starts (read when one starts): each
 #: worker thread holds one task at a time (``worker-saturation`` 1.0, not Dask's 1.1,
 #: which gives a one-thread worker a second task to queue behind its first), so every
@@ -68,20 +67,6 @@ def default_n_workers() -> int:
     """One single-threaded worker per core (the Python between numba kernels holds the
     GIL: processes for all but small jobs)."""
     return max(1, os.cpu_count() or 1)
-
-
-def connect_timeout(timeout: float | None = None) -> float:
-    """``timeout``, else ``$BNSL_CONNECT_TIMEOUT``, else :data:`DEFAULT_TIMEOUT`."""
-    if timeout is None:
-        raw = os.environ.get("BNSL_CONNECT_TIMEOUT")
-        try:
-            timeout = DEFAULT_TIMEOUT if raw is None else float(raw)
-        except ValueError:
-            raise InvalidConfigError(f"BNSL_CONNECT_TIMEOUT={raw!r}: seconds expected") \
-                from None
-    if not 0 < timeout < math.inf:  # dask's "infs" was a KeyError traceback
-        raise InvalidConfigError(f"connect timeout must be positive and finite, got {timeout}")
-    return float(timeout)
 
 
 def validate_address(address: str) -> str:
