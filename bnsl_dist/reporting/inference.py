@@ -1,10 +1,12 @@
 """The inference study's Table 5 and Figure 7 (Scanagatta et al., MLJ 2018, §6.3) from
-the records of a ``kind: inference`` grid alone.
+the records of a ``kind: inference`` grid alone; k-MAX's Figs. 4-5 (Scanagatta et al.,
+IJAR 2018, §5: mae and time of P(e) of bounded models against the true networks) from a
+grid without a reference learner.
 
 Each cell stores its model's answers to its data set's queries (its ``inference`` column,
-:func:`bnsl_dist.pipeline.run.run_cell`); the reference learner's cell stores, for a data
-set with a known network, the true network's answers too (``truth``). Errors are computed
-here, per cell:
+:func:`bnsl_dist.pipeline.run.run_cell`); one cell of a data set with a known network
+(the reference learner's, else the grid's first model's) stores the true network's
+answers too (``truth``). Errors are computed here, per cell:
 
 * real data: mae of P(e) against the reference learner's answers (the paper's "assumed
   ground truth");
@@ -70,9 +72,12 @@ def inference_frame(frame: pd.DataFrame) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame(columns=cols)
     refs: dict[tuple[Any, ...], dict[str, Any]] = {}
+    truths: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in rows:
         if r["inf"]["reference"]:
             refs[tuple(r[c] for c in _GROUP)] = r["inf"]
+        if "truth" in r["inf"]:
+            truths[tuple(r[c] for c in _GROUP)] = r["inf"]
 
     def ms(x: float | None) -> float:
         return math.nan if x is None else 1e3 * float(x)
@@ -80,12 +85,16 @@ def inference_frame(frame: pd.DataFrame) -> pd.DataFrame:
     out = []
     for r in rows:
         inf = r["inf"]
-        ref = refs.get(tuple(r[c] for c in _GROUP))
-        if ref is not None and (ref["evidence"], ref["marginal_vars"]) != \
-                (inf["evidence"], inf["marginal_vars"]):
-            raise DataError(f"{r['grid']}: {r['dataset']}/{r['split']} seed {r['seed']}: "
-                            f"{r['model']} answered other queries than the reference cell")
-        truth = None if ref is None else (ref.get("truth") if inf["known_network"] else ref)
+        group = tuple(r[c] for c in _GROUP)
+        ref, holder = refs.get(group), truths.get(group)
+        for other in (ref, holder):
+            if other is not None and (other["evidence"], other["marginal_vars"]) != \
+                    (inf["evidence"], inf["marginal_vars"]):
+                raise DataError(f"{r['grid']}: {r['dataset']}/{r['split']} seed "
+                                f"{r['seed']}: {r['model']} answered other queries than "
+                                f"the reference cell")
+        truth = (None if holder is None else holder["truth"]) if inf["known_network"] \
+            else ref
         e_pe = e_m = math.nan
         if truth is not None and inf["log_pe"] and truth["log_pe"]:
             e_pe = mae_pe(inf["log_pe"], truth["log_pe"])

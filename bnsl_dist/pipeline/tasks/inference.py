@@ -1,7 +1,8 @@
-"""The inference task (Scanagatta et al. 2018, §6.3): a search (``run_cell``), then the
-inference study on the network it learned (:func:`study`): its CPTs fitted on the cell's
-data, the data set's queries answered, and in the reference learner's cell of a data
-set with a known network the true network's answers."""
+"""The inference task (Scanagatta et al. 2018, §6.3; Scanagatta et al. 2018, k-MAX,
+§5, Figs. 4-5): a search (``run_cell``), then the inference study on the network it
+learned (:func:`study`): its CPTs fitted on the cell's data, the data set's queries
+answered, and in one cell of a data set with a known network (the reference learner's;
+without one, the grid's first model) the true network's answers."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import model_validator
+from pydantic import SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from bnsl_dist.data.dataset import CategoricalData
 from bnsl_dist.exceptions import DataError, InvalidConfigError
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from bnsl_dist.pipeline.config import GridConfig
 
 __all__ = ["InferenceConfig", "InferenceSpec", "InferenceTask", "study", "outputs",
-           "true_network", "grid_tasks", "check_grid", "GRID_SECTION"]
+           "true_network", "true_network_name", "grid_tasks", "check_grid", "GRID_SECTION"]
 
 
 class InferenceConfig(InferenceSettings):
@@ -43,9 +44,14 @@ class InferenceConfig(InferenceSettings):
     ``truth_pe_samples`` / ``truth_samples`` likelihood-weighting particles; a
     ``truth_pe_samples`` of 0 skips P(e) on known networks, as the paper did). Learned
     models whose junction tree exceeds ``memory_gib`` get ``lw_samples`` particles per
-    query."""
+    query.
 
-    reference: str
+    Without ``reference`` (k-MAX's Figs. 4-5: bounded models only) the true network is
+    the only reference: every data set must have one, and the cell of the grid's first
+    algorithm at its first treewidth answers its queries (once per data set, split and
+    seed)."""
+
+    reference: str | None = None
 
     @model_validator(mode="after")
     def _some_query(self) -> InferenceConfig:
@@ -59,10 +65,21 @@ GRID_SECTION = InferenceConfig
 
 
 def check_grid(grid: GridConfig) -> None:
-    """An inference grid's reference learner is one of its labels, and unbounded."""
+    """An inference grid's reference learner is one of its labels, and unbounded; a
+    grid without one has a known network for each of its data sets and answers its P(e)
+    queries on it."""
     inf = grid.section("inference")
     assert isinstance(inf, InferenceConfig)  # GridConfig's validator: the kind's section
     labels = [a.display for a in grid.algorithms]
+    if inf.reference is None:
+        if inf.queries > 0 and inf.truth_pe_samples == 0:
+            raise ValueError("inference without a reference learner scores P(e) against "
+                             "the true networks: truth_pe_samples must be > 0")
+        for d in grid.datasets:
+            if d.path is not None or true_network_name(d.name) is None:
+                raise ValueError(f"inference without a reference learner needs data sets "
+                                 f"sampled from a known network; {d.name!r} is not")
+        return
     if inf.reference not in labels:
         raise ValueError(f"inference.reference names {inf.reference!r}, which is not an "
                          f"algorithm label of this grid ({labels})")
@@ -73,10 +90,26 @@ def check_grid(grid: GridConfig) -> None:
 
 class InferenceSpec(InferenceSettings):
     """The inference study's settings of one cell
-    (:class:`InferenceConfig`); ``reference`` marks the unbounded learner's cell, which also answers the queries on
-    the true network when the data set has one."""
+    (:class:`InferenceConfig`); ``reference`` marks the unbounded learner's cell, which
+    also answers the queries on the true network when the data set has one; ``truth``
+    marks the cell that does so in a grid without a reference learner."""
 
     reference: bool = False
+    truth: bool = False
+
+    @property
+    def answers_truth(self) -> bool:
+        """Whether this cell answers the true network's queries (on a known network)."""
+        return self.reference or self.truth
+
+    @model_serializer(mode="wrap")
+    def _no_false_truth(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``truth`` left out when False: cells (and keys) of grids with a reference
+        learner stay those of earlier versions."""
+        out: dict[str, Any] = handler(self)
+        if not self.truth:
+            out.pop("truth", None)
+        return out
 
 
 @register_task
@@ -99,9 +132,23 @@ def grid_tasks(grid: GridConfig, label: str, search: SearchSpec,
     if holdout is not None:
         raise InvalidConfigError("held-out scoring (a screening grid with a test split) "
                                  "is for search grids, not kind: inference")
-    study = InferenceSpec(reference=label == inf.reference,
+    first = grid.algorithms[0]
+    truth = inf.reference is None and label == first.display \
+        and search.k == first.treewidths(grid)[0]
+    study = InferenceSpec(reference=label == inf.reference, truth=truth,
                           **inf.model_dump(exclude={"reference"}))
     return [{"kind": "inference", "search": search, "inference": study}]
+
+
+def true_network_name(dataset: str) -> str | None:
+    """The name of the network a registered data set was sampled from, else None."""
+    from bnsl_dist.datasets.catalog import SampledDataset, load_catalog
+
+    cat = load_catalog()
+    if dataset not in cat.datasets:
+        return None
+    spec = cat.dataset(dataset).spec
+    return spec.network if isinstance(spec, SampledDataset) else None
 
 
 @functools.lru_cache(maxsize=2)
@@ -109,15 +156,10 @@ def true_network(ref: DataRef) -> BayesianNetwork | None:
     """The network a registered data set was sampled from (r0-r14, ...), else None."""
     if ref.file is not None:
         return None
-    from bnsl_dist.datasets.catalog import SampledDataset, load_catalog, load_network
+    from bnsl_dist.datasets.catalog import load_network
 
-    cat = load_catalog()
-    if ref.name not in cat.datasets:
-        return None
-    spec = cat.dataset(ref.name).spec
-    if not isinstance(spec, SampledDataset):
-        return None
-    return load_network(spec.network, mirror=shared_data_dir())
+    name = true_network_name(ref.name)
+    return None if name is None else load_network(name, mirror=shared_data_dir())
 
 
 def outputs(cell: Cell, data: CategoricalData, best: Incumbent,
@@ -132,7 +174,8 @@ def study(cell: Cell, data: CategoricalData, best: Incumbent,
     """The inference study of one cell (Scanagatta et al. 2018, §6.3): fit the CPTs of
     the best DAG, answer the data set's queries (the same in every cell of the data set)
     and, in the reference learner's cell of a data set with a known network, the true
-    network's answers. Stored: the queries (``evidence``: [variable, state] pairs per
+    network's answers (the first model's cell in a grid without a reference learner).
+    Stored: the queries (``evidence``: [variable, state] pairs per
     P(e) query; ``marginal_vars``), the answers and timings
     (:class:`~bnsl_dist.inference.study.Answers`), ``truth`` (reference cell, known
     network). Errors against the reference are computed from the records
@@ -161,7 +204,7 @@ def study(cell: Cell, data: CategoricalData, best: Incumbent,
         "evidence": [[[int(v), int(row[v])] for v in np.flatnonzero(row >= 0)]
                      for row in evidence],
         "marginal_vars": [int(v) for v in query], **answers.to_json_dict()}
-    if spec.reference and truth is not None:
+    if spec.answers_truth and truth is not None:
         t1 = time.perf_counter()
         tr = answer_queries(truth, None, evidence, query, memory_limit=spec.memory_limit,
                             n_samples=spec.truth_pe_samples or spec.truth_samples,
