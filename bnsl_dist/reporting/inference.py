@@ -76,7 +76,7 @@ def inference_frame(frame: pd.DataFrame) -> pd.DataFrame:
     for r in rows:
         if r["inf"]["reference"]:
             refs[tuple(r[c] for c in _GROUP)] = r["inf"]
-        if "truth" in r["inf"]:
+        if r["inf"].get("truth") is not None:
             truths[tuple(r[c] for c in _GROUP)] = r["inf"]
 
     def ms(x: float | None) -> float:
