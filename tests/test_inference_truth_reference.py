@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from bnsl_dist.exceptions import InvalidConfigError
@@ -22,7 +23,7 @@ from bnsl_dist.pipeline.config import load_grid
 from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.pipeline.run import run_cell
 from bnsl_dist.pipeline.tasks import inference as inference_task
-from bnsl_dist.reporting.inference import inference_frame, inference_table
+from bnsl_dist.reporting.inference import TRUE_NETWORK, inference_frame, inference_table
 from bnsl_dist.results.store import ResultStore
 from tests.inference.naive_inference import joint_table
 
@@ -148,7 +149,11 @@ def test_one_truth_cell_per_data_set_scored_like_brute_force(registry):
     for r in recs:
         store.write_result(r)
     table = inference_frame(store.read_frame())
-    assert len(table) == len(cells) == 6
+    assert len(table) == len(cells) + 2 == 8
+    truth_rows = table[table["label"] == TRUE_NETWORK]
+    assert list(truth_rows["dataset"]) == ["truth-tiny", "truth-tiny2"]
+    assert truth_rows["mae_pe"].isna().all() and truth_rows["exact"].all()
+    table = table[table["label"] != TRUE_NETWORK]
     for name in ("truth-tiny", "truth-tiny2"):
         infs = {c.k: dict(r.outputs["inference"]) for c, r in zip(cells, recs, strict=True)
                 if c.dataset == name}
@@ -162,6 +167,8 @@ def test_one_truth_cell_per_data_set_scored_like_brute_force(registry):
         np.testing.assert_allclose(np.exp(infs[1]["truth"]["log_pe"]), want, rtol=1e-9)
         np.testing.assert_allclose(_pgmpy_pe(net, evidence), want, rtol=1e-9)
         assert infs[1]["truth"]["exact"] is True
+        assert truth_rows[truth_rows["dataset"] == name]["ms_pe"].iloc[0] == \
+            pytest.approx(1e3 * infs[1]["truth"]["pe_seconds_per_query"])
         for k, inf in infs.items():
             mae = float(np.mean(np.abs(np.exp(np.array(inf["log_pe"])) - want)))
             row = table[(table["dataset"] == name) & (table["k"] == k)].iloc[0]
@@ -170,25 +177,25 @@ def test_one_truth_cell_per_data_set_scored_like_brute_force(registry):
             assert mae > 0  # learned CPTs never equal the true ones here
             assert np.isnan(row["relative_mae_pe"])
             assert row["ms_pe"] == pytest.approx(1e3 * inf["pe_seconds_per_query"])
-    summary = inference_table(table)
-    assert list(summary["model"]) == ["kmax k=1", "kmax k=2", "kmax k=3"]
-    for r in summary.to_dict("records"):
+    summary = inference_table(pd.concat([table, truth_rows]))
+    assert list(summary["model"]) == ["kmax k=1", "kmax k=2", "kmax k=3", TRUE_NETWORK]
+    for r in summary.to_dict("records")[:3]:
         g = table[table["model"] == r["model"]]
         assert r["mae_pe_known"] == pytest.approx(g["mae_pe"].mean(), rel=1e-12)
         assert np.isnan(r["mae_pe_real"])
 
 
 def test_reference_grids_keep_their_cell_keys(data_root):
-    """``truth`` is left out of the canonical JSON when False: the keys of the committed
-    inference-2018-reduced records are those this version computes."""
-    from bnsl_dist.results.export import read_records
+    """``truth`` is left out of the canonical JSON when False: an inference cell of a
+    grid with a reference learner has the fields (hence the key) of earlier versions."""
+    from bnsl_dist.pipeline.specs import InferenceSettings
+    from bnsl_dist.pipeline.tasks.inference import InferenceSpec
 
+    before = set(InferenceSettings.model_fields) | {"reference"}
+    assert set(InferenceSpec(reference=True).json_dict()) == before
+    assert set(InferenceSpec(truth=True).json_dict()) == before | {"truth"}
     grid = load_grid(REPO / "configs" / "grids" / "inference-2018-reduced.yaml")
-    keys = {c.key for c in expand_grid(grid)}
-    stored = set(read_records(REPO / "workflows" / "results" / "inference-2018-reduced"
-                              / "records.parquet").table.column("key").to_pylist())
-    assert stored and stored <= keys
-    assert not any("truth" in c.json_dict()["inference"] for c in expand_grid(grid))
+    assert all(set(c.json_dict()["inference"]) == before for c in expand_grid(grid))
 
 
 def test_the_paper_grid_has_one_truth_cell_per_network(data_root):

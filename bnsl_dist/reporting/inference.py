@@ -33,9 +33,13 @@ from bnsl_dist._io import atomic_write_text
 from bnsl_dist.exceptions import DataError
 from bnsl_dist.inference.study import mae_marginals, mae_pe
 
-__all__ = ["inference_frame", "inference_table", "inference_tables"]
+__all__ = ["inference_frame", "inference_table", "inference_tables", "TRUE_NETWORK"]
 
 _GROUP = ["grid", "dataset", "split", "seed"]
+
+#: The label and model of the rows of the true networks' own answers (their width, exact
+#: or not, and time per query: the papers' inference times of the true networks).
+TRUE_NETWORK = "true network"
 
 
 def _model(label: str, k: Any) -> str:
@@ -48,7 +52,9 @@ def inference_frame(frame: pd.DataFrame) -> pd.DataFrame:
     :meth:`~bnsl_dist.results.store.ResultStore.read_frame`; other cells are ignored):
     grid, dataset, split, seed, label, k, model, known_network, reference, exact, width,
     ms_pe, ms_marginal, mae_pe, mae_marginals, relative_mae_pe, relative_mae_marginals
-    (NaN where there is no reference answer).
+    (NaN where there is no reference answer); plus, per data set, split and seed with a
+    known network, a row of the true network's own answers (label and model
+    :data:`TRUE_NETWORK`, no errors).
 
     Raises
     ------
@@ -104,9 +110,19 @@ def inference_frame(frame: pd.DataFrame) -> pd.DataFrame:
                                          "model")},
                     "known_network": bool(inf["known_network"]),
                     "reference": bool(inf["reference"]), "exact": bool(inf["exact"]),
-                    "width": math.nan if inf["width"] is None else int(inf["width"]), "ms_pe": ms(inf["pe_seconds_per_query"]),
+                    "width": math.nan if inf["width"] is None else int(inf["width"]),
+                    "ms_pe": ms(inf["pe_seconds_per_query"]),
                     "ms_marginal": ms(inf["marginal_seconds_per_query"]),
                     "mae_pe": e_pe, "mae_marginals": e_m})
+    for group, holder in truths.items():
+        t = holder["truth"]
+        out.append({**dict(zip(_GROUP, group, strict=True)), "label": TRUE_NETWORK,
+                    "k": None, "model": TRUE_NETWORK, "known_network": True,
+                    "reference": False, "exact": bool(t["exact"]),
+                    "width": math.nan if t["width"] is None else int(t["width"]),
+                    "ms_pe": ms(t["pe_seconds_per_query"]),
+                    "ms_marginal": ms(t["marginal_seconds_per_query"]),
+                    "mae_pe": math.nan, "mae_marginals": math.nan})
     ref_err = {tuple(r[c] for c in _GROUP): r for r in out if r["reference"]}
     for r in out:
         ref_row = ref_err.get(tuple(r[c] for c in _GROUP))
