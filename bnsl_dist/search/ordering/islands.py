@@ -4,8 +4,7 @@ Each seed's search (:class:`~bnsl_dist.search.ordering.memetic.MemeticSearch`, f
 seed's own generator) runs its budget in ``epochs`` equal parts (of its iterations or
 seconds); after each part it sends its ``migrants`` best members to the next island
 in a ring (island ``i`` to ``i + 1``, the last to the first), which offers them to its
-population before its next part once that population is full (until then it is filled
-by the island's own local searches, as a search alone fills it). A good order found on one island is thus recombined
+population before its next part. A good order found on one island is thus recombined
 on the others, instead of each seed searching alone; the ring keeps the islands apart
 for a while (a member needs ``len(islands) - 1`` exchanges to reach every island).
 

@@ -274,13 +274,7 @@ class MemeticSearch:
     def immigrate(self, members: list[tuple[float, NDArray[np.int64],
                                              NDArray[np.int64]]]) -> None:
         """Offer another search's members to the population (the best found here is
-        this search's own, not theirs), once it is full: a population is first filled
-        by its own local searches (again after a restart), so that islands start as
-        independent restarts instead of sharing each other's first optima while too few
-        of their own exist (on cwebkb's 839 variables a 60 s search fills its 20 members
-        in about 50 s)."""
-        if not self.pop.full():
-            return
+        this search's own, not theirs)."""
         for score, order, chosen in members:
             self.pop.offer(score, order, chosen)
 
