@@ -25,7 +25,7 @@ from bnsl_dist.pipeline.run import run_cell
 from bnsl_dist.pipeline.tasks import inference as inference_task
 from bnsl_dist.reporting.inference import TRUE_NETWORK, inference_frame, inference_table
 from bnsl_dist.results.store import ResultStore
-from tests.inference.naive_inference import joint_table
+from tests.inference.naive_inference import brute_prob_evidence
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -111,13 +111,13 @@ def _truth(name: str):
 
 
 def _brute_pe(net, evidence) -> np.ndarray:
-    xs, p = joint_table(net)
+    """P(e) per query ([variable, state] pairs) by enumerating the joint."""
     out = []
     for pairs in evidence:
-        m = np.ones(len(xs), dtype=bool)
+        ev = np.full(net.n_vars, -1, dtype=np.int64)
         for v, s in pairs:
-            m &= xs[:, v] == s
-        out.append(float(p[m].sum()))
+            ev[v] = s
+        out.append(brute_prob_evidence(net, ev))
     return np.array(out)
 
 

@@ -191,8 +191,8 @@ def _stored_meta(stored: dict[str, Any] | None, n: int, src: str
     return meta, arities, entropies
 
 
+_Layout = tuple[list[str], list[int], list[int], list[int], NDArray[np.int64]]
 
-_Layout = tuple[list[str], list[int], list[int], NDArray[np.int64], NDArray[np.int64]]
 
 def _by_token(toks: list[str], n: int) -> _Layout:
     """Where the records of ``toks`` start: the variables' headers, their token
@@ -219,8 +219,7 @@ def _by_token(toks: list[str], n: int) -> _Layout:
             pos += 2 + size
     if pos != len(toks):
         raise _Fallback
-    return (heads, var_pos, n_sets, np.asarray(set_starts, dtype=np.int64),
-            np.asarray(sizes, dtype=np.int64))
+    return heads, var_pos, n_sets, set_starts, np.asarray(sizes, dtype=np.int64)
 
 
 def _read_fast(text: str, names: Sequence[str] | None, stored: dict[str, Any] | None,
@@ -234,7 +233,7 @@ def _read_fast(text: str, names: Sequence[str] | None, stored: dict[str, Any] | 
         layout = _by_token(toks, n)
     except (ValueError, IndexError):
         raise _Fallback from None
-    heads, var_pos, n_sets, starts, sizes = layout
+    heads, var_pos, n_sets, set_starts, sizes = layout
     final_names = _final_names(heads, n, names, stored, src)
     lookup = _lookup(final_names, n, _index_file(heads, stored))
     try:
@@ -243,8 +242,8 @@ def _read_fast(text: str, names: Sequence[str] | None, stored: dict[str, Any] | 
         raise _Fallback from None
     if len(np.unique(var_of_block)) != n:
         raise _Fallback
-    set_starts = starts.tolist()
-    n_total = len(starts)
+    starts = np.asarray(set_starts, dtype=np.int64)
+    n_total = len(set_starts)
     try:
         scores = np.fromiter(map(float, map(toks.__getitem__, set_starts)),
                              dtype=np.float64, count=n_total)

@@ -124,7 +124,24 @@ def chosen_of(fam, parents):
     return out
 
 
-def test_a_twilp_cell_far_below_the_cut_cost_keeps_its_budget(steps, monkeypatch):
+@pytest.fixture()
+def in_start(steps, monkeypatch):
+    """The eliminations of each fit_treewidth call, in order: the start's first (SCIP's
+    LP heuristics may fit later ones)."""
+    counts: list[int] = []
+    real_fit = heur_mod.fit_treewidth
+
+    def fit(*args, **kwargs):
+        before = steps[0]
+        out = real_fit(*args, **kwargs)
+        counts.append(steps[0] - before)
+        return out
+
+    monkeypatch.setattr(heur_mod, "fit_treewidth", fit)
+    return counts
+
+
+def test_a_twilp_cell_far_below_the_cut_cost_keeps_its_budget(in_start, monkeypatch):
     """A seconds budget whose deadline leaves no time for one elimination order (the
     one-pass cut's estimated cost above it): no order is started, the start is the
     one-pass cut, and every incumbent has treewidth <= k."""
@@ -132,22 +149,11 @@ def test_a_twilp_cell_far_below_the_cut_cost_keeps_its_budget(steps, monkeypatch
     fam = Families(cache)
     costly = StepCosts(defaults={"twilp.cut": 1e6})  # the cut "needs" more than the budget
     monkeypatch.setattr(twilp_mod, "ScipStop", lambda remaining: ScipStop(remaining, costly))
-    in_start = []  # per fit: the start first (SCIP's LP heuristics may fit later ones)
-    real_fit = heur_mod.fit_treewidth
-
-    def fit(*args, **kwargs):
-        before = steps[0]
-        out = real_fit(*args, **kwargs)
-        in_start.append(steps[0] - before)
-        return out
-
-    monkeypatch.setattr(heur_mod, "fit_treewidth", fit)
     incs = list(TWILP(k=K, start="fit").run(cache, Budget(seconds=2.0), np.random.default_rng(0)))
     assert in_start and in_start[0] == 0 and incs
     for inc in incs:
         chosen = chosen_of(fam, inc.dag.parents)
         assert_bounded(cache, fam, chosen, list(inc.info["certificate"].order), K)
-
 
 
 class _Seen(Exception):
@@ -191,21 +197,11 @@ def test_fit_treewidth_stops_after_its_eliminations(steps, limit):
     assert fit_treewidth(fam, start, K, max_eliminations=limit) == (chosen, order)
 
 
-def test_an_iteration_budget_bounds_the_start_and_repeats_it(steps, monkeypatch):
+def test_an_iteration_budget_bounds_the_start_and_repeats_it(in_start):
     """TWILP with an iteration budget: the start's eliminations are at most n per node
     (the whole cut of this DAG takes over 1,000), and the same seed gives the same
     incumbents."""
     cache = random_cache(30, 7, max_sets_per_var=30, max_indegree=5)
-    in_start = []
-    real = heur_mod.fit_treewidth
-
-    def fit(*args, **kwargs):
-        before = steps[0]
-        out = real(*args, **kwargs)
-        in_start.append(steps[0] - before)
-        return out
-
-    monkeypatch.setattr(heur_mod, "fit_treewidth", fit)
     runs = []
     for _ in range(2):
         in_start.clear()

@@ -15,6 +15,15 @@ SHARED_DATA = Path(os.environ.get("BNSL_SHARED_DATA",
                                   Path(__file__).resolve().parents[3] / "shared" / "data"))
 
 
+def cache_path(name: str) -> tuple[str, Path]:
+    """``NAME=PATH``, or the name of a cache of BLIP's independence selection
+    (``$BNSL_SHARED_DATA/jkl/blip-is/NAME.train.bic.jkl.gz``): (label, path)."""
+    if "=" in name:
+        label, path = name.split("=", 1)
+        return label, Path(path)
+    return name, SHARED_DATA / "jkl" / "blip-is" / f"{name}.train.bic.jkl.gz"
+
+
 def machine() -> dict[str, Any]:
     import numba
     import numpy

@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from workflows.benchmarks._common import SHARED_DATA, write_report
+from workflows.benchmarks._common import cache_path as _named_cache
 
 BUNDLED = Path(__file__).resolve().parents[2] / "bnsl_dist" / "_bundled" / "jkl"
 TABLE = ["plants", "dna", "book", "cwebkb"]
@@ -79,13 +80,10 @@ Families = list[dict[frozenset[int], float]]
 
 def cache_path(name: str) -> tuple[str, Path]:
     """``name`` of the table (a blip-is cache), of :data:`OPTIMA`, or ``NAME=PATH``."""
-    if "=" in name:
-        label, path = name.split("=", 1)
-        return label, Path(path)
     if name in OPTIMA:
         shared = SHARED_DATA / "jkl" / f"{name}.jkl.gz"
         return name, shared if shared.exists() else BUNDLED / f"{name}.jkl.gz"
-    return name, SHARED_DATA / "jkl" / "blip-is" / f"{name}.train.bic.jkl.gz"
+    return _named_cache(name)
 
 
 def _lines(path: Path) -> list[str]:

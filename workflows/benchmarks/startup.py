@@ -34,19 +34,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workflows.benchmarks._common import SHARED_DATA, write_report
+from workflows.benchmarks._common import cache_path, write_report
 
 #: The phases, in the order of a run; "set-up" is what the command does between them.
 PHASES = ["interpreter", "imports", "set-up", "read", "warm-up", "prepare", "search",
           "write", "exit"]
-
-
-def cache_path(name: str) -> tuple[str, Path]:
-    """``NAME=PATH``, or the name of a cache of BLIP's independence selection."""
-    if "=" in name:
-        label, path = name.split("=", 1)
-        return label, Path(path)
-    return name, SHARED_DATA / "jkl" / "blip-is" / f"{name}.train.bic.jkl.gz"
 
 
 class _Clock:

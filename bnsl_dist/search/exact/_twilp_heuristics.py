@@ -93,13 +93,14 @@ def fit_treewidth(fam: Families, chosen: Sequence[int], k: int, stop: ScipStop |
     """
     chosen = [int(i) for i in chosen]
     reserve = 0.0 if stop is None else stop.costs.estimate("twilp.cut", fam.n_sets)
-    left = [max_eliminations]
+    left = max_eliminations
 
     def due() -> bool:
-        if left[0] is not None:
-            if left[0] <= 0:
+        nonlocal left
+        if left is not None:
+            if left <= 0:
                 return True
-            left[0] -= 1
+            left -= 1
         return stop is not None and stop.remaining() <= reserve
 
     while True:
