@@ -56,6 +56,24 @@ def test_migrants_are_the_best_members_and_join_the_next_population(cache):
     assert any(np.array_equal(o, a.migrants[0][1]) for o in pop.orders)
 
 
+def test_a_filling_population_sends_all_its_members(cache):
+    opt = make_optimizer("memetic", population=20)
+    budget = Budget(max_iterations=30)
+    a = run_epoch(Island(MemeticSearch(opt, np.random.default_rng(1))), cache, budget, [],
+                  (4, None), migrants=1)
+    pop = a.island.search.pop
+    assert not pop.full() and len(pop.scores) >= 2
+    # every member, best first, each scored by its chosen sets
+    assert [m[0] for m in a.migrants] == sorted(pop.scores, reverse=True)
+    for score, order, chosen in a.migrants:
+        assert sum(cache.flat.scores[chosen]) == pytest.approx(score)
+        assert sorted(order.tolist()) == list(range(cache.flat.n))
+    # once full, only the best ``migrants``
+    b = run_epoch(a.island, cache, budget, [], (30, None), migrants=1)
+    assert b.island.search.pop.full()
+    assert [m[0] for m in b.migrants] == [max(b.island.search.pop.scores)]
+
+
 def test_ring_sends_each_island_the_migrants_of_the_one_before():
     assert ring([["a"], ["b"], ["c"]]) == [["c"], ["a"], ["b"]]
     assert ring([["a"]]) == [[]]

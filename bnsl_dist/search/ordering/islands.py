@@ -7,6 +7,10 @@ in a ring (island ``i`` to ``i + 1``, the last to the first), which offers them 
 population before its next part. A good order found on one island is thus recombined
 on the others, instead of each seed searching alone; the ring keeps the islands apart
 for a while (a member needs ``len(islands) - 1`` exchanges to reach every island).
+While its population is not yet full an island sends all its members
+(:meth:`~bnsl_dist.search.ordering.memetic.MemeticSearch.emigrants`): on large caches a
+population fills slowly, one local search per sample, and the islands' samples together
+fill each population sooner, so that recombination starts sooner.
 
 An epoch ends with the first local search that ends past its bound, so that no local
 search is cut short; the budget itself is kept as a search's (the last local search is

@@ -267,7 +267,11 @@ class MemeticSearch:
         self.pick: _ClosurePick | None = None  # kept between epochs (its timings)
 
     def emigrants(self, k: int) -> list[tuple[float, NDArray[np.int64], NDArray[np.int64]]]:
-        """The ``k`` best members: (score, order, chosen sets)."""
+        """The ``k`` best members, or all of them while the population is not full:
+        (score, order, chosen sets). Islands whose populations are still filling thus
+        fill each other's, and recombine sooner."""
+        if not self.pop.full():
+            k = len(self.pop.scores)
         top = np.argsort(self.pop.scores, kind="stable")[::-1][:k]
         return [(self.pop.scores[i], self.pop.orders[i], self.pop.chosen[i]) for i in top]
 
