@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bnsl_dist.exceptions import InvalidConfigError
+from bnsl_dist.exceptions import DataError, InvalidConfigError
 from bnsl_dist.model.generate import random_network
 from bnsl_dist.pipeline import run as run_mod
 from bnsl_dist.pipeline.config import load_grid
@@ -183,6 +183,15 @@ def test_one_truth_cell_per_data_set_scored_like_brute_force(registry):
         g = table[table["model"] == r["model"]]
         assert r["mae_pe_known"] == pytest.approx(g["mae_pe"].mean(), rel=1e-12)
         assert np.isnan(r["mae_pe_real"])
+    # a cell that answered other queries than the truth's holder is named as such
+    frame = store.read_frame()
+    at = frame.index[(frame["dataset"] == "truth-tiny") & (frame["k"] == 2)][0]
+    inf = dict(frame.at[at, "inference"])
+    inf["evidence"] = inf["evidence"][1:]
+    frame.at[at, "inference"] = inf
+    with pytest.raises(DataError, match="truth-tiny/.*kmax k=2 answered other queries "
+                       "than the cell holding the true network's answers"):
+        inference_frame(frame)
 
 
 def test_reference_grids_keep_their_cell_keys(data_root):

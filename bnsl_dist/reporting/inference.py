@@ -93,12 +93,13 @@ def inference_frame(frame: pd.DataFrame) -> pd.DataFrame:
         inf = r["inf"]
         group = tuple(r[c] for c in _GROUP)
         ref, holder = refs.get(group), truths.get(group)
-        for other in (ref, holder):
+        for other, role in ((ref, "the reference cell"),
+                            (holder, "the cell holding the true network's answers")):
             if other is not None and (other["evidence"], other["marginal_vars"]) != \
                     (inf["evidence"], inf["marginal_vars"]):
                 raise DataError(f"{r['grid']}: {r['dataset']}/{r['split']} seed "
                                 f"{r['seed']}: {r['model']} answered other queries than "
-                                f"the reference cell")
+                                f"{role}")
         truth = (None if holder is None else holder["truth"]) if inf["known_network"] \
             else ref
         e_pe = e_m = math.nan
