@@ -142,7 +142,8 @@ class Memetic:
         the next's (:mod:`~bnsl_dist.search.ordering.islands`); 0: the seeds search
         alone. One seed's run does not depend on it.
     migrants : int
-        Members sent at each exchange.
+        Best members sent at each exchange (all of them while the population is not
+        full).
     reach : int
         On caches of more than ``SHORT_WALKS_FROM`` variables, the window search first walks
         each block at most ``reach`` steps each way until no such move improves, and
