@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from bnsl_dist.pipeline.config import GridConfig, load_grid
 from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.results import ResultStore
