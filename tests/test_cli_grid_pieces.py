@@ -83,12 +83,16 @@ def test_pieces_add_up_to_the_grid(two_set_grid, tmp_path):
     store = ResultStore(res)
     assert store.done_keys() == {c.key for c in expand_grid(full)}
     assert sorted(r.dataset for r in store.read_results()) == ["a", "a", "b", "b"]
-    # all stored: the whole grid run again starts no cluster and computes nothing
+    # all stored: the whole grid run again starts no cluster and computes nothing, but
+    # stores the grid it ran (here over another grid's JSON, as `grid import` leaves)
+    (res / "grids" / "pieces.json").write_text(json.dumps({"name": "pieces", "old": 1}))
     r = CliRunner().invoke(main, ["grid", "run", str(two_set_grid), "--results", str(res),
                                   "--workers", "1", "--no-progress", "--no-report"])
     assert r.exit_code == 0, r.output
     assert "4 cells: all already done" in r.output and "Dask cluster" not in r.output
     assert store.done_keys() == {c.key for c in expand_grid(full)}
+    assert json.loads((res / "grids" / "pieces.json").read_text()) == \
+        json.loads(full.model_dump_json())
 
 
 def test_status_of_a_folder_that_is_not_there_says_so(two_set_grid, tmp_path):

@@ -130,6 +130,11 @@ def run_cmd(grid_file: str, results: str, cluster_file: str | None, dry_run: boo
 
     refuse_replayed(results, replay=replay is not None)
     if not plan.pending:  # every cell stored: no cluster to start
+        from bnsl_dist.results.store import ResultStore
+
+        # the grid run is the folder's grid, as when cells run (after a `grid import`,
+        # the records' grid is replaced by this one)
+        ResultStore(results).save_grid(grid.name, grid.model_dump_json(indent=1) + "\n")
         click.echo(f"{len(plan.cells)} cells: all already done")
         return
     from bnsl_dist.cli._logging import LOG_NAME, log_to

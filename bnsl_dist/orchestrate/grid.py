@@ -198,7 +198,7 @@ def run_grid(client: Client | None, grid: GridConfig, results_dir: str | os.Path
     """
     t0 = time.perf_counter()
     store = ResultStore(results_dir)
-    store.save_text(f"grids/{grid.name}.json", grid.model_dump_json(indent=1) + "\n")
+    store.save_grid(grid.name, grid.model_dump_json(indent=1) + "\n")
     cells = grid_cells(grid, datasets, labels)
     n_pending = len(set(c.key for c in cells) - store.done_keys())
     if not n_pending:

@@ -226,7 +226,7 @@ def import_records(source: str | os.PathLike[str] | RecordSet,
             store.write_failure(f)
             counts["failures"] += 1
     for name, grid in sorted(recs.grids.items()):
-        store.save_text(f"grids/{name}.json", json.dumps(grid, indent=1) + "\n")
+        store.save_grid(name, json.dumps(grid, indent=1) + "\n")
         counts["grids"] += 1
     return counts
 

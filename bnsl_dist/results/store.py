@@ -147,6 +147,11 @@ class ResultStore:
             (done if k in done_all else failed if k in failed_all else pending).append(k)
         return StoreStatus(tuple(done), tuple(failed), tuple(pending))
 
+    def save_grid(self, name: str, text: str) -> None:
+        """Store the grid ``name`` (its JSON ``text``) as ``grids/<name>.json``,
+        replacing the one stored under that name (atomic)."""
+        self.save_text(f"grids/{name}.json", text)
+
     def read_grids(self) -> dict[str, dict[str, Any]]:
         """The grids stored here (``grids/<name>.json``): name -> the grid as a JSON
         object."""
