@@ -322,6 +322,23 @@ def test_mismatched_queries_are_refused(records):
         inference_frame(pd.DataFrame(rows))
 
 
+def test_two_reference_cells_of_one_data_set_are_refused(records):
+    """A folder holding two runs' reference cells of one data set (a rerun beside the
+    cells it superseded) is refused, naming both, not answered from either."""
+    import pandas as pd
+
+    from bnsl_dist.exceptions import DataError
+
+    _, _, recs, _ = records
+    rows = [{**r.to_row(), "inference": r.outputs.get("inference")} for r in recs]
+    ref = next(r for r in rows if r["dataset"] == "nltcs" and r["inference"]["reference"])
+    inference_frame(pd.DataFrame(rows))  # one reference per data set: answered
+    rows.append({**ref, "label": "asobs-ent-last"})
+    with pytest.raises(DataError, match=f"nltcs/.*two cells hold the reference learner's "
+                       f"answers, {ref['label']} and asobs-ent-last"):
+        inference_frame(pd.DataFrame(rows))
+
+
 # ------------------------------------------------------------------ library pieces
 def test_approximate_answers_when_the_tree_is_too_large():
     from tests.inference.naive_inference import random_network as naive_net

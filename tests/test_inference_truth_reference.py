@@ -192,6 +192,13 @@ def test_one_truth_cell_per_data_set_scored_like_brute_force(registry):
     with pytest.raises(DataError, match="truth-tiny/.*kmax k=2 answered other queries "
                        "than the cell holding the true network's answers"):
         inference_frame(frame)
+    # nor is a second cell holding the true network's answers (of another run)
+    frame = store.read_frame()
+    at = frame.index[(frame["dataset"] == "truth-tiny") & (frame["k"] == 1)][0]
+    frame = pd.concat([frame, frame.loc[[at]].assign(k=9)], ignore_index=True)
+    with pytest.raises(DataError, match="truth-tiny/.*two cells hold the true network's "
+                       "answers, kmax k=1 and kmax k=9"):
+        inference_frame(frame)
 
 
 def test_reference_grids_keep_their_cell_keys(data_root):

@@ -59,8 +59,9 @@ def inference_frame(frame: pd.DataFrame) -> pd.DataFrame:
     Raises
     ------
     DataError
-        Two cells of one data set, split and seed answered different queries (records
-        of different code versions mixed in one folder).
+        Two cells of one data set, split and seed answered different queries, or two
+        hold its reference learner's answers or its true network's (records of different
+        code versions or grids mixed in one folder).
     """
     rows: list[dict[str, Any]] = []
     for rec in frame.to_dict("records"):
@@ -79,11 +80,21 @@ def inference_frame(frame: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     refs: dict[tuple[Any, ...], dict[str, Any]] = {}
     truths: dict[tuple[Any, ...], dict[str, Any]] = {}
+    holder_of: dict[tuple[Any, ...], str] = {}  # (group, role): the model holding it
     for r in rows:
-        if r["inf"]["reference"]:
-            refs[tuple(r[c] for c in _GROUP)] = r["inf"]
-        if r["inf"].get("truth") is not None:
-            truths[tuple(r[c] for c in _GROUP)] = r["inf"]
+        group = tuple(r[c] for c in _GROUP)
+        for role, table, holds in (
+                ("the reference learner's answers", refs, r["inf"]["reference"]),
+                ("the true network's answers", truths, r["inf"].get("truth") is not None)):
+            if not holds:
+                continue
+            if group in table:
+                raise DataError(f"{r['grid']}: {r['dataset']}/{r['split']} seed "
+                                f"{r['seed']}: two cells hold {role}, "
+                                f"{holder_of[(*group, role)]} and {r['model']} (records "
+                                f"of two runs mixed in one folder: set one aside)")
+            table[group] = r["inf"]
+            holder_of[(*group, role)] = r["model"]
 
     def ms(x: float | None) -> float:
         return math.nan if x is None else 1e3 * float(x)
