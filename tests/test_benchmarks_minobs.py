@@ -109,3 +109,53 @@ def test_start_up_line_reads_old_and_new_records():
     (line,) = [s for s in markdown(_result(new)) if s.startswith("Our start-up")]
     assert "warm_up 0.25 s, prepare 0.12 s (warm-up: kernels on a toy cache, as learn)" \
         in line
+
+
+def _random_jkl(path, n=12, seed=0):
+    """A cache of ``n`` variables, each with the empty set and 4 random parent sets of
+    up to 3 others, scores decreasing with size (a search has choices to make)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    lines = [str(n)]
+    for v in range(n):
+        others = [u for u in range(n) if u != v]
+        sets = {(): -100.0 - 10 * rng.random()}
+        while len(sets) < 5:
+            ps = tuple(sorted(rng.choice(others, size=rng.integers(1, 4), replace=False)))
+            sets[ps] = -100.0 + 20 * rng.random() - 3 * len(ps)
+        lines.append(f"{v} {len(sets)}")
+        lines += [f"{s!r} {len(ps)} " + " ".join(map(str, ps)) for ps, s in sets.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_one_core_stream_is_learns_first_seed(tmp_path):
+    """The one-core child searches with the stream of ``learn --seed S`` (serially), so
+    that it shares island 0's stream with an ``ALGORITHM@N`` run of the same seed: the
+    same incumbents as the CLI, where numpy's own generator of the seed gives others."""
+    import json
+
+    import numpy as np
+    from click.testing import CliRunner
+
+    from bnsl_dist.cache.jkl import read_jkl
+    from bnsl_dist.cli import main
+    from bnsl_dist.search import Budget, make_optimizer
+    from bnsl_dist.search.base import AnytimeTrace
+    from workflows.benchmarks.minobs import learn_stream
+
+    path = _random_jkl(tmp_path / "r.jkl")
+    out = tmp_path / "learn.json"
+    res = CliRunner().invoke(main, ["learn", str(path), "-a", "memetic", "--iterations", "6",
+                                    "--seed", "5", "--serial", "-q", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    cli = [i["score"] for i in json.loads(out.read_text())["runs"][0]["incumbents"]]
+
+    def scores(rng):
+        run = AnytimeTrace.collect(make_optimizer("memetic").run(
+            read_jkl(path), Budget(max_iterations=6), rng))
+        return [i.score for i in run.incumbents]
+
+    assert scores(learn_stream("memetic", 5)) == pytest.approx(cli, abs=1e-9)
+    assert scores(np.random.default_rng(5)) != pytest.approx(cli, abs=1e-9)

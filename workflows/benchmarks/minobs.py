@@ -265,6 +265,20 @@ def run_parallel(tool: str, path: Path, budgets: list[float], seed: int, cpus: s
             "iterations": [r["iterations"] for r in rec["runs"]], "workers": int(workers)}
 
 
+def learn_stream(algorithm: str, seed: int) -> Any:
+    """The generator of ``bnsl-dist learn CACHE -a ALGORITHM --seed SEED``'s first seed
+    (the one seed of a serial run, island 0 of ``--seeds N``): a one-core run and an
+    ``ALGORITHM@N`` run of one seed share their first stream, so that the second compares
+    what the other workers add, not two draws (its stream depends on neither the cache's
+    path nor the budget)."""
+    from bnsl_dist.pipeline.learn import learn_cells
+    from bnsl_dist.pipeline.specs import CacheSpec, SearchSpec
+
+    search = SearchSpec(algorithm=algorithm, budget={"iterations": 1})
+    return learn_cells(None, CacheSpec(path="cache.jkl"), search, 1,
+                       base_seed=seed)[0].rng()
+
+
 def child(algorithm: str, path: str, budgets: list[float], seed: int, out: str) -> None:
     """Our side of a run, its start-up timed as ``learn`` pays it: imports; reading the
     cache; the kernels compiled or loaded by the product's warm-up
@@ -273,8 +287,6 @@ def child(algorithm: str, path: str, budgets: list[float], seed: int, out: str) 
     arrays for another optimizer); then the largest budget's search, the incumbent at
     each budget kept."""
     t0 = time.perf_counter()
-    import numpy as np
-
     from bnsl_dist._io import atomic_write_text
     from bnsl_dist.cache.jkl import read_jkl
     from bnsl_dist.search import Budget, make_optimizer
@@ -282,6 +294,7 @@ def child(algorithm: str, path: str, budgets: list[float], seed: int, out: str) 
     from bnsl_dist.search.ordering.memetic import prepare
     from bnsl_dist.search.warmup import algorithm_spec, warm_up
 
+    rng = learn_stream(algorithm, seed)  # its imports are learn's
     t1 = time.perf_counter()
     cache = read_jkl(path)
     t2 = time.perf_counter()
@@ -295,7 +308,7 @@ def child(algorithm: str, path: str, budgets: list[float], seed: int, out: str) 
         cache.flat  # noqa: B018  (the flattened arrays every search reads)
     t4 = time.perf_counter()
     run = AnytimeTrace.collect(make_optimizer(algorithm).run(  # with its iterations
-        cache, Budget(seconds=max(budgets)), np.random.default_rng(seed)))
+        cache, Budget(seconds=max(budgets)), rng))
     incs, iterations = run.incumbents, run.total_iterations
     t5 = time.perf_counter()
     trace = [(i.elapsed, i.score) for i in incs]
