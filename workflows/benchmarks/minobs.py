@@ -2,11 +2,13 @@
 
 MINOBS (Lee & van Beek 2017; the public C++ source, built outside this repository) and
 each of our optimizers run alternately, seed by seed, on one core (``taskset -c``), so
-that the load of a shared machine falls on both. Both get the same seeds and the same
-search seconds, cache loading excluded for both: MINOBS starts its clock after reading
-the score file, ours is given the seconds as the optimizer's budget after the cache is
-read, the numba kernels are loaded by the warm-up ``learn`` runs (on a toy cache) and
-the search's per-cache arrays are derived, in the same process. Start-up (imports, cache
+that the load of a shared machine falls on both. Both get the same seeds (ours: the
+stream of ``learn --seed S``'s first seed, which is also island 0 of an ``ALGORITHM@N``
+run of seed ``S``: :func:`learn_stream`) and the same search seconds, cache loading
+excluded for both: MINOBS starts its clock after reading the score file, ours is given
+the seconds as the optimizer's budget after the cache is read, the numba kernels are
+loaded by the warm-up ``learn`` runs (on a toy cache) and the search's per-cache arrays
+are derived, in the same process. Start-up (imports, cache
 reading, the warm-up's compilation or kernel loading, the derivation) is timed apart and
 reported.
 
