@@ -130,6 +130,37 @@ def test_short_walks_first_only_above_the_threshold_and_still_exact(monkeypatch)
         assert inc.score == pytest.approx(-71542.801, abs=1e-3), seed
 
 
+def test_grow_breeds_while_the_population_fills_only_above_the_threshold(monkeypatch):
+    """Above SHORT_WALKS_FROM, once the population holds two distinct local optima a
+    share ``grow`` of the children are samples (the others bred); below it, and with
+    ``grow`` 1, every start is a sample until the population (20) is full."""
+    from bnsl_dist.search.ordering import memetic
+
+    cache = load_jkl("child-5000.blip.jkl.gz", bundled=True)
+    calls: list[int] = []
+    real = memetic.entropy_orders
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(memetic, "entropy_orders", counted)
+
+    def samples(**params):
+        calls.clear()
+        _trace(cache, 12, **params)
+        return len(calls)
+
+    assert samples(grow=0.0) == samples(grow=1.0) == 12
+    assert _trace(cache, 12, grow=0.0) == _trace(cache, 12, grow=1.0)  # nothing drawn
+    monkeypatch.setattr(memetic, "SHORT_WALKS_FROM", 0)
+    assert samples(grow=1.0) == 12
+    assert 2 <= samples(grow=0.0) < samples(grow=0.5) < 12
+    for seed in range(3):  # and the optimum is still reached
+        assert _final(cache, 60, seed, grow=0.0).score == pytest.approx(-71542.801,
+                                                                        abs=1e-3), seed
+
+
 SHARED = {"asia_10000.dat.3": -22466.3965465,
           "minobs_asia_1000_1.BDeu": -2333.8214091, "minobs_asia_250_1.BDeu": -594.2942017,
           "minobs_cancer_1000_1.BDeu": -2148.4965592,
@@ -160,7 +191,8 @@ def test_same_seed_same_run_and_seeds_differ():
                                  {"restart": 0}, {"keep": 0}, {"keep": 30},
                                  {"max_window": 0}, {"high_entropy": "middle"},
                                  {"shuffle": 1.1}, {"cluster": 2}, {"epochs": -1},
-                                 {"migrants": 0}, {"migrants": 21}, {"reach": -1}])
+                                 {"migrants": 0}, {"migrants": 21}, {"reach": -1},
+                                 {"grow": -0.1}, {"grow": 1.5}])
 def test_bad_parameters_are_refused(bad):
     with pytest.raises(InvalidConfigError, match="memetic"):
         make_optimizer("memetic", **bad)

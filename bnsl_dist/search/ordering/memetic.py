@@ -5,8 +5,8 @@ ASOBS pass (acyclic back-arcs), adjacent swaps from a topological order of its D
 then the window search (blocks of up to ``max_window`` variables moved step by step,
 the families updated incrementally; :mod:`~bnsl_dist.search.ordering.asobs`). The
 orders it starts from are, first, ASOBS-ENT's entropy-weighted samples until the
-population holds ``population`` distinct local optima; then children of the
-population:
+population holds ``population`` distinct local optima (on large caches, see below, a
+share of them children already); then children of the population:
 
 - with probability ``crossover``, an order crossover of two parents, each the better of
   two members drawn at random: a random segment of the first parent is kept in place
@@ -29,9 +29,11 @@ not already in the population (distinct scores keep the population diverse). Aft
 ``restart`` children in a row without a new best, the population keeps its best
 ``keep`` members and is filled again from fresh samples.
 
-On large caches a local search takes seconds and the population fills slowly: the
-search is then Win-ASOBS-ENT (the samples and the local search are the same), and the
-recombination starts once the population is full.
+On large caches (more than ``SHORT_WALKS_FROM`` variables) a local search takes
+seconds and samples alone would fill the population only after most of a minute (the
+search being Win-ASOBS-ENT until then): there, once the population holds two members,
+a share ``grow`` of the children are new samples and the others are bred, until it is
+full; the population grows with every child's local optimum meanwhile.
 
 One iteration is one local search (of a sample or of a child); incumbents are yielded
 whenever the local search passes the best so far, with the iteration they come from.
@@ -153,6 +155,14 @@ class Memetic:
         sample's first window search does not end within 10 s, but its short walks do.
         8 rather than 32: medians of 5 seeds better on c20ng, cwebkb and ad at 10 s and
         on cwebkb and ad at 60 s (``workflows/results/benchmarks/memetic_reach8.md``).
+    grow : float
+        On caches of more than ``SHORT_WALKS_FROM`` variables, the share of children
+        that are new samples while the population holds 2 members or more but is not
+        full; the others are bred from it (1: samples until it is full). A local search
+        there takes seconds, and a population of 20 filled by samples alone fills after
+        most of a minute (cwebkb at about 50 s, c20ng not within 60 s): the search would
+        be restarts until then. 0.5: better at 60 s on c20ng and cwebkb in 6 of 6
+        seeds, by 29 to 302 (``workflows/results/benchmarks/memetic_grow.md``).
 
     References
     ----------
@@ -170,7 +180,7 @@ class Memetic:
                  mutation: float = 0.02, restart: int = 200, keep: int = 4,
                  max_window: int = 5, high_entropy: str = "last", shuffle: float = 0.5,
                  cluster: int = 16, epochs: int = 10, migrants: int = 2,
-                 reach: int = 8) -> None:
+                 reach: int = 8, grow: float = 0.5) -> None:
         self.population = population
         self.crossover = crossover
         self.mutation = mutation
@@ -183,6 +193,7 @@ class Memetic:
         self.epochs = epochs
         self.migrants = migrants
         self.reach = reach
+        self.grow = grow
         self._check()
 
     def _check(self) -> None:
@@ -196,6 +207,8 @@ class Memetic:
             raise InvalidConfigError("memetic: restart must be >= 1")
         if not 1 <= int(self.keep) <= int(self.population):
             raise InvalidConfigError("memetic: keep must be in [1, population]")
+        if not 0.0 <= float(self.grow) <= 1.0:
+            raise InvalidConfigError("memetic: grow must be in [0, 1]")
         if int(self.max_window) < 1:
             raise InvalidConfigError("memetic: max_window must be >= 1")
         if not 0.0 <= float(self.shuffle) <= 1.0:
@@ -314,13 +327,15 @@ class MemeticSearch:
         order = np.empty(n, dtype=np.int64)
         one_score = np.empty(1, dtype=np.float64)
         reach = int(p.reach) if n > SHORT_WALKS_FROM and int(p.reach) > 0 else None
+        grow = float(p.grow) if n > SHORT_WALKS_FROM else 1.0
 
         def epoch_over() -> bool:
             return ((until_iterations is not None and watch.iterations >= until_iterations)
                     or (until_seconds is not None and watch.elapsed() >= until_seconds))
 
         while not watch.done() and not epoch_over():
-            if not pop.full() or n < 2:
+            if n < 2 or len(pop.scores) < 2 or (not pop.full() and (
+                    grow >= 1.0 or rng.random() < grow)):
                 child[:] = entropy_orders(rng, 1, weights, str(p.high_entropy))
             elif rng.random() < float(p.crossover):
                 lo, hi = np.sort(rng.integers(n + 1, size=2))
