@@ -161,8 +161,9 @@ class Memetic:
         full; the others are bred from it (1: samples until it is full). A local search
         there takes seconds, and a population of 20 filled by samples alone fills after
         most of a minute (cwebkb at about 50 s, c20ng not within 60 s): the search would
-        be restarts until then. 0.5: better at 60 s on c20ng and cwebkb in 6 of 6
-        seeds, by 29 to 302 (``workflows/results/benchmarks/memetic_grow.md``).
+        be restarts until then. 0.5 against 1, seeds 0-2 at 60 s: c20ng +303, +156,
+        +44; cwebkb +87, +45, +54; ad +25, +82, -2; at 10 s -24 to +87, 4 of 9 equal
+        (``workflows/results/benchmarks/memetic_grow.md``).
 
     References
     ----------
