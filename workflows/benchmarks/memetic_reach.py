@@ -20,8 +20,9 @@ Run (one core, not niced: a timing run)::
       --caches c20ng=/work/runs/minobs-caches/c20ng.train.bic.jkl.gz \\
       --seeds 0 1 2 --seconds 10 60 [--reach 0 8 16 | --param grow --values 1]
 
-writes ``memetic_reach.json`` and ``memetic_reach.md`` (``--name``). On a shared machine compare the
-two variants of one run (they alternate), not figures of different runs.
+writes ``memetic_reach.json`` and ``memetic_reach.md`` (``--name``). On a shared
+machine compare the two variants of one run (they alternate), not figures of different
+runs.
 """
 
 from __future__ import annotations

@@ -27,7 +27,8 @@ share of them children already); then children of the population:
 A child's local optimum replaces the worst member when it is better and its score is
 not already in the population (distinct scores keep the population diverse). After
 ``restart`` children in a row without a new best, the population keeps its best
-``keep`` members and is filled again from fresh samples.
+``keep`` members and is filled again from fresh samples (on large caches, from samples
+and children: ``grow``).
 
 On large caches (more than ``SHORT_WALKS_FROM`` variables) a local search takes
 seconds and samples alone would fill the population only after most of a minute (the
