@@ -78,9 +78,10 @@ def inference_frame(frame: pd.DataFrame) -> pd.DataFrame:
             "mae_marginals", "relative_mae_pe", "relative_mae_marginals"]
     if not rows:
         return pd.DataFrame(columns=cols)
+    # per data set, split and seed: the row holding the reference learner's answers,
+    # and the row holding the true network's
     refs: dict[tuple[Any, ...], dict[str, Any]] = {}
     truths: dict[tuple[Any, ...], dict[str, Any]] = {}
-    holder_of: dict[tuple[Any, ...], str] = {}  # (group, role): the model holding it
     for r in rows:
         group = tuple(r[c] for c in _GROUP)
         for role, table, holds in (
@@ -91,10 +92,9 @@ def inference_frame(frame: pd.DataFrame) -> pd.DataFrame:
             if group in table:
                 raise DataError(f"{r['grid']}: {r['dataset']}/{r['split']} seed "
                                 f"{r['seed']}: two cells hold {role}, "
-                                f"{holder_of[(*group, role)]} and {r['model']} (records "
+                                f"{table[group]['model']} and {r['model']} (records "
                                 f"of two runs mixed in one folder: set one aside)")
-            table[group] = r["inf"]
-            holder_of[(*group, role)] = r["model"]
+            table[group] = r
 
     def ms(x: float | None) -> float:
         return math.nan if x is None else 1e3 * float(x)
@@ -103,7 +103,7 @@ def inference_frame(frame: pd.DataFrame) -> pd.DataFrame:
     for r in rows:
         inf = r["inf"]
         group = tuple(r[c] for c in _GROUP)
-        ref, holder = refs.get(group), truths.get(group)
+        ref, holder = (t[group]["inf"] if group in t else None for t in (refs, truths))
         for other, role in ((ref, "the reference cell"),
                             (holder, "the cell holding the true network's answers")):
             if other is not None and (other["evidence"], other["marginal_vars"]) != \
@@ -126,8 +126,8 @@ def inference_frame(frame: pd.DataFrame) -> pd.DataFrame:
                     "ms_pe": ms(inf["pe_seconds_per_query"]),
                     "ms_marginal": ms(inf["marginal_seconds_per_query"]),
                     "mae_pe": e_pe, "mae_marginals": e_m})
-    for group, holder in truths.items():
-        t = holder["truth"]
+    for group, row in truths.items():
+        t = row["inf"]["truth"]
         out.append({**dict(zip(_GROUP, group, strict=True)), "label": TRUE_NETWORK,
                     "k": None, "model": TRUE_NETWORK, "known_network": True,
                     "reference": False, "exact": bool(t["exact"]),
