@@ -70,9 +70,10 @@ def inference_frame(frame: pd.DataFrame) -> pd.DataFrame:
             continue
         k = rec.get("k")
         k = None if k is None or (isinstance(k, float) and math.isnan(k)) else int(k)
-        rows.append({"grid": rec["grid"], "dataset": rec["dataset"], "split": rec["split"],
-                     "seed": int(rec["seed"]), "label": rec["label"], "k": k,
-                     "model": _model(rec["label"], k), "inf": inf})
+        row = {"grid": rec["grid"], "dataset": rec["dataset"], "split": rec["split"],
+               "seed": int(rec["seed"]), "label": rec["label"], "k": k,
+               "model": _model(rec["label"], k), "inf": inf}
+        rows.append({**row, "group": tuple(row[c] for c in _GROUP)})
     cols = ["grid", "dataset", "split", "seed", "label", "k", "model", "known_network",
             "reference", "exact", "width", "ms_pe", "ms_marginal", "mae_pe",
             "mae_marginals", "relative_mae_pe", "relative_mae_marginals"]
@@ -83,7 +84,7 @@ def inference_frame(frame: pd.DataFrame) -> pd.DataFrame:
     refs: dict[tuple[Any, ...], dict[str, Any]] = {}
     truths: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in rows:
-        group = tuple(r[c] for c in _GROUP)
+        group = r["group"]
         for role, table, holds in (
                 ("the reference learner's answers", refs, r["inf"]["reference"]),
                 ("the true network's answers", truths, r["inf"].get("truth") is not None)):
@@ -101,8 +102,7 @@ def inference_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
     out = []
     for r in rows:
-        inf = r["inf"]
-        group = tuple(r[c] for c in _GROUP)
+        inf, group = r["inf"], r["group"]
         ref, holder = (t[group]["inf"] if group in t else None for t in (refs, truths))
         for other, role in ((ref, "the reference cell"),
                             (holder, "the cell holding the true network's answers")):
@@ -119,7 +119,7 @@ def inference_frame(frame: pd.DataFrame) -> pd.DataFrame:
         if truth is not None and inf["marginals"] and truth["marginals"]:
             e_m = mae_marginals(inf["marginals"], truth["marginals"])
         out.append({**{c: r[c] for c in ("grid", "dataset", "split", "seed", "label", "k",
-                                         "model")},
+                                         "model", "group")},
                     "known_network": bool(inf["known_network"]),
                     "reference": bool(inf["reference"]), "exact": bool(inf["exact"]),
                     "width": math.nan if inf["width"] is None else int(inf["width"]),
@@ -128,16 +128,17 @@ def inference_frame(frame: pd.DataFrame) -> pd.DataFrame:
                     "mae_pe": e_pe, "mae_marginals": e_m})
     for group, row in truths.items():
         t = row["inf"]["truth"]
-        out.append({**dict(zip(_GROUP, group, strict=True)), "label": TRUE_NETWORK,
+        out.append({**dict(zip(_GROUP, group, strict=True)), "group": group,
+                    "label": TRUE_NETWORK,
                     "k": None, "model": TRUE_NETWORK, "known_network": True,
                     "reference": False, "exact": bool(t["exact"]),
                     "width": math.nan if t["width"] is None else int(t["width"]),
                     "ms_pe": ms(t["pe_seconds_per_query"]),
                     "ms_marginal": ms(t["marginal_seconds_per_query"]),
                     "mae_pe": math.nan, "mae_marginals": math.nan})
-    ref_err = {tuple(r[c] for c in _GROUP): r for r in out if r["reference"]}
+    ref_err = {r["group"]: r for r in out if r["reference"]}
     for r in out:
-        ref_row = ref_err.get(tuple(r[c] for c in _GROUP))
+        ref_row = ref_err.get(r["group"])
         for what in ("pe", "marginals"):
             b = math.nan if ref_row is None else ref_row[f"mae_{what}"]
             r[f"relative_mae_{what}"] = r[f"mae_{what}"] / b \
