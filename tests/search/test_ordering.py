@@ -496,10 +496,12 @@ def test_window_search_reaches_a_block_move_local_optimum(cache, rnd, reach):
     max_window = 3
     converged = False
     total = 0.0
+    cand = candidate_bitsets(fc)
+    rel = asobs_module.window_relations(n, cand.shape[1])
     while not converged:
-        g, converged = WK.window_search(order_a, pos, chosen, candidate_bitsets(fc),
-                                        fc.offsets, fc.par_offsets, fc.par_flat, fc.scores,
-                                        todo, max_window, state, 7, reach)
+        g, converged = WK.window_search(order_a, pos, chosen, cand, fc.offsets,
+                                        fc.par_offsets, fc.par_flat, fc.scores, todo,
+                                        max_window, state, 7, reach, *rel)
         total += g
     final = list(order_a)
     assert sorted(final) == list(range(n))
@@ -523,6 +525,100 @@ def _assert_no_block_move_improves(cache, final, want, max_window, reach):
                 assert naive_best_for_order(cache, moved)[0] <= want + 1e-7
 
 
+def _window_search_walking(order, pos, chosen, cand, fc, todo, max_window, state,
+                           max_steps, reach):
+    """The window search as first written: each walk evaluated by moving a copy of the
+    block step by step (WK._walk), every step scored."""
+    n = len(order)
+    cursor, window, idle = (int(v) for v in state)
+    total, steps_done, converged = 0.0, 0, False
+    args = (cand, fc.offsets, fc.par_offsets, fc.par_flat, fc.scores)
+    while steps_done < max_steps:
+        if window > max_window or window >= n:
+            converged = True
+            break
+        w = window
+        start = min(int(todo[cursor]), n - w)
+        cursor = (cursor + 1) % n
+        best_gain, best_k, best_right = 0.0, 0, True
+        for right in (True, False):
+            steps = min((n - w - start) if right else start, reach)
+            if steps <= 0:
+                continue
+            g, k = WK._walk(start, w, steps, right, order.copy(), pos.copy(),
+                            chosen.copy(), *args)
+            steps_done += steps
+            if g > best_gain + K.EPS:
+                best_gain, best_k, best_right = g, k, right
+        if best_k > 0:
+            WK._walk(start, w, best_k, best_right, order, pos, chosen, *args)
+            total += best_gain
+            window, idle = 1, 0
+        else:
+            idle += 1
+            if idle >= n:
+                window, idle = window + 1, 0
+    state[:] = (cursor, window, idle)
+    return total, converged
+
+
+def _same_window_search(cache, order, rnd, max_window, chunk, reach):
+    fc = cache.flat
+    n = cache.n_vars
+    _, order_a, pos_a, chosen_a = _obs(cache, order)
+    order_b, pos_b, chosen_b = order_a.copy(), pos_a.copy(), chosen_a.copy()
+    todo = np.array(rnd.sample(range(n), n), dtype=np.int64)
+    cand = candidate_bitsets(fc)
+    rel = asobs_module.window_relations(n, cand.shape[1])
+    state_a = np.array([0, 1, 0], dtype=np.int64)
+    state_b = state_a.copy()
+    converged = False
+    while not converged:
+        got = WK.window_search(order_a, pos_a, chosen_a, cand, fc.offsets, fc.par_offsets,
+                               fc.par_flat, fc.scores, todo, max_window, state_a, chunk,
+                               reach, *rel)
+        want = _window_search_walking(order_b, pos_b, chosen_b, cand, fc, todo,
+                                      max_window, state_b, chunk, reach)
+        assert got == want
+        converged = got[1]
+        assert list(order_a) == list(order_b) and list(chosen_a) == list(chosen_b)
+        assert list(pos_a) == list(pos_b) and list(state_a) == list(state_b)
+    # the relations are those of the final sets
+    better, better_of, children, _ = rel
+    for v in range(n):
+        c = int(chosen_a[v])
+        above = set(fc.par_flat[fc.par_offsets[fc.offsets[v]]:fc.par_offsets[c]].tolist())
+        assert {p for p in range(n) if better[v, p >> 6] >> np.uint64(p & 63) & 1} == above
+        assert {u for u in range(n) if better_of[v, u >> 6] >> np.uint64(u & 63) & 1} == {
+            u for u in range(n) if better[u, v >> 6] >> np.uint64(v & 63) & 1}
+        assert {u for u in range(n) if children[v, u >> 6] >> np.uint64(u & 63) & 1} == {
+            u for u in range(n) if v in cache.parents_at(int(chosen_a[u]))}
+
+
+@settings(max_examples=60, deadline=None)
+@given(caches, st.randoms(use_true_random=False), st.integers(1, 4), st.integers(1, 40),
+       st.sampled_from([1, 2, 3, None]))
+def test_window_search_scores_only_related_steps_and_walks_as_step_by_step(
+        cache, rnd, max_window, chunk, reach):
+    # the search that scores only the steps where a family can change makes the same
+    # moves, gains and states, chunk by chunk, as the one walking every step
+    n = cache.n_vars
+    order = list(range(n))
+    rnd.shuffle(order)
+    _same_window_search(cache, order, rnd, max_window, chunk, n if reach is None else reach)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(60, 200), st.integers(0, 10**6), st.integers(2, 30), st.integers(1, 5),
+       st.randoms(use_true_random=False), st.sampled_from([3, 8, None]))
+def test_window_search_over_several_words_walks_as_step_by_step(n, seed, m, d, rnd, reach):
+    # several bitset words, long walks read off the bitsets, short ones step by step
+    cache = random_cache(n, seed, max_sets_per_var=m, max_indegree=d)
+    order = list(range(n))
+    rnd.shuffle(order)
+    _same_window_search(cache, order, rnd, 5, 5_000, n if reach is None else reach)
+
+
 @settings(max_examples=40, deadline=None)
 @given(caches, st.randoms(use_true_random=False), st.integers(1, 3))
 def test_window_walks_are_bounded_by_reach_and_refine_ends_at_a_full_optimum(
@@ -537,11 +633,13 @@ def test_window_walks_are_bounded_by_reach_and_refine_ends_at_a_full_optimum(
     before = list(order_a)
     state = np.array([0, 1, 0], dtype=np.int64)
     todo = np.array(rnd.sample(range(n), n), dtype=np.int64)
+    cand = candidate_bitsets(fc)
+    rel = asobs_module.window_relations(n, cand.shape[1])
     for _ in range(n):
         if state[1] > 1:
             break
-        WK.window_search(order_a, pos, chosen, candidate_bitsets(fc), fc.offsets,
-                         fc.par_offsets, fc.par_flat, fc.scores, todo, 3, state, 1, reach)
+        WK.window_search(order_a, pos, chosen, cand, fc.offsets, fc.par_offsets,
+                         fc.par_flat, fc.scores, todo, 3, state, 1, reach, *rel)
         changed = [k for k in range(n) if order_a[k] != before[k]]
         assert not changed or changed[-1] - changed[0] <= reach
         before = list(order_a)

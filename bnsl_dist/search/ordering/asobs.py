@@ -67,7 +67,7 @@ from bnsl_dist.search.ordering.samplers import entropy_orders, entropy_weights, 
 
 __all__ = ["ASOBS", "ASOBSEnt", "ASOBSEntLast", "WinASOBS", "WinASOBSEnt", "WinASOBSEntLast",
            "candidate_bitsets",
-           "window_refine", "SEARCH_FROM"]
+           "window_refine", "window_relations", "SEARCH_FROM"]
 
 _SAMPLERS = ("uniform", "entropy")
 _LOCAL = ("none", "swap", "window")
@@ -105,6 +105,15 @@ def candidate_bitsets(fc: FlatCache) -> NDArray[np.uint64]:
     return out
 
 
+def window_relations(n: int, words: int) -> tuple[NDArray[np.uint64], NDArray[np.uint64],
+                                                  NDArray[np.uint64], NDArray[np.int64]]:
+    """Fresh (better, better_of, children, built) for the window search's kernel
+    (``_window_kernels.window_search``): ``built`` -1, so that its first call derives
+    every variable's relations from the chosen sets."""
+    return (np.zeros((n, words), dtype=np.uint64), np.zeros((n, words), dtype=np.uint64),
+            np.zeros((n, words), dtype=np.uint64), np.full(n, -1, dtype=np.int64))
+
+
 def window_refine(fc: FlatCache, order: NDArray[np.int64], chosen: NDArray[np.int64],
                   watch: Stopwatch, rng: np.random.Generator, *, max_window: int,
                   chunk: int = _WINDOW_CHUNK, cand: NDArray[np.uint64] | None = None,
@@ -118,6 +127,7 @@ def window_refine(fc: FlatCache, order: NDArray[np.int64], chosen: NDArray[np.in
     pos[order] = np.arange(n)
     cand = candidate_bitsets(fc) if cand is None else cand
     todo = rng.permutation(n).astype(np.int64)
+    rel = window_relations(n, cand.shape[1])
     for r in ([n] if reach is None or reach >= n else [reach, n]):
         state = np.array([0, 1, 0], dtype=np.int64)
         converged = False
@@ -126,7 +136,7 @@ def window_refine(fc: FlatCache, order: NDArray[np.int64], chosen: NDArray[np.in
                 return
             gain, converged = WK.window_search(order, pos, chosen, cand, fc.offsets,
                                                fc.par_offsets, fc.par_flat, fc.scores,
-                                               todo, max_window, state, chunk, r)
+                                               todo, max_window, state, chunk, r, *rel)
             if gain > 0.0:
                 yield exact_total(fc, chosen), chosen
 
