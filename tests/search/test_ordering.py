@@ -17,7 +17,6 @@ from bnsl_dist.search.base import AnytimeTrace
 from bnsl_dist.search.ordering import _kernels as K
 from bnsl_dist.search.ordering import _window_kernels as WK
 from bnsl_dist.search.ordering import asobs as asobs_module
-from bnsl_dist.search.ordering.asobs import candidate_bitsets
 from bnsl_dist.search.ordering.obs import (
     _RECHECK,
     _ClosurePick,
@@ -496,10 +495,11 @@ def test_window_search_reaches_a_block_move_local_optimum(cache, rnd, reach):
     max_window = 3
     converged = False
     total = 0.0
-    cand = candidate_bitsets(fc)
+    index = asobs_module.window_index(fc)
+    cand = index.cand
     rel = asobs_module.window_relations(n, cand.shape[1])
     while not converged:
-        g, converged = WK.window_search(order_a, pos, chosen, cand, fc.offsets,
+        g, converged = WK.window_search(order_a, pos, chosen, *index, fc.offsets,
                                         fc.par_offsets, fc.par_flat, fc.scores, todo,
                                         max_window, state, 7, reach, *rel)
         total += g
@@ -568,13 +568,14 @@ def _same_window_search(cache, order, rnd, max_window, chunk, reach):
     _, order_a, pos_a, chosen_a = _obs(cache, order)
     order_b, pos_b, chosen_b = order_a.copy(), pos_a.copy(), chosen_a.copy()
     todo = np.array(rnd.sample(range(n), n), dtype=np.int64)
-    cand = candidate_bitsets(fc)
+    index = asobs_module.window_index(fc)
+    cand = index.cand
     rel = asobs_module.window_relations(n, cand.shape[1])
     state_a = np.array([0, 1, 0], dtype=np.int64)
     state_b = state_a.copy()
     converged = False
     while not converged:
-        got = WK.window_search(order_a, pos_a, chosen_a, cand, fc.offsets, fc.par_offsets,
+        got = WK.window_search(order_a, pos_a, chosen_a, *index, fc.offsets, fc.par_offsets,
                                fc.par_flat, fc.scores, todo, max_window, state_a, chunk,
                                reach, *rel)
         want = _window_search_walking(order_b, pos_b, chosen_b, cand, fc, todo,
@@ -593,6 +594,73 @@ def _same_window_search(cache, order, rnd, max_window, chunk, reach):
             u for u in range(n) if better[u, v >> 6] >> np.uint64(v & 63) & 1}
         assert {u for u in range(n) if children[v, u >> 6] >> np.uint64(u & 63) & 1} == {
             u for u in range(n) if v in cache.parents_at(int(chosen_a[u]))}
+
+
+@settings(max_examples=40, deadline=None)
+@given(caches)
+def test_window_index_lists_each_candidate_and_the_rows_holding_it(cache):
+    fc = cache.flat
+    index = asobs_module.window_index(fc)
+    for a in range(cache.n_vars):
+        rows = range(fc.offsets[a], fc.offsets[a + 1])
+        members = {t: set(cache.parents_at(t)) for t in rows}
+        want = sorted(set().union(*members.values()))
+        got = index.cand_var[index.cand_off[a]:index.cand_off[a + 1]].tolist()
+        assert got == want
+        assert [x for x in range(cache.n_vars)
+                if index.cand[a, x >> 6] >> np.uint64(x & 63) & 1] == want
+        for e, x in zip(range(index.cand_off[a], index.cand_off[a + 1]), want, strict=True):
+            held = index.rows[index.row_off[e]:index.row_off[e + 1]].tolist()
+            assert held == [t for t in rows if x in members[t]]
+
+
+def _walk_evaluations(cache, order, rnd):
+    """Every block walk of the order, as _eval_right/_eval_left score it and as
+    walking a copy step by step does: (scored, walked) pairs of (best gain, steps)."""
+    fc = cache.flat
+    n = cache.n_vars
+    _, order_a, pos, chosen = _obs(cache, order)
+    index = asobs_module.window_index(fc)
+    better, better_of, children, built = asobs_module.window_relations(n,
+                                                                       index.cand.shape[1])
+    words = np.empty(index.cand.shape[1], dtype=np.uint64)
+    for v in range(n):
+        WK._sync(v, chosen, fc.offsets, fc.par_offsets, fc.par_flat, better, better_of,
+                 children, built, words)
+    inb = np.zeros(n, dtype=np.int64)
+    buf = np.empty(n + 1, dtype=np.int64)
+    flat = (fc.offsets, fc.par_offsets, fc.par_flat, fc.scores)
+    for w in range(1, min(5, n)):
+        for start in range(n - w + 1):
+            block = order_a[start:start + w]
+            inb[block] = np.arange(1, w + 1)
+            for right in (True, False):
+                room = n - w - start if right else start
+                for steps in sorted({room, rnd.randint(0, room)} - {0}):
+                    bch = chosen[block].copy()
+                    if right:
+                        got = WK._eval_right(start, w, steps, order_a, pos, chosen, *index,
+                                             *flat, better, children, inb, bch, words, buf)
+                    else:
+                        got = WK._eval_left(start, w, steps, order_a, pos, chosen, *index,
+                                            *flat, better_of, inb, bch, words, buf)
+                    want = WK._walk(start, w, steps, right, order_a.copy(), pos.copy(),
+                                    chosen.copy(), index.cand, *flat)
+                    yield got, want
+            inb[block] = 0
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(2, 90), st.integers(0, 10**6), st.integers(1, 24), st.integers(1, 5),
+       st.randoms(use_true_random=False))
+def test_each_walk_scored_on_related_steps_equals_walking_it(n, seed, m, d, rnd):
+    # every block of up to 4, both ways, to the end and a random number of steps, from
+    # an OBS order (chosen sets the first that fit): the same best gain and steps
+    cache = random_cache(n, seed, max_sets_per_var=m, max_indegree=d)
+    order = list(range(n))
+    rnd.shuffle(order)
+    for got, want in _walk_evaluations(cache, order, rnd):
+        assert got == want
 
 
 @settings(max_examples=60, deadline=None)
@@ -633,12 +701,13 @@ def test_window_walks_are_bounded_by_reach_and_refine_ends_at_a_full_optimum(
     before = list(order_a)
     state = np.array([0, 1, 0], dtype=np.int64)
     todo = np.array(rnd.sample(range(n), n), dtype=np.int64)
-    cand = candidate_bitsets(fc)
+    index = asobs_module.window_index(fc)
+    cand = index.cand
     rel = asobs_module.window_relations(n, cand.shape[1])
     for _ in range(n):
         if state[1] > 1:
             break
-        WK.window_search(order_a, pos, chosen, cand, fc.offsets, fc.par_offsets,
+        WK.window_search(order_a, pos, chosen, *index, fc.offsets, fc.par_offsets,
                          fc.par_flat, fc.scores, todo, 3, state, 1, reach, *rel)
         changed = [k for k in range(n) if order_a[k] != before[k]]
         assert not changed or changed[-1] - changed[0] <= reach

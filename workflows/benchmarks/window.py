@@ -2,8 +2,9 @@
 
 The window local search (``bnsl_dist/search/ordering/_window_kernels.py``) scores a
 block's walk only at the steps where a family can change (read off bitsets of the
-chosen and better sets); until 2026-11 it moved a copy of the block step by step and
-scored every step. The moves, gains and final orders are the same (tested), so the
+chosen and better sets; since f683bb1), scanning for a gained predecessor only the sets
+holding it (since the commit after); until d2b2f05 it moved a copy of the block step by
+step and scored every step. The moves, gains and final orders are the same (tested), so the
 question is only time: this runs both kernels from the same start states to their
 local optima and reports the seconds and their ratio.
 
@@ -81,22 +82,26 @@ def starts(cache: Any, count: int, seed: int) -> list[tuple[np.ndarray, np.ndarr
     return out
 
 
-def refine(wk: ModuleType, fc: Any, cand: np.ndarray, order: np.ndarray,
-           chosen: np.ndarray, todo: np.ndarray, reaches: list[int], new: bool
-           ) -> tuple[float, int]:
-    """The window search of kernels ``wk`` to its optimum: (seconds, calls)."""
+def refine(wk: ModuleType, fc: Any, index: Any, order: np.ndarray,
+           chosen: np.ndarray, todo: np.ndarray, reaches: list[int]) -> tuple[float, int]:
+    """The window search of kernels ``wk`` to its optimum: (seconds, calls). The
+    kernel's arguments by its revision: 13 (d2b2f05 and before: every step walked), 17
+    (f683bb1: and the chosen/better relations), 21 (and the rows holding each
+    candidate, :func:`~bnsl_dist.search.ordering.asobs.window_index`)."""
     from bnsl_dist.search.ordering.asobs import window_relations
 
+    nargs = wk.window_search.py_func.__code__.co_argcount
     pos = np.empty(fc.n, dtype=np.int64)
     pos[order] = np.arange(fc.n)
     calls = 0
     t0 = time.perf_counter()
-    rel = window_relations(fc.n, cand.shape[1]) if new else ()
+    rel = window_relations(fc.n, index.cand.shape[1]) if nargs > 13 else ()
+    arrays = tuple(index) if nargs > 17 else (index.cand,)
     for r in reaches:
         state = np.array([0, 1, 0], dtype=np.int64)
         converged = False
         while not converged:
-            _, converged = wk.window_search(order, pos, chosen, cand, fc.offsets,
+            _, converged = wk.window_search(order, pos, chosen, *arrays, fc.offsets,
                                             fc.par_offsets, fc.par_flat, fc.scores, todo,
                                             5, state, 50_000, r, *rel)
             calls += 1
@@ -107,20 +112,20 @@ def measure(label: str, path: str, old: ModuleType, count: int, repeats: int,
             seed: int) -> dict[str, Any]:
     from bnsl_dist.cache.jkl import read_jkl
     from bnsl_dist.search.ordering import _window_kernels as WK
-    from bnsl_dist.search.ordering.asobs import candidate_bitsets
+    from bnsl_dist.search.ordering.asobs import window_index
     from bnsl_dist.search.ordering.memetic import SHORT_WALKS_FROM
 
     cache = read_jkl(path)
     fc = cache.flat
     n = fc.n
-    cand = candidate_bitsets(fc)
+    index = window_index(fc)
     reaches = [8, n] if n > SHORT_WALKS_FROM else [n]
     rng = np.random.default_rng(seed + 1)
     pairs = starts(cache, count, seed)
     # compile or load both outside the clock
-    for wk, new in ((old, False), (WK, True)):
+    for wk in (old, WK):
         o, c = pairs[0][0].copy(), pairs[0][1].copy()
-        refine(wk, fc, cand, o, c, rng.permutation(n).astype(np.int64), [1], new)
+        refine(wk, fc, index, o, c, rng.permutation(n).astype(np.int64), [1])
     secs = {"baseline": 0.0, "related": 0.0}
     per_start = []
     for i, (order, chosen) in enumerate(pairs):
@@ -131,8 +136,8 @@ def measure(label: str, path: str, old: ModuleType, count: int, repeats: int,
             kinds = ["baseline", "related"] if (i + rep) % 2 == 0 else ["related", "baseline"]
             for kind in kinds:
                 o, c = order.copy(), chosen.copy()
-                s, _ = refine(old if kind == "baseline" else WK, fc, cand, o, c, todo,
-                              reaches, kind == "related")
+                s, _ = refine(old if kind == "baseline" else WK, fc, index, o, c, todo,
+                              reaches)
                 best[kind] = min(best[kind], s)
                 finals[kind] = (o, c)
         if not (np.array_equal(finals["baseline"][0], finals["related"][0])

@@ -14,8 +14,10 @@ variable, or the chosen one does; the other steps add exactly 0. Only the steps 
 is so related to a block member are scored: read off bitsets of the relations
 (``better``, ``better_of``, ``children``, kept in step with ``chosen`` by :func:`_sync`),
 with the positions the moved block and the passed variables would have derived, not
-written. Gains, walks and the moves applied are those of walking the block step by step
-(:func:`_walk`, which applies the best move).
+written. A variable gaining a predecessor takes a new set only if one of its better sets
+holds it, so only the rows listed for that candidate are scanned
+(:func:`_first_fit_holding`). Gains, walks and the moves applied are those of walking
+the block step by step (:func:`_walk`, which applies the best move).
 
 The search is resumable: ``state`` = [cursor into todo, window, pivots without gain]
 (IN/OUT), and each call stops after about ``max_steps`` block steps (counted as if
@@ -194,6 +196,35 @@ def _first_fit_block(par_offsets, par_flat, start, stop, pos, inb, plim, jlim):
     return -1
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _entry(cand_off, cand_var, a, x):
+    """The entry of candidate x of a (cand_var[cand_off[a]:cand_off[a+1]] is sorted)."""
+    lo = cand_off[a]
+    hi = cand_off[a + 1]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if cand_var[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@nb.njit(cache=True, nogil=True)
+def _first_fit_holding(par_offsets, par_flat, row_off, rows, e, stop, pos, inb, plim,
+                       jlim):
+    """:func:`_first_fit_block` over the sets of entry e (the rows holding that
+    candidate, ascending) below ``stop``: where a variable gains a predecessor, the
+    first set that fits anew holds it."""
+    for q in range(row_off[e], row_off[e + 1]):
+        t = rows[q]
+        if t >= stop:
+            return -1
+        if _fits(par_offsets, par_flat, t, pos, inb, plim, jlim):
+            return t
+    return -1
+
+
 @nb.njit(cache=True, nogil=True)
 def _positions(rows, rows2, block, pos, lo, hi, words, buf):
     """The positions in [lo, hi) of the variables in the union of rows[b] and rows2[b]
@@ -230,8 +261,9 @@ def _insert(buf, m, p):
 
 
 @nb.njit(cache=True, nogil=True)
-def _eval_right(start, w, steps, order, pos, chosen, cand, offsets, par_offsets,
-                par_flat, scores, better, children, inb, bch, words, buf):
+def _eval_right(start, w, steps, order, pos, chosen, cand, cand_off, cand_var, row_off,
+                rows, offsets, par_offsets, par_flat, scores, better, children, inb, bch,
+                words, buf):
     """(best gain, its steps) of walking the block at [start, start+w) right by up to
     ``steps`` steps, as :func:`_walk` finds them, nothing moved (``bch``: the members'
     chosen sets, IN/scratch). A step changes a family only where x's chosen set holds a
@@ -270,8 +302,9 @@ def _eval_right(start, w, steps, order, pos, chosen, cand, offsets, par_offsets,
             a = block[j]
             if _cand(cand, a, x):
                 ca = bch[j]
-                na = _first_fit_block(par_offsets, par_flat, offsets[a], ca, pos, inb,
-                                      p + 1, j)
+                na = _first_fit_holding(par_offsets, par_flat, row_off, rows,
+                                        _entry(cand_off, cand_var, a, x), ca, pos, inb,
+                                        p + 1, j)
                 if na >= 0:
                     delta += scores[na] - scores[ca]
                     bch[j] = na
@@ -283,8 +316,9 @@ def _eval_right(start, w, steps, order, pos, chosen, cand, offsets, par_offsets,
 
 
 @nb.njit(cache=True, nogil=True)
-def _eval_left(start, w, steps, order, pos, chosen, cand, offsets, par_offsets, par_flat,
-               scores, better_of, inb, bch, words, buf):
+def _eval_left(start, w, steps, order, pos, chosen, cand, cand_off, cand_var, row_off,
+               rows, offsets, par_offsets, par_flat, scores, better_of, inb, bch, words,
+               buf):
     """:func:`_eval_right` walking left: x, passed, gains the members where one of its
     better sets holds one; a member loses x where its chosen set holds x, and the
     parents it takes instead join the steps to score."""
@@ -326,15 +360,16 @@ def _eval_left(start, w, steps, order, pos, chosen, cand, offsets, par_offsets, 
             x = order[p]
         delta = 0.0
         cx = chosen[x]
-        gains = False
-        for b in block:
+        nx = cx
+        for b in block:  # x, now behind the block, gains the members
             if _cand(cand, x, b):
-                gains = True
-                break
-        if gains:  # x, now behind the block, gains the members
-            nx = _first_fit_block(par_offsets, par_flat, offsets[x], cx, pos, inb, p, w)
-            if nx >= 0:
-                delta += scores[nx] - scores[cx]
+                t = _first_fit_holding(par_offsets, par_flat, row_off, rows,
+                                       _entry(cand_off, cand_var, x, b), nx, pos, inb, p,
+                                       w)
+                if t >= 0:
+                    nx = t
+        if nx < cx:
+            delta += scores[nx] - scores[cx]
         for j in range(w):  # the members lose x
             a = block[j]
             ca = bch[j]
@@ -356,11 +391,15 @@ def _eval_left(start, w, steps, order, pos, chosen, cand, offsets, par_offsets, 
 
 
 @nb.njit(cache=True, nogil=True)
-def window_search(order, pos, chosen, cand, offsets, par_offsets, par_flat, scores, todo,
-                  max_window, state, max_steps, reach, better, better_of, children, built):
+def window_search(order, pos, chosen, cand, cand_off, cand_var, row_off, rows, offsets,
+                  par_offsets, par_flat, scores, todo, max_window, state, max_steps, reach,
+                  better, better_of, children, built):
     """Run the window search from the current (order, chosen) for about ``max_steps``
     block steps, each block walked at most ``reach`` steps each way (``reach`` >= n:
-    to both ends of the order). (better, better_of, children, built): the relations
+    to both ends of the order). (cand_off, cand_var, row_off, rows): each variable's
+    candidates, sorted, and for each the rows of its sets holding it, ascending
+    (:func:`~bnsl_dist.search.ordering.asobs.window_index`). (better, better_of,
+    children, built): the relations
     of :func:`_sync`, from :func:`~bnsl_dist.search.ordering.asobs.window_relations` or an
     earlier call (IN/OUT; brought in
     line with ``chosen`` first). Returns (total gain, converged)."""
@@ -398,13 +437,13 @@ def window_search(order, pos, chosen, cand, offsets, par_offsets, par_flat, scor
             for j in range(w):
                 bch[j] = chosen[order[start + j]]
             if right:
-                g, k = _eval_right(start, w, steps, order, pos, chosen, cand, offsets,
-                                   par_offsets, par_flat, scores, better, children, inb,
-                                   bch, words, buf)
+                g, k = _eval_right(start, w, steps, order, pos, chosen, cand, cand_off,
+                                   cand_var, row_off, rows, offsets, par_offsets, par_flat,
+                                   scores, better, children, inb, bch, words, buf)
             else:
-                g, k = _eval_left(start, w, steps, order, pos, chosen, cand, offsets,
-                                  par_offsets, par_flat, scores, better_of, inb, bch,
-                                  words, buf)
+                g, k = _eval_left(start, w, steps, order, pos, chosen, cand, cand_off,
+                                  cand_var, row_off, rows, offsets, par_offsets, par_flat,
+                                  scores, better_of, inb, bch, words, buf)
             steps_done += steps
             if g > best_gain + EPS:
                 best_gain = g

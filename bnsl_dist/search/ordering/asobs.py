@@ -52,7 +52,7 @@ Every parameter can be overridden on any of them (e.g. ``asobs`` with
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -67,7 +67,8 @@ from bnsl_dist.search.ordering.samplers import entropy_orders, entropy_weights, 
 
 __all__ = ["ASOBS", "ASOBSEnt", "ASOBSEntLast", "WinASOBS", "WinASOBSEnt", "WinASOBSEntLast",
            "candidate_bitsets",
-           "window_refine", "window_relations", "SEARCH_FROM"]
+           "window_refine", "window_index", "window_relations", "WindowIndex",
+           "SEARCH_FROM"]
 
 _SAMPLERS = ("uniform", "entropy")
 _LOCAL = ("none", "swap", "window")
@@ -105,6 +106,36 @@ def candidate_bitsets(fc: FlatCache) -> NDArray[np.uint64]:
     return out
 
 
+class WindowIndex(NamedTuple):
+    """What the window search reads of a cache besides its flat arrays: each variable's
+    candidates as a bitset row (``cand``, :func:`candidate_bitsets`) and sorted
+    (``cand_var[cand_off[a]:cand_off[a+1]]``), and for each candidate entry e the rows
+    of the variable's sets holding it, ascending (``rows[row_off[e]:row_off[e+1]]``)."""
+
+    cand: NDArray[np.uint64]
+    cand_off: NDArray[np.int64]
+    cand_var: NDArray[np.int64]
+    row_off: NDArray[np.int64]
+    rows: NDArray[np.int64]
+
+
+def window_index(fc: FlatCache) -> WindowIndex:
+    """The :class:`WindowIndex` of a cache (as many entries in ``rows`` as members in
+    ``par_flat``)."""
+    child = np.repeat(fc.owner, fc.sizes)
+    row = np.repeat(np.arange(fc.sizes.size, dtype=np.int64), fc.sizes)
+    member = fc.par_flat.astype(np.int64)
+    by = np.lexsort((row, member, child))
+    child, member, row = child[by], member[by], row[by]
+    first = np.ones(child.size, dtype=np.bool_)
+    first[1:] = (child[1:] != child[:-1]) | (member[1:] != member[:-1])
+    starts = np.flatnonzero(first)
+    cand_off = np.zeros(fc.n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(child[starts], minlength=fc.n), out=cand_off[1:])
+    return WindowIndex(candidate_bitsets(fc), cand_off, member[starts],
+                       np.append(starts, child.size).astype(np.int64), row)
+
+
 def window_relations(n: int, words: int) -> tuple[NDArray[np.uint64], NDArray[np.uint64],
                                                   NDArray[np.uint64], NDArray[np.int64]]:
     """Fresh (better, better_of, children, built) for the window search's kernel
@@ -116,25 +147,25 @@ def window_relations(n: int, words: int) -> tuple[NDArray[np.uint64], NDArray[np
 
 def window_refine(fc: FlatCache, order: NDArray[np.int64], chosen: NDArray[np.int64],
                   watch: Stopwatch, rng: np.random.Generator, *, max_window: int,
-                  chunk: int = _WINDOW_CHUNK, cand: NDArray[np.uint64] | None = None,
+                  chunk: int = _WINDOW_CHUNK, index: WindowIndex | None = None,
                   reach: int | None = None) -> Iterator[tuple[float, NDArray[np.int64]]]:
     """The window search from ``order`` and ``chosen``, in chunks; yields (score, chosen)
     after each chunk that improved. ``chosen`` must hold each variable's best set
     consistent with ``order``, as OBS and the swaps leave it (the anytime loop's swaps
-    do). ``cand``: :func:`candidate_bitsets` if already known."""
+    do). ``index``: :func:`window_index` if already known."""
     n = fc.n
     pos = np.empty(n, dtype=np.int64)
     pos[order] = np.arange(n)
-    cand = candidate_bitsets(fc) if cand is None else cand
+    index = window_index(fc) if index is None else index
     todo = rng.permutation(n).astype(np.int64)
-    rel = window_relations(n, cand.shape[1])
+    rel = window_relations(n, index.cand.shape[1])
     for r in ([n] if reach is None or reach >= n else [reach, n]):
         state = np.array([0, 1, 0], dtype=np.int64)
         converged = False
         while not converged:
             if watch.remaining() <= 0.0:
                 return
-            gain, converged = WK.window_search(order, pos, chosen, cand, fc.offsets,
+            gain, converged = WK.window_search(order, pos, chosen, *index, fc.offsets,
                                                fc.par_offsets, fc.par_flat, fc.scores,
                                                todo, max_window, state, chunk, r, *rel)
             if gain > 0.0:
@@ -257,15 +288,15 @@ class ASOBS:
         refine = None
         if self.local_search == "window":
             max_window = int(self.max_window)
-            cached: list[NDArray[np.uint64]] = []
+            cached: list[WindowIndex] = []
 
             def refine(fc: FlatCache, order: NDArray[np.int64], chosen: NDArray[np.int64],
                        watch: Stopwatch, g: np.random.Generator
                        ) -> Iterator[tuple[float, NDArray[np.int64]]]:
                 if not cached:
-                    cached.append(candidate_bitsets(fc))
+                    cached.append(window_index(fc))
                 return window_refine(fc, order, chosen, watch, g, max_window=max_window,
-                                     cand=cached[0])
+                                     index=cached[0])
 
         closure: int | tuple[int, ...] = (
             _CLOSURES[self.closure] if self.closure != "auto"

@@ -54,7 +54,7 @@ from bnsl_dist.exceptions import InvalidConfigError
 from bnsl_dist.search.base import Budget, Incumbent, Stopwatch, register
 from bnsl_dist.search.ordering import _kernels as K
 from bnsl_dist.search.ordering import _memetic_kernels as MK
-from bnsl_dist.search.ordering.asobs import SEARCH_FROM, candidate_bitsets, window_refine
+from bnsl_dist.search.ordering.asobs import SEARCH_FROM, WindowIndex, window_index, window_refine
 from bnsl_dist.search.ordering.obs import (
     ObsMasks,
     _clock,
@@ -237,14 +237,14 @@ class Memetic:
 
 #: What a search derives from a cache, per cache: an island's epochs on a worker (the
 #: scattered cache stays there) do not derive it again (0.15 s on cwebkb).
-_Setup = tuple[NDArray[np.float64], ObsMasks, NDArray[np.uint64], int]
+_Setup = tuple[NDArray[np.float64], ObsMasks, WindowIndex, int]
 _SETUPS: weakref.WeakKeyDictionary[ParentSetCache, _Setup] = weakref.WeakKeyDictionary()
 
 
 def _derive(cache: ParentSetCache) -> _Setup:
-    """The entropy weights, OBS masks, candidate bitsets and largest set size."""
+    """The entropy weights, OBS masks, window search index and largest set size."""
     fc = cache.flat
-    return (entropy_weights(cache, None)[0], obs_masks(fc), candidate_bitsets(fc),
+    return (entropy_weights(cache, None)[0], obs_masks(fc), window_index(fc),
             int(fc.sizes.max()) if fc.sizes.size else 0)
 
 
@@ -259,7 +259,7 @@ def _setup(cache: ParentSetCache) -> _Setup:
 def prepare(cache: ParentSetCache) -> None:
     """Derive now, once per cache object in this process, what every search of
     ``cache`` reads from it (its flat arrays, the samplers' weights, the ASOBS masks,
-    the window search's candidate bitsets): a search started later does not. The
+    the window search's index): a search started later does not. The
     islands on Dask call it on each worker before their clock starts, as a one-core
     run's warm-up derives it before its own."""
     _setup(cache)
@@ -319,7 +319,7 @@ class MemeticSearch:
         MK.shuffle_neighbourhood(ident, fc.offsets[:-1].astype(np.int64), fc.par_offsets,
                                  fc.par_flat, 0.0, np.int64(1), np.zeros(n),
                                  child[0])
-        weights, masks, cand, max_size = _setup(cache)
+        weights, masks, index, max_size = _setup(cache)
         if self.pick is None:
             self.pick = _ClosurePick(K.CLOSURE_BITSETS if n <= SEARCH_FROM
                                      else (K.CLOSURE_SEARCH, K.CLOSURE_BLOCKS))
@@ -369,7 +369,7 @@ class MemeticSearch:
                 self.best = score
                 yield _incumbent(cache, watch, score, chosen, it)
             for s, ch in window_refine(fc, order, chosen, watch, rng,
-                                       max_window=int(p.max_window), cand=cand,
+                                       max_window=int(p.max_window), index=index,
                                        reach=reach):
                 score = s
                 if s > self.best:
