@@ -190,6 +190,7 @@ def _fits(par_offsets, par_flat, t, pos, inb, plim, jlim):
 
 @nb.njit(cache=True, nogil=True)
 def _first_fit_block(par_offsets, par_flat, start, stop, pos, inb, plim, jlim):
+    """First row in [start, stop) that fits as :func:`_fits` says; -1 if none."""
     for t in range(start, stop):
         if _fits(par_offsets, par_flat, t, pos, inb, plim, jlim):
             return t
@@ -270,7 +271,9 @@ def _eval_right(start, w, steps, order, pos, chosen, cand, cand_off, cand_var, r
     block member, or a set better than a member's holds x."""
     block = order[start:start + w]
     lo = start + w
-    if steps <= 2 * words.shape[0]:  # a short walk: test each step
+    # a walk of few steps (those of reach 8) tests each step, a long one reads the
+    # union of the block's rows (2 steps per word: a guess, either way exact)
+    if steps <= 2 * words.shape[0]:
         m = 0
         for p in range(lo, lo + steps):
             x = order[p]
