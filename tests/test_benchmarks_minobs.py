@@ -159,3 +159,36 @@ def test_one_core_stream_is_learns_first_seed(tmp_path):
 
     assert scores(learn_stream("memetic", 5)) == pytest.approx(cli, abs=1e-9)
     assert scores(np.random.default_rng(5)) != pytest.approx(cli, abs=1e-9)
+
+
+def test_minobs_seeds_are_distinct_runs(tmp_path):
+    """MINOBS seeds C's rand with srand(seed), and glibc's srand takes 0 for 1: the
+    benchmark's seeds 0 and 1 must not both reach it as given. A stand-in binary
+    records the seed it was given; seeds 0-4 give five distinct rand streams."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if name is None:
+        pytest.skip("no C library to check srand against")
+    libc = ctypes.CDLL(name)
+
+    def first(s):
+        libc.srand(s)
+        return libc.rand(), libc.rand()
+
+    path = tmp_path / "toy.jkl"
+    path.write_text(JKL)
+    fams = read_families(path)
+    fake = tmp_path / "search"
+    fake.write_text('#!/bin/sh\necho "$3" >> "$4.seeds"\n'
+                    'printf "100\\t9000000\\n2 1 0\\n" >> "$MINOBS_TRACE"\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    given = []
+    for seed in range(5):
+        rec = run_minobs(str(fake), path, [1.0], seed, None, 5.0, fams, tmp_path)
+        given.append(int((tmp_path / f"minobs-{seed}.out.seeds").read_text()))
+        assert rec["minobs_seed"] == given[-1]
+    if first(0) == first(1):  # glibc: the reason for the mapping
+        assert len({first(s) for s in given}) == 5
+    assert len(set(given)) == 5

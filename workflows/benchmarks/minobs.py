@@ -2,9 +2,10 @@
 
 MINOBS (Lee & van Beek 2017; the public C++ source, built outside this repository) and
 each of our optimizers run alternately, seed by seed, on one core (``taskset -c``), so
-that the load of a shared machine falls on both. Both get the same seeds (ours: the
-stream of ``learn --seed S``'s first seed, which is also island 0 of an ``ALGORITHM@N``
-run of seed ``S``: :func:`learn_stream`) and the same search seconds, cache loading
+that the load of a shared machine falls on both. Seed ``S`` is ours: the stream of
+``learn --seed S``'s first seed, which is also island 0 of an ``ALGORITHM@N`` run of seed
+``S`` (:func:`learn_stream`); MINOBS gets ``S + 1`` (:func:`minobs_seed`: its seeds 0
+and 1 are one run). Both get the same search seconds, cache loading
 excluded for both: MINOBS starts its clock after reading the score file, ours is given
 the seconds as the optimizer's budget after the cache is read, the numba kernels are
 loaded by the warm-up ``learn`` runs (on a toy cache) and the search's per-cache arrays
@@ -174,19 +175,27 @@ def _at(trace: list[Any], budgets: list[float]) -> dict[str, int | None]:
                             if trace[i][0] <= b), None) for b in budgets}
 
 
+def minobs_seed(seed: int) -> int:
+    """The seed MINOBS is given for the benchmark's ``seed``: ``seed + 1``. MINOBS seeds
+    C's ``rand`` with ``srand(seed)``, and glibc's ``srand`` takes 0 for 1, so seeds 0
+    and 1 were one run (every table before this change counted that run twice)."""
+    return seed + 1
+
+
 def run_minobs(binary: str, plain: Path, budgets: list[float], seed: int,
                cpu: str | None, stop: float | None, fams: Families,
                tmp: Path) -> dict[str, Any]:
-    """One MINOBS run at the largest budget: its trace (s, rescored order), its score at
-    each budget; stopped at ``stop`` seconds (read from ``$MINOBS_TRACE`` then)."""
+    """One MINOBS run at the largest budget, given the seed ``minobs_seed(seed)``: its
+    trace (s, rescored order), its score at each budget; stopped at ``stop`` seconds
+    (read from ``$MINOBS_TRACE`` then)."""
     out, live = tmp / f"minobs-{seed}.out", tmp / f"minobs-{seed}.trace"
     for f in (out, live):
         f.unlink(missing_ok=True)
     t0 = time.perf_counter()
     stopped = False
     try:
-        subprocess.run([*_taskset(cpu), binary, str(plain), f"{max(budgets):g}", str(seed),
-                        str(out)], check=True, stdout=subprocess.DEVNULL, timeout=stop,
+        subprocess.run([*_taskset(cpu), binary, str(plain), f"{max(budgets):g}",
+                        str(minobs_seed(seed)), str(out)], check=True, stdout=subprocess.DEVNULL, timeout=stop,
                        env={**os.environ, "MINOBS_TRACE": str(live)})
     except subprocess.TimeoutExpired:
         stopped = True
@@ -207,7 +216,8 @@ def run_minobs(binary: str, plain: Path, budgets: list[float], seed: int,
             if abs(at[b] - trace[i][1]) > 1e-5 * len(fams):  # type: ignore[operator]
                 raise RuntimeError(f"MINOBS: reported {trace[i][1]}, rescored {at[b]}")
     return {"at": at, "trace": trace, "process_seconds": wall, "stopped": stopped,
-            "final_own_score": trace[-1][1] if trace else None}
+            "final_own_score": trace[-1][1] if trace else None,
+            "minobs_seed": minobs_seed(seed)}
 
 
 def run_ours(algorithm: str, path: Path, budgets: list[float], seed: int,
@@ -332,7 +342,7 @@ def measure(names: list[str], tools: list[str], minobs: str, budgets: list[float
     """Every (seed, cache, tool) run, seed by seed (so that an interrupted run has its
     first seeds on every cache), the tools alternating; ``done(rows)`` after each cache.
     The runs of ``earlier`` (rows of an interrupted run, same budgets) are kept, not run
-    again."""
+    again, but for MINOBS's runs given the seed itself (before :func:`minobs_seed`)."""
     rows: dict[str, Any] = {}
     caches = [cache_path(name) for name in names]
     with tempfile.TemporaryDirectory() as d:
@@ -345,7 +355,8 @@ def measure(names: list[str], tools: list[str], minobs: str, budgets: list[float
                            "runs": {t: [] for t in ["minobs", *tools]}, "median": {}}
             for t, rs in ((earlier or {}).get(label) or {}).get("runs", {}).items():
                 if t in rows[label]["runs"]:
-                    rows[label]["runs"][t] = [r for r in rs if r["seed"] in seeds]
+                    rows[label]["runs"][t] = [r for r in rs if r["seed"] in seeds and (
+                        t != "minobs" or "minobs_seed" in r)]
         for seed in seeds:
             for label, path in caches:
                 fams, row = fams_of[label], rows[label]
@@ -389,6 +400,10 @@ def markdown(result: dict[str, Any]) -> list[str]:
              "worst); every DAG rescored from the cache. Each tool runs once per seed at "
              f"{max(result['budgets']):g} s; its result at b s is its best within its "
              f"first b s. {result['note']}", ""]
+    if any("minobs_seed" in r for part in ("table", "optima")
+           for row in result[part].values() for r in row["runs"].get("minobs", [])):
+        lines += ["MINOBS is given seed S + 1 for seed S (glibc's `srand` takes 0 for 1: "
+                  "given as they are, seeds 0 and 1 are one run).", ""]
     if result["cache_note"]:
         lines += [result["cache_note"], ""]
     if result["command"]:

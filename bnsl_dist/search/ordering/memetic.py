@@ -156,6 +156,8 @@ class Memetic:
         sample's first window search does not end within 10 s, but its short walks do.
         8 rather than 32: medians of 5 seeds better on c20ng, cwebkb and ad at 10 s and
         on cwebkb and ad at 60 s (``workflows/results/benchmarks/memetic_reach8.md``).
+        Against full walks again once the window search was 2.4-7.9 times faster: no
+        consistent sign on the three caches (``memetic_reach_head.md``).
     grow : float
         On caches of more than ``SHORT_WALKS_FROM`` variables, the share of children
         that are new samples while the population holds 2 members or more but is not
