@@ -195,7 +195,8 @@ def run_minobs(binary: str, plain: Path, budgets: list[float], seed: int,
     stopped = False
     try:
         subprocess.run([*_taskset(cpu), binary, str(plain), f"{max(budgets):g}",
-                        str(minobs_seed(seed)), str(out)], check=True, stdout=subprocess.DEVNULL, timeout=stop,
+                        str(minobs_seed(seed)), str(out)], check=True,
+                       stdout=subprocess.DEVNULL, timeout=stop,
                        env={**os.environ, "MINOBS_TRACE": str(live)})
     except subprocess.TimeoutExpired:
         stopped = True
