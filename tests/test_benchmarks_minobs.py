@@ -13,6 +13,7 @@ from workflows.benchmarks.minobs import (
     _at,
     _median,
     markdown,
+    measure,
     read_families,
     run_minobs,
     score_dag,
@@ -71,17 +72,25 @@ def test_result_at_each_budget_and_medians():
     assert _median([]) is None
 
 
+def _fake_minobs(tmp_path, script):
+    """The toy cache written to ``tmp_path`` (its path and families) and a stand-in
+    MINOBS binary running the shell ``script`` (argv as MINOBS's: instance, cut-off,
+    seed, output file)."""
+    path = tmp_path / "toy.jkl"
+    path.write_text(JKL)
+    fake = tmp_path / "search"
+    fake.write_text("#!/bin/sh\n" + script)
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    return path, read_families(path), fake
+
+
 def test_minobs_stopped_keeps_the_trace_it_wrote(tmp_path):
     """A stand-in binary that appends two bests to $MINOBS_TRACE (its times in ms, its
     scores the cache's times -1e6) and then runs past its cut-off: stopped, its result
     at each budget is the order it had within it, rescored."""
-    path = tmp_path / "toy.jkl"
-    path.write_text(JKL)
-    fams = read_families(path)
-    fake = tmp_path / "search"
-    fake.write_text('#!/bin/sh\nprintf "100\\t9000000\\n2 1 0\\n900\\t4500000\\n0 1 2\\n" '
-                    '>> "$MINOBS_TRACE"\nexec sleep 60\n')
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    path, fams, fake = _fake_minobs(
+        tmp_path, 'printf "100\\t9000000\\n2 1 0\\n900\\t4500000\\n0 1 2\\n" '
+        '>> "$MINOBS_TRACE"\nexec sleep 60\n')
     rec = run_minobs(str(fake), path, [0.05, 0.5, 1.0], 0, None, 5.0, fams, tmp_path)
     assert rec["stopped"] and rec["process_seconds"] < 30
     # order 2 1 0: c {} -4, b {} -3, a {} -2 = -9; order 0 1 2: -4.5
@@ -177,18 +186,28 @@ def test_minobs_seeds_are_distinct_runs(tmp_path):
         libc.srand(s)
         return libc.rand(), libc.rand()
 
-    path = tmp_path / "toy.jkl"
-    path.write_text(JKL)
-    fams = read_families(path)
-    fake = tmp_path / "search"
-    fake.write_text('#!/bin/sh\necho "$3" >> "$4.seeds"\n'
-                    'printf "100\\t9000000\\n2 1 0\\n" >> "$MINOBS_TRACE"\n')
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    path, fams, fake = _fake_minobs(
+        tmp_path, 'echo "$3" >> "$4.seeds"\nprintf "100\\t9000000\\n2 1 0\\n" >> "$MINOBS_TRACE"\n')
     given = []
     for seed in range(5):
         rec = run_minobs(str(fake), path, [1.0], seed, None, 5.0, fams, tmp_path)
         given.append(int((tmp_path / f"minobs-{seed}.out.seeds").read_text()))
         assert rec["minobs_seed"] == given[-1]
-    if first(0) == first(1):  # glibc: the reason for the mapping
-        assert len({first(s) for s in given}) == 5
+    # five distinct rand streams (on glibc, srand(0) is srand(1): the mapping's reason)
+    assert len({first(s) for s in given}) == 5
     assert len(set(given)) == 5
+
+
+def test_resume_reruns_minobs_runs_made_before_the_seed_mapping(tmp_path):
+    """``--resume`` keeps the runs of an interrupted run, but MINOBS's runs without
+    ``minobs_seed`` (given the seed itself, before the mapping) are made again."""
+    path, _, fake = _fake_minobs(
+        tmp_path, 'echo "$3" >> "$4.seeds"\nprintf "100\\t9000000\\n2 1 0\\n" >> "$MINOBS_TRACE"\n')
+    old = {"seed": 0, "at": {"1": -1.0}, "trace": []}
+    kept = {"seed": 1, "at": {"1": -2.0}, "trace": [], "minobs_seed": 2}
+    earlier = {"toy": {"runs": {"minobs": [old, kept]}}}
+    rows = measure([f"toy={path}"], [], str(fake), [1.0], [0, 1], None, 5.0,
+                   lambda rows: None, earlier=earlier)
+    runs = sorted(rows["toy"]["runs"]["minobs"], key=lambda r: r["seed"])
+    assert runs[1] is kept
+    assert runs[0]["minobs_seed"] == 1 and runs[0]["at"] == {"1": pytest.approx(-9.0)}
