@@ -72,6 +72,11 @@ def test_result_at_each_budget_and_medians():
     assert _median([]) is None
 
 
+#: A stand-in MINOBS that notes the seed it was given (in OUTPUT.seeds) and writes one
+#: best (order 2 1 0) to its trace.
+_SEED_ECHO = 'echo "$3" >> "$4.seeds"\nprintf "100\\t9000000\\n2 1 0\\n" >> "$MINOBS_TRACE"\n'
+
+
 def _fake_minobs(tmp_path, script):
     """The toy cache written to ``tmp_path`` (its path and families) and a stand-in
     MINOBS binary running the shell ``script`` (argv as MINOBS's: instance, cut-off,
@@ -187,7 +192,7 @@ def test_minobs_seeds_are_distinct_runs(tmp_path):
         return libc.rand(), libc.rand()
 
     path, fams, fake = _fake_minobs(
-        tmp_path, 'echo "$3" >> "$4.seeds"\nprintf "100\\t9000000\\n2 1 0\\n" >> "$MINOBS_TRACE"\n')
+        tmp_path, _SEED_ECHO)
     given = []
     for seed in range(5):
         rec = run_minobs(str(fake), path, [1.0], seed, None, 5.0, fams, tmp_path)
@@ -202,7 +207,7 @@ def test_resume_reruns_minobs_runs_made_before_the_seed_mapping(tmp_path):
     """``--resume`` keeps the runs of an interrupted run, but MINOBS's runs without
     ``minobs_seed`` (given the seed itself, before the mapping) are made again."""
     path, _, fake = _fake_minobs(
-        tmp_path, 'echo "$3" >> "$4.seeds"\nprintf "100\\t9000000\\n2 1 0\\n" >> "$MINOBS_TRACE"\n')
+        tmp_path, _SEED_ECHO)
     old = {"seed": 0, "at": {"1": -1.0}, "trace": []}
     kept = {"seed": 1, "at": {"1": -2.0}, "trace": [], "minobs_seed": 2}
     earlier = {"toy": {"runs": {"minobs": [old, kept]}}}

@@ -4,13 +4,18 @@ For each ``workflows/results/<grid>/records.parquet``, the tables (markdown and 
 plots) are written afresh into a temp folder and each must equal the committed file of
 the same name beside the records. Whether or not any records are committed, the round
 trip is checked on a synthetic results folder: the tables from its exported records
-file equal the tables from the folder itself.
+file equal the tables from the folder itself. Figures a COMPARISON.md states beyond the
+tables (the k-G section of ``asobs-ent-2018-hundredth``, across two budgets) are
+recomputed from the committed records of both.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
+
+import pandas as pd
 
 from bnsl_dist.cli.tables import write_all_tables
 from bnsl_dist.results.export import export_records, load_records
@@ -218,3 +223,69 @@ def test_every_other_committed_file_names_its_maker(tmp_path):
     for why in (w for k in MADE_ELSEWHERE.values() for w in k.values()):
         for path in re.findall(r"(?:workflows|tests)/[\w/]+\.py", why):
             assert (root / path).is_file(), f"MADE_ELSEWHERE names {path}, which does not exist"
+
+
+def _signed(x: float) -> str:
+    """A figure as COMPARISON.md writes it: signed, thousands separated, − for minus."""
+    return f"{x:+,.0f}".replace("-", "−")
+
+
+def _sign_test(wins: int, losses: int) -> float:
+    """Two-sided sign test (ties dropped), counted from the binomial terms."""
+    n, m = wins + losses, min(wins, losses)
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(m + 1)) / 2 ** n)
+
+
+def test_kg_section_of_the_hundredth_comparison_recomputes():
+    """The k-G / k-G_ENT figures of asobs-ent-2018-hundredth's COMPARISON.md and of the
+    index row, recomputed here from the committed records of both budgets: per (data
+    set, split, k) the difference of ``best_score``, on the data sets whose k-G cells ran
+    at ÷100 (so that each exported piece's prose is checked against its records)."""
+    hundredth, reduced = "asobs-ent-2018-hundredth", "asobs-ent-2018-reduced"
+    records = {folder: pd.concat(
+        pd.read_parquet(f, columns=["label", "dataset", "split", "k", "best_score"])
+        for f in sorted((RESULTS / folder).glob("records*.parquet")))
+        for folder in (hundredth, reduced)}
+
+    def scores(folder: str, label: str) -> pd.Series:
+        rows = records[folder][records[folder].label == label]
+        return rows.set_index(["dataset", "split", "k"]).best_score
+
+    kg = scores(hundredth, "kg")
+    text = (RESULTS / hundredth / "COMPARISON.md").read_text(encoding="utf-8")
+    index = (RESULTS / "README.md").read_text(encoding="utf-8")
+    n_exp = len(kg.index.droplevel("k").unique())
+    assert f"k-G cells of {n_exp} of 29 experiments" in text
+
+    def diff(folder: str, a: str, b: str) -> pd.Series:
+        x = scores(folder, a) - scores(folder, b)
+        return x[x.index.isin(kg.index)].dropna()
+
+    def span(d: pd.Series) -> str:
+        return f"{_signed(d.min())} to {_signed(d.max())}, median {_signed(d.median())}"
+
+    ent, ent_r = diff(hundredth, "kg-ent", "kg"), diff(reduced, "kg-ent", "kg")
+    n = len(ent)
+    assert n == 5 * n_exp and len(ent_r) == n
+    w = int((ent > 0).sum())
+    assert (f"**k-G_ENT wins {w} of {n}** (ΔBIC {span(ent)}, p = "
+            f"{_sign_test(w, int((ent < 0).sum())):.2g}); {n_exp} of {n_exp} at every k"
+            ) in text
+    assert all((g > 0).all() for _, g in ent.groupby(level="k"))
+    w_r = int((ent_r > 0).sum())
+    assert f"| {w_r} of {n} ({span(ent_r)}) |" in text
+
+    late, late_r = diff(hundredth, "kg-ent-late", "kg"), diff(reduced, "kg-ent-late", "kg")
+    lost, lost_r = int((late < 0).sum()), int((late_r < 0).sum())
+    assert (f"| k-G wins {lost} of {n} ({span(late)}) | {lost_r} of {n} ({span(late_r)}) |"
+            ) in text
+    assert (f"k-G_ENT (early) beats k-G in {w} of {n} cells (÷1,000: {w_r}), the late "
+            f"direction loses {lost} of {n}") in index
+
+    own = []
+    for label in ("kg", "kg-ent", "kg-ent-late"):
+        d = scores(hundredth, label) - scores(reduced, label)
+        d = d[d.index.isin(kg.index)].dropna()
+        own.append(f"{int((d > 0).sum())} of {len(d)} ({span(d)})")
+    assert (f"k-G above it in\n{own[0]}, k-G_ENT {own[1]},\n`kg-ent-late` {own[2]}."
+            ) in text
