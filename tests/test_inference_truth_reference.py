@@ -45,7 +45,11 @@ datasets:
     network: truth-tiny2
     splits:
       train: {n_samples: 200, seed: 9}
-"""
+  truthless:
+    kind: files
+    splits:
+      train: {path: truthless/train.csv, sha256: "%s"}
+""" % ("0" * 64)
 
 GRID = """\
 name: truth-toy
@@ -92,8 +96,8 @@ def registry(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("edit, needle", [
-    (("  - {name: truth-tiny2, splits: [train]}\n", "  - {name: msnbc, splits: [train]}\n"),
-     "needs data sets sampled from a known network; 'msnbc' is not"),
+    (("  - {name: truth-tiny2, splits: [train]}\n", "  - {name: truthless, splits: [train]}\n"),
+     "needs data sets sampled from a known network; 'truthless' is not"),
     (("  truth_pe_samples: 1000\n", "  truth_pe_samples: 0\n"),
      "truth_pe_samples must be > 0"),
 ])

@@ -385,40 +385,75 @@ def traceback(pre, base, base_off, idx, msg_ptr, msg_off, lam_ptr, lam_var, lam_
 
 
 @nb.njit(cache=True, nogil=True)
-def lw_sample(topo, par_ptr, par, cpt_off, arities, cum, logcpt, ev, u, x, logw, logp):
-    """Likelihood weighting: forward-sample ``u.shape[0]`` particles.
-
-    IN ``u`` (S, n) uniforms, ``ev`` (n,) evidence codes (-1 unobserved), ``cum`` /
-    ``logcpt``: cumulative / log CPT rows flattened at ``cpt_off[v] + j * r_v``.
-    OUT ``x`` (S, n) states, ``logw`` (S,) ln of the evidence weight, ``logp`` (S,)
-    ln P(x) of the whole particle.
-    """
-    for s in range(u.shape[0]):
-        lw = 0.0
-        lp = 0.0
-        for i in range(topo.shape[0]):
-            v = topo[i]
-            j = 0
-            radix = 1
+def ancestral_topo(topo, par_ptr, par, seed, mark):  # IN seed (n,) bool; OUT mark (n,) bool
+    """The variables of ``seed`` and all their ancestors, in the order of ``topo``: one
+    pass over ``topo`` reversed marks the parents of every marked variable."""
+    for v in range(mark.shape[0]):
+        mark[v] = seed[v]
+    count = 0
+    for i in range(topo.shape[0] - 1, -1, -1):
+        v = topo[i]
+        if mark[v]:
+            count += 1
             for q in range(par_ptr[v], par_ptr[v + 1]):
-                p = par[q]
-                j += x[s, p] * radix
-                radix *= arities[p]
-            r = arities[v]
-            row = cpt_off[v] + j * r
-            e = ev[v]
-            if e >= 0:
-                k = e
-                lw += logcpt[row + k]
-            else:
-                uu = u[s, v]
+                mark[par[q]] = True
+    out = np.empty(count, dtype=np.int64)
+    j = 0
+    for i in range(topo.shape[0]):
+        if mark[topo[i]]:
+            out[j] = topo[i]
+            j += 1
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def lw_sample(topo, par_ptr, par, cpt_off, arities, cum, logcpt, ev, u, x, logw, logp):
+    """Likelihood weighting: forward-sample ``u.shape[1]`` particles of the variables
+    ``topo`` (a topological order of an ancestral set: every parent comes first).
+
+    Variable-major: one variable at a time for every particle, so the variable's CPT
+    stays in cache while the particles pass through it (particle-major walks of
+    networks of thousands of variables miss the cache at every variable).
+
+    IN ``u`` (len(topo), S) uniforms, row ``i`` for ``topo[i]``; ``ev`` (n,) evidence
+    codes (-1 unobserved); ``cum`` / ``logcpt``: cumulative / log CPT rows flattened at
+    ``cpt_off[v] + j * r_v``.
+    OUT ``x`` (n, S) states (rows outside ``topo`` untouched), ``logw`` (S,) ln of the
+    evidence weight, ``logp`` (S,) ln P of the sampled variables' states.
+    """
+    n_s = u.shape[1]
+    j = np.empty(n_s, dtype=np.int64)
+    for s in range(n_s):
+        logw[s] = 0.0
+        logp[s] = 0.0
+    for i in range(topo.shape[0]):
+        v = topo[i]
+        for s in range(n_s):
+            j[s] = 0
+        radix = 1
+        for q in range(par_ptr[v], par_ptr[v + 1]):
+            p = par[q]
+            for s in range(n_s):
+                j[s] += x[p, s] * radix
+            radix *= arities[p]
+        r = arities[v]
+        off = cpt_off[v]
+        e = ev[v]
+        if e >= 0:
+            for s in range(n_s):
+                lc = logcpt[off + j[s] * r + e]
+                logw[s] += lc
+                logp[s] += lc
+                x[v, s] = e
+        else:
+            for s in range(n_s):
+                row = off + j[s] * r
+                uu = u[i, s]
                 k = 0
                 while k < r - 1 and uu >= cum[row + k]:
                     k += 1
-            x[s, v] = k
-            lp += logcpt[row + k]
-        logw[s] = lw
-        logp[s] = lp
+                x[v, s] = k
+                logp[s] += logcpt[row + k]
 
 
 @nb.njit(cache=True, nogil=True)
