@@ -23,7 +23,13 @@ from bnsl_dist.pipeline.config import load_grid
 from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.pipeline.run import run_cell
 from bnsl_dist.pipeline.tasks import inference as inference_task
-from bnsl_dist.reporting.inference import TRUE_NETWORK, inference_frame, inference_table
+from bnsl_dist.reporting.inference import (
+    TRUE_NETWORK,
+    figs45_table,
+    inference_frame,
+    inference_table,
+    inference_tables,
+)
 from bnsl_dist.results.store import ResultStore
 from tests.inference.naive_inference import brute_prob_evidence
 
@@ -157,6 +163,8 @@ def test_one_truth_cell_per_data_set_scored_like_brute_force(registry):
     truth_rows = table[table["label"] == TRUE_NETWORK]
     assert list(truth_rows["dataset"]) == ["truth-tiny", "truth-tiny2"]
     assert truth_rows["mae_pe"].isna().all() and truth_rows["exact"].all()
+    figs45 = figs45_table(table).set_index("dataset")
+    assert list(figs45.index) == ["truth-tiny", "truth-tiny2"]
     table = table[table["label"] != TRUE_NETWORK]
     for name in ("truth-tiny", "truth-tiny2"):
         infs = {c.k: dict(r.outputs["inference"]) for c, r in zip(cells, recs, strict=True)
@@ -181,6 +189,19 @@ def test_one_truth_cell_per_data_set_scored_like_brute_force(registry):
             assert mae > 0  # learned CPTs never equal the true ones here
             assert np.isnan(row["relative_mae_pe"])
             assert row["ms_pe"] == pytest.approx(1e3 * inf["pe_seconds_per_query"])
+            # k-MAX's Figs. 4-5: the same mae and time, one row per data set
+            assert figs45.at[name, f"mae kmax k={k}"] == pytest.approx(mae, rel=1e-9)
+            assert figs45.at[name, f"ms kmax k={k}"] == \
+                pytest.approx(1e3 * inf["pe_seconds_per_query"])
+        assert figs45.at[name, "ms true network"] == \
+            pytest.approx(1e3 * infs[1]["truth"]["pe_seconds_per_query"])
+        assert figs45.at[name, "true network exact"]
+    written = {p.name for p in inference_tables(store.read_frame(), registry / "tables")}
+    assert {"inference_figs45.md", "inference_figs45.csv", "inference_figs45.png"} <= written
+    md = (registry / "tables" / "inference_figs45.md").read_text()
+    assert md.count("| truth-tiny") == 2 and md.count("| exact |") == 2
+    # a grid with a reference learner (the MLJ study) has no Figs. 4-5
+    assert figs45_table(table.assign(reference=table["k"] == 3)).empty
     summary = inference_table(pd.concat([table, truth_rows]))
     assert list(summary["model"]) == ["kmax k=1", "kmax k=2", "kmax k=3", TRUE_NETWORK]
     for r in summary.to_dict("records")[:3]:

@@ -33,7 +33,8 @@ from bnsl_dist._io import atomic_write_text
 from bnsl_dist.exceptions import DataError
 from bnsl_dist.inference.study import mae_marginals, mae_pe
 
-__all__ = ["inference_frame", "inference_table", "inference_tables", "TRUE_NETWORK"]
+__all__ = ["inference_frame", "inference_table", "inference_tables", "figs45_table",
+           "TRUE_NETWORK"]
 
 _GROUP = ["grid", "dataset", "split", "seed"]
 
@@ -207,12 +208,82 @@ def _fig7(cells: pd.DataFrame, path: Path) -> Path | None:
     return save_figure(fig, path)
 
 
+def figs45_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """k-MAX's Figs. 4-5 (Scanagatta et al., IJAR 2018, §5) per data set, split and seed
+    of the grids without a reference learner: each bounded model's mae of P(e) against
+    the true network (``mae <model>``) and ms per P(e) query (``ms <model>``), and the
+    true network's ms per query and whether its answers are exact. Empty when no grid of
+    ``cells`` is of that kind."""
+    by_grid = cells.groupby("grid")["reference"].transform("any")
+    own = cells[~by_grid & cells["known_network"]]
+    if own.empty:
+        return pd.DataFrame()
+    bounded = own[own["label"] != TRUE_NETWORK]
+    models = sorted(bounded["model"].unique(), key=lambda m: (len(m), m))
+    rows = []
+    for key, g in own.groupby(_GROUP, sort=False):
+        row: dict[str, Any] = dict(zip(_GROUP, key, strict=True))
+        for m in models:
+            hit = g[g["model"] == m]
+            row[f"mae {m}"] = hit["mae_pe"].iloc[0] if len(hit) else math.nan
+        for m in models:
+            hit = g[g["model"] == m]
+            row[f"ms {m}"] = hit["ms_pe"].iloc[0] if len(hit) else math.nan
+        t = g[g["label"] == TRUE_NETWORK]
+        row[f"ms {TRUE_NETWORK}"] = t["ms_pe"].iloc[0] if len(t) else math.nan
+        row["true network exact"] = bool(t["exact"].iloc[0]) if len(t) else None
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _figs45_markdown(table: pd.DataFrame) -> str:
+    maes = [c for c in table.columns if c.startswith("mae ")]
+    mss = [c for c in table.columns if c.startswith("ms ")]
+    head = ["data set"] + [f"{c} (P(e))" for c in maes] + \
+        [f"{c} per query" for c in mss] + ["true network's answers"]
+    lines = ["# k-MAX's Figs. 4-5 (Scanagatta et al., IJAR 2018, §5): mae and time of "
+             "P(evidence) against the true networks", "",
+             "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for r in table.to_dict("records"):
+        name = r["dataset"] if r["split"] == "train" and r["seed"] == 0 else \
+            f"{r['dataset']}/{r['split']} seed {r['seed']}"
+        exact = r["true network exact"]
+        how = "–" if exact is None else ("exact" if exact else "likelihood weighting")
+        lines.append("| " + " | ".join([name] + [_fmt(r[c], ".3g") for c in maes]
+                                        + [_fmt(r[c], ".3g") for c in mss] + [how]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _figs45(table: pd.DataFrame, path: Path) -> Path:
+    from bnsl_dist.reporting.plots import plt, save_figure
+
+    maes = [c for c in table.columns if c.startswith("mae ")]
+    mss = [c for c in table.columns if c.startswith("ms ")]
+    x = np.arange(len(table))
+    fig, axes = plt.subplots(2, 1, figsize=(8.0, 6.0), sharex=True)
+    for ax, cols, ylabel in ((axes[0], maes, "mae of P(e) vs the true network"),
+                             (axes[1], mss, "ms per P(e) query")):
+        w = 0.8 / len(cols)
+        for i, c in enumerate(cols):
+            ax.bar(x + (i - (len(cols) - 1) / 2) * w, table[c].to_numpy(dtype=float), w,
+                   label=c.split(" ", 1)[1])
+        ax.set_yscale("log")
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.legend(fontsize=7, ncol=len(cols))
+    axes[1].set_xticks(x, table["dataset"], rotation=45, ha="right", fontsize=7)
+    axes[0].set_title("k-MAX's Figs. 4-5: P(e) of 5 evidence variables, bounded models "
+                      "and the true network", fontsize=8)
+    return save_figure(fig, path)
+
+
 def inference_tables(frame: pd.DataFrame, out_dir: str | Path, *, plots: bool = True
                      ) -> list[Path]:
     """Write ``inference_table5.md`` / ``.csv`` (Table 5), ``inference_cells.csv`` (every
     cell's figures) and, with ``plots``, ``inference_fig7_relative_mae.png`` (Figure 7,
     when a data set with a known network has a relative mae) for the inference cells of
-    ``frame``; nothing when it has none. Returns the paths written."""
+    ``frame``; for grids without a reference learner also ``inference_figs45.md`` /
+    ``.csv`` / ``.png`` (k-MAX's Figs. 4-5, :func:`figs45_table`); nothing when it has
+    no inference cell. Returns the paths written."""
     cells = inference_frame(frame)
     if cells.empty:
         return []
@@ -231,4 +302,13 @@ def inference_tables(frame: pd.DataFrame, out_dir: str | Path, *, plots: bool = 
     fig = _fig7(cells, out / "inference_fig7_relative_mae.png") if plots else None
     if fig is not None:
         written.append(fig)
+    f45 = figs45_table(cells)
+    if not f45.empty:
+        for name, text in (("inference_figs45.md", _figs45_markdown(f45)),
+                           ("inference_figs45.csv", f45.to_csv(index=False,
+                                                               float_format="%.6g"))):
+            atomic_write_text(out / name, text)
+            written.append(out / name)
+        if plots:
+            written.append(_figs45(f45, out / "inference_figs45.png"))
     return written
