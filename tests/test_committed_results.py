@@ -289,3 +289,53 @@ def test_kg_section_of_the_hundredth_comparison_recomputes():
         own.append(f"{int((d > 0).sum())} of {len(d)} ({span(d)})")
     assert (f"k-G above it in\n{own[0]}, k-G_ENT {own[1]},\n`kg-ent-late` {own[2]}."
             ) in text
+
+
+def kmax_inference_summary(records: Path) -> list[str]:
+    """The figures of kmax-inference-2018-reduced's COMPARISON.md (k-MAX's Figs. 4-5),
+    counted here from the records: per data set with all three k and the true network's
+    answers, the mae of P(e) and the ms per query of each k, and the true network's."""
+    from bnsl_dist.reporting.inference import TRUE_NETWORK, inference_frame
+
+    cells = inference_frame(load_records(records).frame())
+    mae = cells.pivot_table(index="dataset", columns="k", values="mae_pe")
+    ms = cells[cells.label != TRUE_NETWORK].pivot_table(index="dataset", columns="k",
+                                                         values="ms_pe")
+    truth = cells[cells.label == TRUE_NETWORK].set_index("dataset")
+    done = sorted(set(mae.dropna().index) & set(truth.index))
+    mae, ms, truth = mae.loc[done], ms.loc[done], truth.loc[done]
+    n = len(done)
+
+    def below(a: pd.Series, b: pd.Series) -> str:
+        w, lose = int((a < b).sum()), int((a > b).sum())
+        return f"{w} of {n} (p = {_sign_test(w, lose):.2g})"
+
+    spread = (mae.max(axis=1) / mae.min(axis=1)).max()
+    ratio = truth["ms_pe"] / ms[8]
+    return [f"{n} data sets",
+            f"| mae, k = 8 below k = 2 | {below(mae[8], mae[2])} |",
+            f"| mae, k = 5 below k = 2 | {below(mae[5], mae[2])} |",
+            f"| a data set's largest mae over its smallest (across k), at most | "
+            f"{spread:.2f} |",
+            f"| time per query, k = 5 above k = 2 | {below(ms[2], ms[5])} |",
+            f"| time per query, k = 8 above k = 5 | {below(ms[5], ms[8])} |",
+            f"| time per query, k = 8 above k = 2 | {below(ms[2], ms[8])} |",
+            f"| the slowest k-MAX model's time per query | {ms.max().max():.2g} ms |",
+            f"| k-MAX's width at k = 8, mean | "
+            f"{cells.loc[cells.dataset.isin(done) & (cells.k == 8), 'width'].mean():.1f} |",
+            f"| the true network's time per query over k = 8's | {ratio.min():,.0f}× to "
+            f"{ratio.max():,.0f}× (median {ratio.median():,.0f}×) |",
+            f"| the true network answered exactly | {int(truth['exact'].sum())} of {n} |"]
+
+
+def test_kmax_inference_comparison_recomputes():
+    """Every figure of the Figs. 4-5 table of kmax-inference-2018-reduced's COMPARISON.md
+    and its data-set count (there and in the index) equal those counted from its
+    committed records (:func:`kmax_inference_summary`)."""
+    folder = RESULTS / "kmax-inference-2018-reduced"
+    text = (folder / "COMPARISON.md").read_text(encoding="utf-8")
+    index = (RESULTS / "README.md").read_text(encoding="utf-8")
+    head, *rows = kmax_inference_summary(folder / "records.parquet")
+    assert f"on {head}" in text and f"on {head}" in index
+    for row in rows:
+        assert row in text, f"{folder / 'COMPARISON.md'}: no row {row!r}"
