@@ -407,18 +407,22 @@ def ancestral_topo(topo, par_ptr, par, seed, mark):  # IN seed (n,) bool; OUT ma
 
 
 @nb.njit(cache=True, nogil=True)
-def lw_sample(topo, par_ptr, par, cpt_off, arities, cum, logcpt, ev, u, x, logw, logp):
+def lw_sample(topo, pos, par_ptr, par, cpt_off, arities, cum, logcpt, ev, u, x, logw,
+              logp):
     """Likelihood weighting: forward-sample ``u.shape[1]`` particles of the variables
     ``topo`` (a topological order of an ancestral set: every parent comes first).
 
     Variable-major: one variable at a time for every particle, so the variable's CPT
     stays in cache while the particles pass through it (particle-major walks of
-    networks of thousands of variables miss the cache at every variable).
+    networks of thousands of variables miss the cache at every variable); the states
+    are kept only for ``topo``, in a narrow integer type, so the parents' rows stay in
+    cache too.
 
-    IN ``u`` (len(topo), S) uniforms, row ``i`` for ``topo[i]``; ``ev`` (n,) evidence
-    codes (-1 unobserved); ``cum`` / ``logcpt``: cumulative / log CPT rows flattened at
+    IN ``pos`` (n,): row of ``x`` of each variable of ``topo`` (others unread); ``u``
+    (len(topo), S) uniforms, row ``i`` for ``topo[i]``; ``ev`` (n,) evidence codes (-1
+    unobserved); ``cum`` / ``logcpt``: cumulative / log CPT rows flattened at
     ``cpt_off[v] + j * r_v``.
-    OUT ``x`` (n, S) states (rows outside ``topo`` untouched), ``logw`` (S,) ln of the
+    OUT ``x`` (len(topo), S) states, row ``i`` for ``topo[i]``; ``logw`` (S,) ln of the
     evidence weight, ``logp`` (S,) ln P of the sampled variables' states.
     """
     n_s = u.shape[1]
@@ -433,8 +437,9 @@ def lw_sample(topo, par_ptr, par, cpt_off, arities, cum, logcpt, ev, u, x, logw,
         radix = 1
         for q in range(par_ptr[v], par_ptr[v + 1]):
             p = par[q]
+            row_p = pos[p]
             for s in range(n_s):
-                j[s] += x[p, s] * radix
+                j[s] += x[row_p, s] * radix
             radix *= arities[p]
         r = arities[v]
         off = cpt_off[v]
@@ -444,7 +449,7 @@ def lw_sample(topo, par_ptr, par, cpt_off, arities, cum, logcpt, ev, u, x, logw,
                 lc = logcpt[off + j[s] * r + e]
                 logw[s] += lc
                 logp[s] += lc
-                x[v, s] = e
+                x[i, s] = e
         else:
             for s in range(n_s):
                 row = off + j[s] * r
@@ -452,7 +457,7 @@ def lw_sample(topo, par_ptr, par, cpt_off, arities, cum, logcpt, ev, u, x, logw,
                 k = 0
                 while k < r - 1 and uu >= cum[row + k]:
                     k += 1
-                x[v, s] = k
+                x[i, s] = k
                 logp[s] += logcpt[row + k]
 
 

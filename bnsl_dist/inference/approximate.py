@@ -111,6 +111,8 @@ class LikelihoodWeighting:
             self._logcpt = np.log(np.concatenate([t.ravel() for t in net.cpts]))
         self._var_off = np.zeros(net.n_vars + 1, dtype=np.int64)
         self._var_off[1:] = np.cumsum(ar)
+        top = int(ar.max()) if net.n_vars else 1
+        self._state_dtype = np.int8 if top <= 127 else np.int16 if top <= 32767 else np.int32
 
     def _sampled(self, ev: NDArray[np.int64], query: NDArray[np.int64] | None
                  ) -> NDArray[np.int64]:
@@ -144,19 +146,27 @@ class LikelihoodWeighting:
         best_lp, best_x = -np.inf, ev64.copy()
         start = time.perf_counter()
         col_off = self._var_off[:-1][topo][:, None]
+        pos = np.empty(n, dtype=np.int64)
+        pos[topo] = np.arange(topo.size)
+        # buffers reused by every chunk (fresh ones cost a page fault per page each time)
+        width = min(self.chunk, self.n_samples)
+        u_buf = np.empty(topo.size * width)
+        x_buf = np.empty(topo.size * width, dtype=self._state_dtype)
         while drawn < self.n_samples:
             m = min(self.chunk, self.n_samples - drawn)
-            u = gen.random((topo.size, m))
-            x = np.empty((n, m), dtype=np.int64)
+            u = gen.random(out=u_buf[:topo.size * m].reshape(topo.size, m))
+            x = x_buf[:topo.size * m].reshape(topo.size, m)
             logw = np.empty(m)
             logp = np.empty(m)
-            K.lw_sample(topo, self._par_ptr, self._par, self._cpt_off, self._arities,
+            K.lw_sample(topo, pos, self._par_ptr, self._par, self._cpt_off, self._arities,
                         self._cum, self._logcpt, ev64, u, x, logw, logp)
             drawn += m
             if query is None:
                 i = int(np.argmax(logp))
                 if logp[i] > best_lp:
-                    best_lp, best_x = float(logp[i]), x[:, i].copy()
+                    best_x = ev64.copy()
+                    best_x[topo] = x[:, i]
+                    best_lp = float(logp[i])
             top = float(logw.max())
             if top > -np.inf:
                 if top > ref:
@@ -167,7 +177,7 @@ class LikelihoodWeighting:
                 w = np.exp(logw - ref)
                 wsum += float(w.sum())
                 if counts:
-                    cols = (x[topo] + col_off).ravel()
+                    cols = (x.astype(np.int64) + col_off).ravel()
                     acc += np.bincount(cols, weights=np.tile(w, topo.size),
                                        minlength=acc.size)
             if self.seconds is not None and time.perf_counter() - start >= self.seconds:

@@ -12,7 +12,8 @@ estimates' difference (both estimate the same ln P(e); they differ only by sampl
 noise, shown beside the spread of two seeds of the full sampler). With ``--baseline
 DIR`` (a checkout of an earlier commit), the same queries are also answered by that
 commit's sampler in a subprocess, alternately with the two above: the kernel's own
-change measured side by side.
+change measured side by side, and its answers compared with the default sampler's here
+(``baseline_max_abs_diff``: 0 when the two draw the same particles).
 
 Run: ``python -m workflows.benchmarks.lw_barren --networks r0 r5 r10 --queries 10
 --particles 20000`` (writes out/lw_barren.json and .md).
@@ -46,19 +47,21 @@ net = load_network(name, mirror=mirror)
 ev = random_evidence(net.arities, int(queries), 5, np.random.default_rng(int(seed)))
 LikelihoodWeighting(net, n_samples=8, rng=0).log_prob_evidence(ev[:1])
 t = time.perf_counter()
-LikelihoodWeighting(net, n_samples=int(particles), rng=int(seed)).log_prob_evidence(ev)
-print(json.dumps(time.perf_counter() - t))
+pe = LikelihoodWeighting(net, n_samples=int(particles), rng=int(seed)).log_prob_evidence(ev)
+print(json.dumps([time.perf_counter() - t, pe.tolist()]))
 """
 
 
-def baseline_seconds(src: str, name: str, args: argparse.Namespace) -> float:
-    """Seconds of the checkout ``src``'s sampler on the same queries (a subprocess with
-    ``src`` first on the path)."""
+def baseline_run(src: str, name: str, args: argparse.Namespace
+                 ) -> tuple[float, np.ndarray]:
+    """Seconds and ln P(e) answers of the checkout ``src``'s default sampler on the same
+    queries (a subprocess with ``src`` first on the path)."""
     env = {**os.environ, "PYTHONPATH": src}
     out = subprocess.run([sys.executable, "-c", _BASELINE, name, str(SHARED_DATA),
                           str(args.queries), str(args.particles), str(args.seed)],
                          env=env, check=True, capture_output=True, text=True, cwd=src)
-    return float(json.loads(out.stdout.strip().splitlines()[-1]))
+    secs, pe = json.loads(out.stdout.strip().splitlines()[-1])
+    return float(secs), np.asarray(pe, dtype=np.float64)
 
 
 def bench(name: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -66,10 +69,12 @@ def bench(name: str, args: argparse.Namespace) -> dict[str, Any]:
     ev = random_evidence(net.arities, args.queries, 5, np.random.default_rng(args.seed))
     runs: dict[str, Any] = {}
     secs = {"barren": 0.0, "full": 0.0, "baseline": 0.0}
+    base_pe = None
     LikelihoodWeighting(net, n_samples=8, rng=0).log_prob_evidence(ev[:1])  # compile
     for _rep in range(args.repeat):  # alternate, so load drifts hit both alike
         if args.baseline:
-            secs["baseline"] += baseline_seconds(args.baseline, name, args)
+            t, base_pe = baseline_run(args.baseline, name, args)
+            secs["baseline"] += t
         for label in ("full", "barren"):
             lw = LikelihoodWeighting(net, n_samples=args.particles, rng=args.seed,
                                      barren=label == "barren")
@@ -86,6 +91,8 @@ def bench(name: str, args: argparse.Namespace) -> dict[str, Any]:
             "speedup": secs["full"] / secs["barren"],
             "baseline": args.baseline, "baseline_seconds":
                 secs["baseline"] / args.repeat if args.baseline else None,
+            "baseline_max_abs_diff": None if base_pe is None else
+                float(np.max(np.abs(base_pe - runs["barren"]))),
             "ancestor_share_mean": float(np.mean(share)),
             "ancestor_share_range": [float(min(share)), float(max(share))],
             "mean_abs_diff_barren_full": float(np.mean(np.abs(runs["barren"] - runs["full"]))),
@@ -105,17 +112,18 @@ def main() -> None:
     args = ap.parse_args()
     rows = []
     lines = ["| network | variables | ancestors' share (range) | baseline s | full s "
-             "| barren s | speed-up (barren over full) "
+             "| barren s | speed-up (barren over full) | max abs. Δ ln P(e), baseline − barren "
              "| mean abs. Δ ln P(e), barren − full | the same, two seeds of full |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name in args.networks:
         r = bench(name, args)
         rows.append(r)
         lo, hi = r["ancestor_share_range"]
         base = "—" if r["baseline_seconds"] is None else f"{r['baseline_seconds']:.1f}"
+        same = "—" if r["baseline_max_abs_diff"] is None else f"{r['baseline_max_abs_diff']:.3g}"
         lines.append(f"| {name} | {r['n_vars']:,} | {r['ancestor_share_mean']:.2f} "
                      f"({lo:.2f}-{hi:.2f}) | {base} | {r['full_seconds']:.1f} | "
-                     f"{r['barren_seconds']:.1f} | {r['speedup']:.2f}× | "
+                     f"{r['barren_seconds']:.1f} | {r['speedup']:.2f}× | {same} | "
                      f"{r['mean_abs_diff_barren_full']:.4f} | "
                      f"{r['mean_abs_diff_two_seeds_full']:.4f} |")
         print(lines[-1], flush=True)
