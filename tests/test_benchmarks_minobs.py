@@ -191,8 +191,7 @@ def test_minobs_seeds_are_distinct_runs(tmp_path):
         libc.srand(s)
         return libc.rand(), libc.rand()
 
-    path, fams, fake = _fake_minobs(
-        tmp_path, _SEED_ECHO)
+    path, fams, fake = _fake_minobs(tmp_path, _SEED_ECHO)
     given = []
     for seed in range(5):
         rec = run_minobs(str(fake), path, [1.0], seed, None, 5.0, fams, tmp_path)
@@ -206,8 +205,7 @@ def test_minobs_seeds_are_distinct_runs(tmp_path):
 def test_resume_reruns_minobs_runs_made_before_the_seed_mapping(tmp_path):
     """``--resume`` keeps the runs of an interrupted run, but MINOBS's runs without
     ``minobs_seed`` (given the seed itself, before the mapping) are made again."""
-    path, _, fake = _fake_minobs(
-        tmp_path, _SEED_ECHO)
+    path, _, fake = _fake_minobs(tmp_path, _SEED_ECHO)
     old = {"seed": 0, "at": {"1": -1.0}, "trace": []}
     kept = {"seed": 1, "at": {"1": -2.0}, "trace": [], "minobs_seed": 2}
     earlier = {"toy": {"runs": {"minobs": [old, kept]}}}

@@ -12,12 +12,12 @@ recomputed from the committed records of both.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pandas as pd
 
 from bnsl_dist.cli.tables import write_all_tables
+from bnsl_dist.reporting.tables import binomial_two_sided_p
 from bnsl_dist.results.export import export_records, load_records
 from tests.results import synthetic as S
 
@@ -230,12 +230,6 @@ def _signed(x: float) -> str:
     return f"{x:+,.0f}".replace("-", "−")
 
 
-def _sign_test(wins: int, losses: int) -> float:
-    """Two-sided sign test (ties dropped), counted from the binomial terms."""
-    n, m = wins + losses, min(wins, losses)
-    return min(1.0, 2 * sum(math.comb(n, i) for i in range(m + 1)) / 2 ** n)
-
-
 def test_kg_section_of_the_hundredth_comparison_recomputes():
     """The k-G / k-G_ENT figures of asobs-ent-2018-hundredth's COMPARISON.md and of the
     index row, recomputed here from the committed records of both budgets: per (data
@@ -269,7 +263,7 @@ def test_kg_section_of_the_hundredth_comparison_recomputes():
     assert n == 5 * n_exp and len(ent_r) == n
     w = int((ent > 0).sum())
     assert (f"**k-G_ENT wins {w} of {n}** (ΔBIC {span(ent)}, p = "
-            f"{_sign_test(w, int((ent < 0).sum())):.2g}); {n_exp} of {n_exp} at every k"
+            f"{binomial_two_sided_p(w, w + int((ent < 0).sum())):.2g}); {n_exp} of {n_exp} at every k"
             ) in text
     assert all((g > 0).all() for _, g in ent.groupby(level="k"))
     w_r = int((ent_r > 0).sum())
@@ -308,7 +302,7 @@ def kmax_inference_summary(records: Path) -> list[str]:
 
     def below(a: pd.Series, b: pd.Series) -> str:
         w, lose = int((a < b).sum()), int((a > b).sum())
-        return f"{w} of {n} (p = {_sign_test(w, lose):.2g})"
+        return f"{w} of {n} (p = {binomial_two_sided_p(w, w + lose):.2g})"
 
     spread = (mae.max(axis=1) / mae.min(axis=1)).max()
     ratio = truth["ms_pe"] / ms[8]

@@ -385,11 +385,10 @@ def traceback(pre, base, base_off, idx, msg_ptr, msg_off, lam_ptr, lam_var, lam_
 
 
 @nb.njit(cache=True, nogil=True)
-def ancestral_topo(topo, par_ptr, par, seed, mark):  # IN seed (n,) bool; OUT mark (n,) bool
+def ancestral_topo(topo, par_ptr, par, seed):  # IN seed (n,) bool
     """The variables of ``seed`` and all their ancestors, in the order of ``topo``: one
     pass over ``topo`` reversed marks the parents of every marked variable."""
-    for v in range(mark.shape[0]):
-        mark[v] = seed[v]
+    mark = seed.copy()
     count = 0
     for i in range(topo.shape[0] - 1, -1, -1):
         v = topo[i]

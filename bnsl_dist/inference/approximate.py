@@ -123,8 +123,7 @@ class LikelihoodWeighting:
             return self._topo
         seed = ev >= 0
         seed[query] = True
-        out: NDArray[np.int64] = K.ancestral_topo(self._topo, self._par_ptr, self._par, seed,
-                                                  np.empty(self.net.n_vars, dtype=np.bool_))
+        out: NDArray[np.int64] = K.ancestral_topo(self._topo, self._par_ptr, self._par, seed)
         return out
 
     def _run_row(self, ev: NDArray[np.int32], seed: np.random.SeedSequence,

@@ -218,27 +218,27 @@ def figs45_table(cells: pd.DataFrame) -> pd.DataFrame:
     own = cells[~by_grid & cells["known_network"]]
     if own.empty:
         return pd.DataFrame()
-    bounded = own[own["label"] != TRUE_NETWORK]
-    models = sorted(bounded["model"].unique(), key=lambda m: (len(m), m))
-    rows = []
-    for key, g in own.groupby(_GROUP, sort=False):
-        row: dict[str, Any] = dict(zip(_GROUP, key, strict=True))
-        for m in models:
-            hit = g[g["model"] == m]
-            row[f"mae {m}"] = hit["mae_pe"].iloc[0] if len(hit) else math.nan
-        for m in models:
-            hit = g[g["model"] == m]
-            row[f"ms {m}"] = hit["ms_pe"].iloc[0] if len(hit) else math.nan
-        t = g[g["label"] == TRUE_NETWORK]
-        row[f"ms {TRUE_NETWORK}"] = t["ms_pe"].iloc[0] if len(t) else math.nan
-        row["true network exact"] = bool(t["exact"].iloc[0]) if len(t) else None
-        rows.append(row)
-    return pd.DataFrame(rows)
+    is_truth = own["label"] == TRUE_NETWORK
+    wide = own[~is_truth].set_index(_GROUP + ["model"])[["mae_pe", "ms_pe"]].unstack("model")
+    models = sorted(wide.columns.get_level_values("model").unique(),
+                    key=lambda m: (len(m), m))
+    truth = own[is_truth].set_index(_GROUP)
+    table = pd.concat([wide["mae_pe"][models].add_prefix("mae "),
+                       wide["ms_pe"][models].add_prefix("ms "),
+                       truth["ms_pe"].rename(f"ms {TRUE_NETWORK}"),
+                       truth["exact"].rename("true network exact")], axis=1)
+    table.columns.name = None
+    return table.reset_index()
+
+
+def _columns(table: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """The mae and the ms columns of a :func:`figs45_table`."""
+    return ([c for c in table.columns if c.startswith("mae ")],
+            [c for c in table.columns if c.startswith("ms ")])
 
 
 def _figs45_markdown(table: pd.DataFrame) -> str:
-    maes = [c for c in table.columns if c.startswith("mae ")]
-    mss = [c for c in table.columns if c.startswith("ms ")]
+    maes, mss = _columns(table)
     head = ["data set"] + [f"{c} (P(e))" for c in maes] + \
         [f"{c} per query" for c in mss] + ["true network's answers"]
     lines = ["# k-MAX's Figs. 4-5 (Scanagatta et al., IJAR 2018, §5): mae and time of "
@@ -248,7 +248,7 @@ def _figs45_markdown(table: pd.DataFrame) -> str:
         name = r["dataset"] if r["split"] == "train" and r["seed"] == 0 else \
             f"{r['dataset']}/{r['split']} seed {r['seed']}"
         exact = r["true network exact"]
-        how = "–" if exact is None else ("exact" if exact else "likelihood weighting")
+        how = "–" if pd.isna(exact) else ("exact" if exact else "likelihood weighting")
         lines.append("| " + " | ".join([name] + [_fmt(r[c], ".3g") for c in maes]
                                         + [_fmt(r[c], ".3g") for c in mss] + [how]) + " |")
     return "\n".join(lines) + "\n"
@@ -257,8 +257,7 @@ def _figs45_markdown(table: pd.DataFrame) -> str:
 def _figs45(table: pd.DataFrame, path: Path) -> Path:
     from bnsl_dist.reporting.plots import plt, save_figure
 
-    maes = [c for c in table.columns if c.startswith("mae ")]
-    mss = [c for c in table.columns if c.startswith("ms ")]
+    maes, mss = _columns(table)
     x = np.arange(len(table))
     fig, axes = plt.subplots(2, 1, figsize=(8.0, 6.0), sharex=True)
     for ax, cols, ylabel in ((axes[0], maes, "mae of P(e) vs the true network"),

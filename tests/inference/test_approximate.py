@@ -114,8 +114,7 @@ def test_ancestral_topo_is_the_ancestral_closure_in_topological_order():
         net = random_network(12, rng, max_parents=3)
         lw = LikelihoodWeighting(net, n_samples=1, rng=0)
         seed = rng.random(12) < 0.2
-        got = K.ancestral_topo(lw._topo, lw._par_ptr, lw._par, seed,
-                               np.empty(12, dtype=np.bool_))
+        got = K.ancestral_topo(lw._topo, lw._par_ptr, lw._par, seed)
         assert set(got.tolist()) == _ancestors(net.dag.parents, np.flatnonzero(seed).tolist())
         pos = {int(v): i for i, v in enumerate(got)}
         assert all(pos[p] < pos[int(v)] for v in got for p in net.dag.parents[int(v)])
