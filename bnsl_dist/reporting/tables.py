@@ -316,6 +316,7 @@ def default_comparisons(labels: Iterable[str]) -> list[Comparison]:
                    ("size",)),
         Comparison("kg-ent", "kg", "Tables 3–4 (ASOBS-ENT paper): k-G_ENT vs k-G",
                    ("size", "k")),
+        Comparison("kg-ent", "s2", "§5 (ASOBS-ENT paper): k-G_ENT vs S2", ("size", "k")),
         Comparison("kmax", "kg", "Table 3 (k-MAX paper): k-MAX vs k-G", ("k",)),
     ]
     return [c for c in cands if c.a in have and c.b in have]

@@ -1,4 +1,4 @@
-"""k-G, k-G_ENT and k-MAX against independent oracles.
+"""k-G, k-G_ENT, k-MAX and S2 against independent oracles.
 
 - every incumbent's certificate checks, and independent bounds agree: the exact
   treewidth of the moral graph (subset recursion) is <= k, networkx's min-fill /
@@ -6,7 +6,8 @@
   order has width <= k;
 - each run is replayed step by step on a pure-Python k-tree with brute-force fitting
   (every k-clique scanned): the initial clique's DAG is optimal (brute force), k-G gives
-  each later variable its best fitting set, k-MAX inserts a variable of maximal h;
+  each later variable its best fitting set, k-MAX inserts a variable of maximal h, S2
+  gives each later variable its best set inside the k-clique it joined;
 - on tiny caches the best bounded-treewidth DAG is found by enumerating all DAGs of the
   cache; k-MAX never beats it and reaches it on (almost) every cache;
 - with k = n-1 every learner returns the exact optimum (brute force).
@@ -32,7 +33,7 @@ from bnsl_dist.search.treewidth._driver import CacheArrays
 from tests.graph.naive_treewidth import naive_elimination_width, nx_moral, treewidth_dp
 from tests.naive import brute_force_best, naive_is_acyclic, random_cache
 
-ALGOS = [("kg", {}), ("kg-ent", {}), ("kg-ent", {"direction": "late"}), ("kmax", {})]
+ALGOS = [("kg", {}), ("kg-ent", {}), ("kg-ent", {"direction": "late"}), ("kmax", {}), ("s2", {})]
 
 
 def run(name, cache, k, iters, seed=0, **kw):
@@ -94,6 +95,11 @@ def replay(cache, inc, k, cap, algo):
         return next((ps, s) for ps, s in usable_sets(cache, v, cap) if fits(tree, ps))
 
     for v, c in zip(ins[m:], attach[m:], strict=True):
+        if algo == "s2":  # the k-tree was sampled: v's best set inside the clique it joined
+            ps = next(ps for ps, _ in usable_sets(cache, v, cap) if ps <= set(tree.clique(c)))
+            assert parents[v] == ps, f"s2: {v} took {sorted(parents[v])}, best {sorted(ps)}"
+            tree.add(v, c)
+            continue
         ps, s = best_fitting(v)
         assert parents[v] == ps, f"{algo}: {v} took {sorted(parents[v])}, best fit {sorted(ps)}"
         assert set(ps) <= set(tree.clique(c))
@@ -117,29 +123,28 @@ def test_certificates_bounds_and_replay(name, kw, k):
         assert incs
         for inc in incs:
             check_bounds(inc, k)
-        algo = "kmax" if name == "kmax" else "kg"
-        replay(cache, incs[-1], k, k, algo)
+        replay(cache, incs[-1], k, k, name if name in ("kmax", "s2") else "kg")
         assert incs[-1].score == pytest.approx(cache.score_dag(incs[-1].dag), abs=1e-9)
 
 
-@pytest.mark.parametrize("name", ["kg", "kmax"])
+@pytest.mark.parametrize("name", ["kg", "kmax", "s2"])
 def test_max_parents_caps_sets(name):
     cache = random_cache(10, 3, max_sets_per_var=12, max_indegree=4)
     incs = run(name, cache, 4, 30, max_parents=2)
     for inc in incs:
         assert max(len(p) for p in inc.dag.parents) <= 2
         check_bounds(inc, 4)
-    replay(cache, incs[-1], 4, 2, "kmax" if name == "kmax" else "kg")
+    replay(cache, incs[-1], 4, 2, name if name in ("kmax", "s2") else "kg")
 
 
 def test_larger_cache_certificates():
     cache = random_cache(60, 9, max_sets_per_var=15, max_indegree=4)
-    for name in ("kg", "kg-ent", "kmax"):
+    for name in ("kg", "kg-ent", "kmax", "s2"):
         for k in (2, 4):
             incs = run(name, cache, k, 15)
             for inc in incs:
                 check_bounds(inc, k, exact_limit=0)
-            replay(cache, incs[-1], k, k, "kmax" if name == "kmax" else "kg")
+            replay(cache, incs[-1], k, k, name if name in ("kmax", "s2") else "kg")
 
 
 def best_bounded_by_enumeration(cache, k):
@@ -369,7 +374,7 @@ def test_entropy_sources():
                                     {"k": 40}])
 def test_bad_parameters(params):
     cache = random_cache(25, 1)
-    for name in ("kg", "kg-ent", "kmax"):
+    for name in ("kg", "kg-ent", "kmax", "s2"):
         with pytest.raises(InvalidConfigError):
             list(make_optimizer(name, **params).run(cache, Budget(max_iterations=1), 0))
 

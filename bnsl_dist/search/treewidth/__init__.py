@@ -1,4 +1,4 @@
-"""Bounded-treewidth structure learning on k-trees: k-G, k-G_ENT, k-MAX.
+"""Bounded-treewidth structure learning on k-trees: k-G, k-G_ENT, k-MAX, S2.
 
 Every incumbent carries ``info["certificate"]``, a
 :class:`~bnsl_dist.graph.TreewidthCertificate` of width k.
@@ -6,5 +6,6 @@ Every incumbent carries ``info["certificate"]``, a
 
 from bnsl_dist.search.treewidth.kgreedy import KGreedy, KGreedyEnt
 from bnsl_dist.search.treewidth.kmax import KMax
+from bnsl_dist.search.treewidth.s2 import S2
 
-__all__ = ["KGreedy", "KGreedyEnt", "KMax"]
+__all__ = ["KGreedy", "KGreedyEnt", "KMax", "S2"]
