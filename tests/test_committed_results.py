@@ -285,6 +285,43 @@ def test_kg_section_of_the_hundredth_comparison_recomputes():
             ) in text
 
 
+def s2_summary(folder: Path) -> tuple[str, str]:
+    """k-G_ENT against S2 (the ASOBS-ENT paper's §5.3) from a folder's records: per (data
+    set, split, k) the difference of ``best_score``; the line of its COMPARISON.md and
+    the index's."""
+    rows = pd.concat(pd.read_parquet(f, columns=["label", "dataset", "split", "k",
+                                                 "best_score"])
+                     for f in sorted(folder.glob("records*.parquet")))
+
+    def scores(label: str) -> pd.Series:
+        return rows[rows.label == label].set_index(["dataset", "split", "k"]).best_score
+
+    d = (scores("kg-ent") - scores("s2")).dropna()
+    w, lost = int((d > 0).sum()), int((d < 0).sum())
+    span = f"ΔBIC {_signed(d.min())} to {_signed(d.max())}, median {_signed(d.median())}"
+    return (f"**k-G_ENT higher in {w} of {len(d)}** ({span}), p = "
+            f"{binomial_two_sided_p(w, w + lost):.2g}",
+            f"k-G_ENT higher in {w} of {len(d)} ({span})")
+
+
+def test_s2_sections_recompute():
+    """The k-G_ENT vs S2 figures of each COMPARISON.md that reports them, and of the
+    index, recounted from the committed records of its folder."""
+    index = (RESULTS / "README.md").read_text(encoding="utf-8")
+    checked = 0
+    for folder in ("asobs-ent-2018-reduced-s2", "asobs-ent-2018-hundredth"):
+        labels = pd.concat(pd.read_parquet(f, columns=["label"])
+                           for f in sorted((RESULTS / folder).glob("records*.parquet")))
+        if "s2" not in set(labels.label):
+            continue
+        line, short = s2_summary(RESULTS / folder)
+        text = (RESULTS / folder / "COMPARISON.md").read_text(encoding="utf-8")
+        assert line in text, f"{folder}/COMPARISON.md lacks: {line}"
+        assert short in index, f"README.md lacks: {short}"
+        checked += 1
+    assert checked
+
+
 def kmax_inference_summary(records: Path) -> list[str]:
     """The figures of kmax-inference-2018-reduced's COMPARISON.md (k-MAX's Figs. 4-5),
     counted here from the records: per data set with all three k and the true network's

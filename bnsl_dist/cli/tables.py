@@ -1,7 +1,7 @@
 """`bnsl-dist tables DIR|RECORDS`: the papers' tables and figures from stored results.
 
-Every source gets the ΔBIC comparison tables (the stored grids' ``comparisons``, else
-the papers' defaults among the labels present) and a failures table per grid with
+Every source gets the ΔBIC comparison tables (the stored grids' ``comparisons`` whose two
+labels both ran, else the papers' defaults among the labels present) and a failures table per grid with
 failed cells; then each stored grid gets the tables of its kind, from
 :data:`KIND_TABLES` (a kind without an entry gets only the above). To add the tables of
 a new kind, add one function of the :data:`KindTables` signature to that mapping.
@@ -91,9 +91,14 @@ def write_all_tables(recs: RecordSet, out_dir: Path, *, at: float | None = None,
 
     frame = recs.frame()
     grids = _grids(recs)
-    comps: list[Comparison] = [Comparison(c.a, c.b, c.title, tuple(c.columns), grid=g.name)
-                               for g in grids.values() for c in g.comparisons]
-    if not comps and not frame.empty:
+    # a stored comparison gets a table when both its labels ran in its grid (a piece of a
+    # grid run for some labels only gets none for the others)
+    ran = {(str(g), str(lab)) for g, lab in frame[["grid", "label"]].drop_duplicates()
+           .itertuples(index=False)} if not frame.empty else set()
+    declared = [(g.name, c) for g in grids.values() for c in g.comparisons]
+    comps: list[Comparison] = [Comparison(c.a, c.b, c.title, tuple(c.columns), grid=name)
+                               for name, c in declared if {(name, c.a), (name, c.b)} <= ran]
+    if not declared and not frame.empty:
         comps = default_comparisons(frame["label"].unique())
     written = write_tables(frame, comps, out_dir, at=at) if comps else []
     names = sorted(set(grids) | set(frame["grid"]) | {f.grid for f in recs.failures})
@@ -152,8 +157,8 @@ def tables_cmd(source: str, out: str | None, at: float | None, no_plots: bool) -
     """Write the tables (markdown + CSV) and plots (PNG) of a results folder (DIR, as
     written by `grid run --results`) or of a records file (`grid export`).
 
-    ΔBIC comparisons come from the stored grids (their 'comparisons'), else the
-    papers' defaults among the algorithms present; each grid then gets the tables of
+    ΔBIC comparisons come from the stored grids (their 'comparisons' whose two
+    algorithms both ran), else the papers' defaults among the algorithms present; each grid then gets the tables of
     its kind (exact solvers, top-p, screening sweep) and a list of its failed cells.
     """
     from bnsl_dist.exceptions import InvalidConfigError

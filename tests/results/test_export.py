@@ -437,3 +437,20 @@ def test_cli_tables_that_apply_to_nothing_say_so(tmp_path):
     assert r.output.startswith("error:") and len(r.output.strip().splitlines()) == 1
     assert "asobs-ent, kmax" in r.output and "comparisons" in r.output
     assert not (tmp_path / "t").exists()
+
+
+def test_a_stored_comparison_whose_label_did_not_run_gets_no_table(tmp_path):
+    """A grid run for some labels only (`--labels`): its stored comparisons that name a
+    label without records get no (empty) table; the others still do, and no paper default
+    replaces them."""
+    from bnsl_dist.cli.tables import write_all_tables
+
+    name = f"{S.GRID}__unbounded_vs_twilp.md"
+    S.write_store(tmp_path / "all")
+    assert name in {p.name for p in write_all_tables(load_records(tmp_path / "all"),
+                                                     tmp_path / "t_all", plots=False)}
+    S.write_store(tmp_path / "part", [r for r in S.records() if r.label != "twilp"])
+    written = {p.name for p in write_all_tables(load_records(tmp_path / "part"),
+                                                tmp_path / "t_part", plots=False)}
+    assert name not in written and not any("_vs_" in n for n in written)
+    assert f"{S.GRID}__exact.md" in written  # the kind's tables are unaffected
