@@ -1,8 +1,8 @@
 """`bnsl-dist tables DIR|RECORDS`: the papers' tables and figures from stored results.
 
-Every source gets the ΔBIC comparison tables (the stored grids' ``comparisons`` whose two
-labels both ran, else the papers' defaults among the labels present) and a failures table per grid with
-failed cells; then each stored grid gets the tables of its kind, from
+Every source gets the ΔBIC comparison tables (the stored grids' ``comparisons`` whose
+two labels both ran, else the papers' defaults among the labels present) and a failures
+table per grid with failed cells; then each stored grid gets the tables of its kind, from
 :data:`KIND_TABLES` (a kind without an entry gets only the above). To add the tables of
 a new kind, add one function of the :data:`KindTables` signature to that mapping.
 """
@@ -93,8 +93,7 @@ def write_all_tables(recs: RecordSet, out_dir: Path, *, at: float | None = None,
     grids = _grids(recs)
     # a stored comparison gets a table when both its labels ran in its grid (a piece of a
     # grid run for some labels only gets none for the others)
-    ran = {(str(g), str(lab)) for g, lab in frame[["grid", "label"]].drop_duplicates()
-           .itertuples(index=False)} if not frame.empty else set()
+    ran = set(zip(frame["grid"], frame["label"], strict=True)) if not frame.empty else set()
     declared = [(g.name, c) for g in grids.values() for c in g.comparisons]
     comps: list[Comparison] = [Comparison(c.a, c.b, c.title, tuple(c.columns), grid=name)
                                for name, c in declared if {(name, c.a), (name, c.b)} <= ran]
@@ -158,8 +157,9 @@ def tables_cmd(source: str, out: str | None, at: float | None, no_plots: bool) -
     written by `grid run --results`) or of a records file (`grid export`).
 
     ΔBIC comparisons come from the stored grids (their 'comparisons' whose two
-    algorithms both ran), else the papers' defaults among the algorithms present; each grid then gets the tables of
-    its kind (exact solvers, top-p, screening sweep) and a list of its failed cells.
+    algorithms both ran), else the papers' defaults among the algorithms present; each
+    grid then gets the tables of its kind (exact solvers, top-p, screening sweep) and a
+    list of its failed cells.
     """
     from bnsl_dist.exceptions import InvalidConfigError
     from bnsl_dist.results.export import load_records
