@@ -230,20 +230,28 @@ def _signed(x: float) -> str:
     return f"{x:+,.0f}".replace("-", "−")
 
 
+def _cells(folder: Path) -> pd.DataFrame:
+    """A folder's committed cells: label, data set, split, k and best score."""
+    return pd.concat(pd.read_parquet(f, columns=["label", "dataset", "split", "k",
+                                                 "best_score"])
+                     for f in sorted(folder.glob("records*.parquet")))
+
+
+def _scores(cells: pd.DataFrame, label: str) -> pd.Series:
+    """One label's best scores by (data set, split, k)."""
+    return cells[cells.label == label].set_index(["dataset", "split", "k"]).best_score
+
+
 def test_kg_section_of_the_hundredth_comparison_recomputes():
     """The k-G / k-G_ENT figures of asobs-ent-2018-hundredth's COMPARISON.md and of the
     index row, recomputed here from the committed records of both budgets: per (data
     set, split, k) the difference of ``best_score``, on the data sets whose k-G cells ran
     at ÷100 (so that each exported piece's prose is checked against its records)."""
     hundredth, reduced = "asobs-ent-2018-hundredth", "asobs-ent-2018-reduced"
-    records = {folder: pd.concat(
-        pd.read_parquet(f, columns=["label", "dataset", "split", "k", "best_score"])
-        for f in sorted((RESULTS / folder).glob("records*.parquet")))
-        for folder in (hundredth, reduced)}
+    records = {folder: _cells(RESULTS / folder) for folder in (hundredth, reduced)}
 
     def scores(folder: str, label: str) -> pd.Series:
-        rows = records[folder][records[folder].label == label]
-        return rows.set_index(["dataset", "split", "k"]).best_score
+        return _scores(records[folder], label)
 
     kg = scores(hundredth, "kg")
     text = (RESULTS / hundredth / "COMPARISON.md").read_text(encoding="utf-8")
@@ -285,18 +293,11 @@ def test_kg_section_of_the_hundredth_comparison_recomputes():
             ) in text
 
 
-def s2_summary(folder: Path) -> tuple[str, str]:
-    """k-G_ENT against S2 (the ASOBS-ENT paper's §5.3) from a folder's records: per (data
+def s2_summary(cells: pd.DataFrame) -> tuple[str, str]:
+    """k-G_ENT against S2 (the ASOBS-ENT paper's §5.3) from a folder's cells: per (data
     set, split, k) the difference of ``best_score``; the line of its COMPARISON.md and
     the index's."""
-    rows = pd.concat(pd.read_parquet(f, columns=["label", "dataset", "split", "k",
-                                                 "best_score"])
-                     for f in sorted(folder.glob("records*.parquet")))
-
-    def scores(label: str) -> pd.Series:
-        return rows[rows.label == label].set_index(["dataset", "split", "k"]).best_score
-
-    d = (scores("kg-ent") - scores("s2")).dropna()
+    d = (_scores(cells, "kg-ent") - _scores(cells, "s2")).dropna()
     w, lost = int((d > 0).sum()), int((d < 0).sum())
     span = f"ΔBIC {_signed(d.min())} to {_signed(d.max())}, median {_signed(d.median())}"
     return (f"**k-G_ENT higher in {w} of {len(d)}** ({span}), p = "
@@ -310,11 +311,10 @@ def test_s2_sections_recompute():
     index = (RESULTS / "README.md").read_text(encoding="utf-8")
     checked = 0
     for folder in ("asobs-ent-2018-reduced-s2", "asobs-ent-2018-hundredth"):
-        labels = pd.concat(pd.read_parquet(f, columns=["label"])
-                           for f in sorted((RESULTS / folder).glob("records*.parquet")))
-        if "s2" not in set(labels.label):
+        cells = _cells(RESULTS / folder)
+        if "s2" not in set(cells.label):
             continue
-        line, short = s2_summary(RESULTS / folder)
+        line, short = s2_summary(cells)
         text = (RESULTS / folder / "COMPARISON.md").read_text(encoding="utf-8")
         assert line in text, f"{folder}/COMPARISON.md lacks: {line}"
         assert short in index, f"README.md lacks: {short}"

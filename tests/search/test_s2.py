@@ -34,11 +34,8 @@ def sample_ktree(n, k, seed, it):
     """One k-tree of the sampler, as (insertion order, attach ids)."""
     state = np.zeros(1, dtype=np.uint64)
     seed_state(np.uint64(seed), it, state)
-    ws = ([np.empty(n, np.int64)] + [np.empty(n + 1, np.int64) for _ in range(2)]
-          + [np.empty(n + 2, np.int64), np.empty(2 * n + 2, np.int64)]
-          + [np.empty(n + 1, np.int64) for _ in range(3)])
     ins, attach = np.empty(n, np.int64), np.empty(n, np.int64)
-    S.uniform_ktree(state, n, k, *ws, ins, attach)
+    S.uniform_ktree(state, n, k, *S.sampler_workspace(n), ins, attach)
     return ins, attach
 
 
@@ -113,19 +110,13 @@ def naive_informative_score(cache, tree: KTree, cap):
     return info / abs(bound)
 
 
-def ktree_state(cache, k, ins, attach):
-    """The kernels' k-tree arrays for a sampled tree (as s2_batch builds them)."""
+def ktree_adjacency(n, k, ins, attach):
+    """The kernels' adjacency bitsets of a sampled tree (as s2_batch builds them)."""
     from bnsl_dist.search.treewidth import _kernels as K
 
-    n = cache.n_vars
-    max_cl = (k + 1) + max(0, n - k - 1) * k
-    cl = np.empty((max_cl, k), np.int64)
-    head, nxt, cnt = np.full(n, -1, np.int64), np.empty(max_cl * k, np.int64), np.zeros(n, np.int64)
-    in_tree, adj = np.zeros(n, np.bool_), np.zeros((n, (n + 63) // 64), np.uint64)
-    n_cl = K.init_ktree(ins[:k + 1], k, cl, head, nxt, cnt, in_tree, adj, True)
-    for t in range(k + 1, n):
-        n_cl = K.join_clique(ins[t], attach[t], k, n_cl, cl, head, nxt, cnt, in_tree, adj, True)
-    return cl, adj
+    cl, head, nxt, cnt, in_tree, adj = K.ktree_arrays(n, k, True)
+    K.build_ktree(ins, attach, k, cl, head, nxt, cnt, in_tree, adj, True)
+    return adj
 
 
 @pytest.mark.parametrize(("k", "cap"), [(1, 1), (2, 2), (3, 3), (3, 1)])
@@ -136,7 +127,7 @@ def test_informative_score_matches_a_naive_computation(k, cap):
     for it in range(15):
         ins, attach = sample_ktree(cache.n_vars, k, 3, it)
         tree = KTree.replay(k, ins.tolist(), attach.tolist())
-        _, adj = ktree_state(cache, k, ins, attach)
+        adj = ktree_adjacency(cache.n_vars, k, ins, attach)
         got = S.informative_score(a.offsets, a.scores, a.par_offsets, a.par_flat, a.sizes,
                                   a.max_size, off, other, gain, adj)
         assert got == pytest.approx(naive_informative_score(cache, tree, cap), rel=1e-12)

@@ -39,23 +39,14 @@ def tree_scores(cache: ParentSetCache, k: int, trees: int, seed: int = 0
     a = CacheArrays.of(cache, k, None)
     off, other, gain = pair_gains(cache)
     state = np.zeros(1, dtype=np.uint64)
-    ws = ([np.empty(n, np.int64)] + [np.empty(n + 1, np.int64) for _ in range(2)]
-          + [np.empty(n + 2, np.int64), np.empty(2 * n + 2, np.int64)]
-          + [np.empty(n + 1, np.int64) for _ in range(3)])
+    ws = S.sampler_workspace(n)
     ins, attach = np.empty(n, np.int64), np.empty(n, np.int64)
-    max_cl = (k + 1) + (n - k - 1) * k
     info, dag = np.empty(trees), np.empty(trees)
     for it in range(trees):
         K.seed_state(np.uint64(seed), it, state)
         S.uniform_ktree(state, n, k, *ws, ins, attach)
-        cl = np.empty((max_cl, k), np.int64)
-        head, nxt = np.full(n, -1, np.int64), np.empty(max_cl * k, np.int64)
-        cnt, in_tree = np.zeros(n, np.int64), np.zeros(n, np.bool_)
-        adj = np.zeros((n, (n + 63) // 64), np.uint64)
-        n_cl = K.init_ktree(ins[:k + 1], k, cl, head, nxt, cnt, in_tree, adj, True)
-        for t in range(k + 1, n):
-            n_cl = K.join_clique(ins[t], attach[t], k, n_cl, cl, head, nxt, cnt, in_tree,
-                                 adj, True)
+        cl, head, nxt, cnt, in_tree, adj = K.ktree_arrays(n, k, True)
+        K.build_ktree(ins, attach, k, cl, head, nxt, cnt, in_tree, adj, True)
         info[it] = S.informative_score(a.offsets, a.scores, a.par_offsets, a.par_flat,
                                        a.sizes, a.max_size, off, other, gain, adj)
         dag[it] = S.dag_in_ktree(a.offsets, a.scores, a.par_offsets, a.par_flat, a.sizes, k,

@@ -166,13 +166,19 @@ def _batches(kernel: BatchKernel, n: int, sw: Stopwatch, seed: int, single: bool
 
 
 class TreewidthLearner:
-    """Base of the k-tree learners: subclasses define ``_kernel(cache, arrays)``."""
+    """Base of the k-tree learners: subclasses define ``_kernel(cache, arrays)``; the
+    hyper-parameters are ``k`` and ``max_parents`` unless a subclass declares more."""
 
     name: ClassVar[str]
     exact: ClassVar[bool] = False
 
     k: int
     max_parents: int | None
+
+    def __init__(self, *, k: int, max_parents: int | None = None) -> None:
+        check_max_parents(self.name, max_parents)
+        self.k = k
+        self.max_parents = max_parents
 
     def _kernel(self, cache: ParentSetCache, arrays: CacheArrays) -> BatchKernel:
         raise NotImplementedError

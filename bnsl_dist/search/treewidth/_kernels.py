@@ -244,6 +244,30 @@ def join_clique(x, c, k, n_cl, cl, head, nxt, cnt, in_tree, adj, use_adj):
 
 
 @nb.njit(cache=True, nogil=True)
+def ktree_arrays(n, k, use_adj):
+    """Empty k-tree state for n nodes: ``cl``, ``head``, ``nxt``, ``cnt``, ``in_tree`` and
+    the adjacency bitsets ``adj`` (a 1x1 dummy unless ``use_adj``)."""
+    max_cl = max((k + 1) + max(0, n - k - 1) * k, 1)
+    adj = (np.zeros((n, max(1, (n + 63) // 64)), dtype=np.uint64) if use_adj
+           else np.zeros((1, 1), dtype=np.uint64))
+    return (np.empty((max_cl, k), dtype=np.int64), np.full(n, -1, dtype=np.int64),
+            np.empty(max_cl * k, dtype=np.int64), np.zeros(n, dtype=np.int64),
+            np.zeros(n, dtype=np.bool_), adj)
+
+
+@nb.njit(cache=True, nogil=True)
+def build_ktree(ins, attach, k, cl, head, nxt, cnt, in_tree, adj, use_adj):
+    """The whole k-tree of an insertion order and its joined-clique ids (the initial
+    k + 1 nodes, then ``ins[t]`` joining ``attach[t]``); requires n > k. Returns the
+    clique count."""
+    n_cl = init_ktree(ins[:k + 1], k, cl, head, nxt, cnt, in_tree, adj, use_adj)
+    for t in range(k + 1, ins.shape[0]):
+        n_cl = join_clique(ins[t], attach[t], k, n_cl, cl, head, nxt, cnt, in_tree, adj,
+                           use_adj)
+    return n_cl
+
+
+@nb.njit(cache=True, nogil=True)
 def choose_fitting(g, par_offsets, par_flat, k, n_cl, cl, head, nxt, cnt, buf, state):
     """A uniformly random k-clique containing every member of set g (-1 if none).
 
@@ -340,16 +364,9 @@ def kg_batch(offsets, scores, par_offsets, par_flat, sizes, k, max_size, weights
     whatever the batch sizes (``threshold=inf`` runs the whole batch)."""
     n = offsets.shape[0] - 1
     m = min(k + 1, n)
-    n_words = max(1, (n + 63) // 64)
-    max_cl = (k + 1) + max(0, n - k - 1) * k
-    cl = np.empty((max(max_cl, 1), k), dtype=np.int64)
-    head = np.full(n, -1, dtype=np.int64)
-    nxt = np.empty(max(max_cl, 1) * k, dtype=np.int64)
-    cnt = np.zeros(n, dtype=np.int64)
-    in_tree = np.zeros(n, dtype=np.bool_)
-    adj = np.zeros((n, n_words), dtype=np.uint64)
+    cl, head, nxt, cnt, in_tree, adj = ktree_arrays(n, k, True)
     pos = np.full(n, -1, dtype=np.int64)
-    buf = np.empty(max(max_cl, 1), dtype=np.int64)
+    buf = np.empty(cl.shape[0], dtype=np.int64)
     order = np.empty(n, dtype=np.int64)
     chosen = np.empty(n, dtype=np.int64)
     attach = np.full(n, -1, dtype=np.int64)
@@ -447,15 +464,9 @@ def kmax_batch(offsets, scores, par_offsets, par_flat, sizes, k, max_size, owner
     """
     n = offsets.shape[0] - 1
     m = min(k + 1, n)
-    max_cl = (k + 1) + max(0, n - k - 1) * k
-    cl = np.empty((max(max_cl, 1), k), dtype=np.int64)
-    head = np.full(n, -1, dtype=np.int64)
-    nxt = np.empty(max(max_cl, 1) * k, dtype=np.int64)
-    cnt = np.zeros(n, dtype=np.int64)
-    in_tree = np.zeros(n, dtype=np.bool_)
-    adj = np.zeros((1, 1), dtype=np.uint64)
+    cl, head, nxt, cnt, in_tree, adj = ktree_arrays(n, k, False)
     pos = np.full(n, -1, dtype=np.int64)
-    buf = np.empty(max(max_cl, 1), dtype=np.int64)
+    buf = np.empty(cl.shape[0], dtype=np.int64)
     mark = np.zeros(n, dtype=np.bool_)
     pool = np.empty(n, dtype=np.int64)
     pool_pos = np.full(n, -1, dtype=np.int64)

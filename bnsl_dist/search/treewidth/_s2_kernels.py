@@ -25,12 +25,23 @@ import numpy as np
 
 from bnsl_dist.search.treewidth._kernels import (
     _randint,
+    build_ktree,
     clear_ktree,
     clique_dp,
-    init_ktree,
-    join_clique,
+    ktree_arrays,
     seed_state,
+    uniform_order,
 )
+
+
+@nb.njit(cache=True, nogil=True)
+def sampler_workspace(n):
+    """The workspace of :func:`uniform_ktree` for n nodes, in its argument order:
+    ``perm``, ``seq``, ``deg``, ``nbr_off``, ``nbr``, ``parent``, ``queue``, ``pos``."""
+    return (np.empty(n, dtype=np.int64), np.empty(n + 1, dtype=np.int64),
+            np.empty(n + 1, dtype=np.int64), np.empty(n + 2, dtype=np.int64),
+            np.empty(2 * n + 2, dtype=np.int64), np.empty(n + 1, dtype=np.int64),
+            np.empty(n + 1, dtype=np.int64), np.empty(n + 1, dtype=np.int64))
 
 
 @nb.njit(cache=True, nogil=True)
@@ -39,20 +50,14 @@ def uniform_ktree(state, n, k, perm, seq, deg, nbr_off, nbr, parent, queue, pos,
     the id of the k-clique it joined, -1 for the initial k+1) with a uniformly random
     labelled k-tree over 0..n-1 (for n <= k + 1, one clique in a uniform order).
 
-    Workspace (n + 1 entries each unless said): ``perm`` (n), ``seq``, ``deg``,
-    ``nbr_off`` (n + 2), ``nbr`` (2n), ``parent``, ``queue``, ``pos``. Tree node 0 is the
-    root k-clique R, node i >= 1 is the vertex ``perm[k + i - 1]``."""
+    Workspace: :func:`sampler_workspace`. Tree node 0 is the root k-clique R, node
+    i >= 1 is the vertex ``perm[k + i - 1]``."""
+    if n <= k + 1:
+        uniform_order(state, ins)
+        attach[:] = -1
+        return
     for i in range(n):
         perm[i] = i
-    if n <= k + 1:
-        for i in range(n):
-            j = i + _randint(state, n - i)
-            t = perm[i]
-            perm[i] = perm[j]
-            perm[j] = t
-            ins[i] = perm[i]
-            attach[i] = -1
-        return
     for i in range(k):  # R = perm[:k], a uniform k-subset
         j = i + _randint(state, n - i)
         t = perm[i]
@@ -222,55 +227,30 @@ def s2_batch(offsets, scores, par_offsets, par_flat, sizes, k, max_size, pair_of
     batch to batch) gets its DAG learned, and ``out_scores`` holds that DAG's score,
     -inf for the other iterations."""
     n = offsets.shape[0] - 1
-    n_words = max(1, (n + 63) // 64)
-    max_cl = (k + 1) + max(0, n - k - 1) * k
-    cl = np.empty((max(max_cl, 1), k), dtype=np.int64)
-    head = np.full(n, -1, dtype=np.int64)
-    nxt = np.empty(max(max_cl, 1) * k, dtype=np.int64)
-    cnt = np.zeros(n, dtype=np.int64)
-    in_tree = np.zeros(n, dtype=np.bool_)
-    adj = np.zeros((n, n_words), dtype=np.uint64)
+    cl, head, nxt, cnt, in_tree, adj = ktree_arrays(n, k, True)
+    ws = sampler_workspace(n)
     pos = np.full(n, -1, dtype=np.int64)
     mark = np.full(n, -1, dtype=np.int64)
-    perm = np.empty(n, dtype=np.int64)
-    seq = np.empty(n + 1, dtype=np.int64)
-    deg = np.empty(n + 1, dtype=np.int64)
-    nbr_off = np.empty(n + 2, dtype=np.int64)
-    nbr = np.empty(2 * n + 2, dtype=np.int64)
-    parent = np.empty(n + 1, dtype=np.int64)
-    queue = np.empty(n + 1, dtype=np.int64)
-    tpos = np.empty(n + 1, dtype=np.int64)
     ins = np.empty(n, dtype=np.int64)
     attach = np.empty(n, dtype=np.int64)
     chosen = np.empty(n, dtype=np.int64)
     state = np.zeros(1, dtype=np.uint64)
-    m = min(k + 1, n)
     for it in range(out_scores.shape[0]):
         seed_state(seed, it0 + it, state)
-        uniform_ktree(state, n, k, perm, seq, deg, nbr_off, nbr, parent, queue, tpos, ins,
-                      attach)
-        if n <= k:  # fewer than k + 1 nodes: no k-tree, one clique (the exact DP)
-            best_info[0] = np.inf
-            out_scores[it] = clique_dp(offsets, scores, par_offsets, par_flat, sizes,
-                                       max_size, ins, pos, chosen)
-            if out_scores[it] > threshold:
-                best_chosen[:] = chosen
-                best_ins[:] = ins
-                best_attach[:] = attach
-                return it
-            continue
-        n_cl = init_ktree(ins[:m], k, cl, head, nxt, cnt, in_tree, adj, True)
-        for t in range(m, n):
-            n_cl = join_clique(ins[t], attach[t], k, n_cl, cl, head, nxt, cnt, in_tree, adj,
-                               True)
-        info = informative_score(offsets, scores, par_offsets, par_flat, sizes, max_size,
-                                 pair_offsets, pair_other, pair_gain, adj)
+        uniform_ktree(state, n, k, ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[6], ws[7],
+                      ins, attach)
+        info = np.inf  # fewer than k + 1 nodes: one clique, no k-tree to rank
+        if n > k:
+            build_ktree(ins, attach, k, cl, head, nxt, cnt, in_tree, adj, True)
+            info = informative_score(offsets, scores, par_offsets, par_flat, sizes,
+                                     max_size, pair_offsets, pair_other, pair_gain, adj)
         total = -np.inf
         if info > best_info[0]:
             best_info[0] = info
             total = dag_in_ktree(offsets, scores, par_offsets, par_flat, sizes, k, max_size,
                                  ins, attach, cl, pos, mark, chosen)
-        clear_ktree(ins, n, k, cl, head, nxt, cnt, in_tree, adj, True)
+        if n > k:
+            clear_ktree(ins, n, k, cl, head, nxt, cnt, in_tree, adj, True)
         out_scores[it] = total
         if total > threshold:
             best_chosen[:] = chosen

@@ -63,11 +63,6 @@ class KGreedy(TreewidthLearner):
 
     exact: ClassVar[bool] = False
 
-    def __init__(self, *, k: int, max_parents: int | None = None) -> None:
-        check_max_parents(self.name, max_parents)
-        self.k = k
-        self.max_parents = max_parents
-
     def _weights(self, cache: ParentSetCache) -> tuple[NDArray[np.float64], bool]:
         return np.zeros(0, dtype=np.float64), False
 

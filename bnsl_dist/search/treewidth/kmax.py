@@ -26,7 +26,6 @@ from bnsl_dist.search.treewidth._driver import (
     BatchKernel,
     CacheArrays,
     TreewidthLearner,
-    check_max_parents,
     kernel_k,
 )
 
@@ -61,11 +60,6 @@ class KMax(TreewidthLearner):
     """
 
     exact: ClassVar[bool] = False
-
-    def __init__(self, *, k: int, max_parents: int | None = None) -> None:
-        check_max_parents(self.name, max_parents)
-        self.k = k
-        self.max_parents = max_parents
 
     def _kernel(self, cache: ParentSetCache, a: CacheArrays) -> BatchKernel:
         k = kernel_k(self.k, cache.n_vars)
