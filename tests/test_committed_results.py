@@ -325,7 +325,8 @@ def test_s2_sections_recompute():
 def kmax_inference_summary(records: Path) -> list[str]:
     """The figures of kmax-inference-2018-reduced's COMPARISON.md (k-MAX's Figs. 4-5),
     counted here from the records: per data set with all three k and the true network's
-    answers, the mae of P(e) and the ms per query of each k, and the true network's."""
+    answers, the mae of P(e), the ms per query and the learned width of each k, and the
+    true network's ms per query."""
     from bnsl_dist.reporting.inference import TRUE_NETWORK, inference_frame
 
     cells = inference_frame(load_records(records).frame())
