@@ -330,12 +330,13 @@ def kmax_inference_summary(records: Path) -> list[str]:
     from bnsl_dist.reporting.inference import TRUE_NETWORK, inference_frame
 
     cells = inference_frame(load_records(records).frame())
+    learned = cells[cells.label != TRUE_NETWORK]
     mae = cells.pivot_table(index="dataset", columns="k", values="mae_pe")
-    ms = cells[cells.label != TRUE_NETWORK].pivot_table(index="dataset", columns="k",
-                                                         values="ms_pe")
+    ms = learned.pivot_table(index="dataset", columns="k", values="ms_pe")
+    width = learned.pivot_table(index="dataset", columns="k", values="width")
     truth = cells[cells.label == TRUE_NETWORK].set_index("dataset")
     done = sorted(set(mae.dropna().index) & set(truth.index))
-    mae, ms, truth = mae.loc[done], ms.loc[done], truth.loc[done]
+    mae, ms, width, truth = mae.loc[done], ms.loc[done], width.loc[done], truth.loc[done]
     n = len(done)
 
     def below(a: pd.Series, b: pd.Series) -> str:
@@ -344,8 +345,6 @@ def kmax_inference_summary(records: Path) -> list[str]:
 
     spread = (mae.max(axis=1) / mae.min(axis=1)).max()
     ratio = truth["ms_pe"] / ms[8]
-    width = cells[cells.label != TRUE_NETWORK].pivot_table(index="dataset", columns="k",
-                                                            values="width").loc[done]
     wider = width[8] > width[5]
     return [f"{n} data sets",
             f"| mae, k = 8 below k = 2 | {below(mae[8], mae[2])} |",

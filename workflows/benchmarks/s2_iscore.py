@@ -41,17 +41,19 @@ def tree_scores(cache: ParentSetCache, k: int, trees: int, seed: int = 0
     state = np.zeros(1, dtype=np.uint64)
     ws = S.sampler_workspace(n)
     ins, attach = np.empty(n, np.int64), np.empty(n, np.int64)
+    # the k-tree and the DAG step's arrays, reused from tree to tree as in s2_batch
+    cl, head, nxt, cnt, in_tree, adj = K.ktree_arrays(n, k, True)
+    pos, mark, chosen = np.full(n, -1, np.int64), np.full(n, -1, np.int64), np.empty(n, np.int64)
     info, dag = np.empty(trees), np.empty(trees)
     for it in range(trees):
         K.seed_state(np.uint64(seed), it, state)
         S.uniform_ktree(state, n, k, *ws, ins, attach)
-        cl, head, nxt, cnt, in_tree, adj = K.ktree_arrays(n, k, True)
         K.build_ktree(ins, attach, k, cl, head, nxt, cnt, in_tree, adj, True)
         info[it] = S.informative_score(a.offsets, a.scores, a.par_offsets, a.par_flat,
                                        a.sizes, a.max_size, off, other, gain, adj)
         dag[it] = S.dag_in_ktree(a.offsets, a.scores, a.par_offsets, a.par_flat, a.sizes, k,
-                                 a.max_size, ins, attach, cl, np.full(n, -1, np.int64),
-                                 np.full(n, -1, np.int64), np.empty(n, np.int64))
+                                 a.max_size, ins, attach, cl, pos, mark, chosen)
+        K.clear_ktree(ins, n, k, cl, head, nxt, cnt, in_tree, adj, True)
     return info, dag
 
 
