@@ -157,7 +157,6 @@ def test_backfill_fills_only_the_rows_without_cpus(tmp_path):
 #: it or why none can (issue 43's acceptance).
 MADE_ELSEWHERE = {
     "asobs-ent-2018-reduced": {
-        "records.": "the second part of the records (bnsl_dist/results/export.py)",
         "entropy_cusum.": "workflows/entropy_cusum.py; not checked: it reads the rerun's "
                           "caches, which are not in the repository",
         "entropy_range.": "workflows/entropy_range.py; tests/test_entropy_range.py (the "
@@ -197,8 +196,8 @@ MADE_ELSEWHERE = {
 
 def test_every_other_committed_file_names_its_maker(tmp_path):
     """A committed file beside the records that ``bnsl-dist tables`` does not regenerate
-    (its tables and plots) is listed in :data:`MADE_ELSEWHERE` with the
-    script that made it, and the test it names exists."""
+    (its tables and plots) or that is not a part of the records is listed in
+    :data:`MADE_ELSEWHERE` with the script that made it, and the test it names exists."""
     import re
 
     root = RESULTS.parents[1]
@@ -210,7 +209,8 @@ def test_every_other_committed_file_names_its_maker(tmp_path):
         known = MADE_ELSEWHERE.get(folder.name, {})
         drawn: set[str] | None = None  # the plots, drawn only where a name is not a table's
         for f in sorted(folder.iterdir()):
-            if f.name in made or f.name in ("records.parquet", "COMPARISON.md") \
+            if f.name in made or f.name == "COMPARISON.md" \
+                    or re.fullmatch(r"records(\.\d+)?\.parquet", f.name) \
                     or (f.suffix == ".png" and f.name.startswith(stems)):
                 continue
             if any(f.name.startswith(p) for p in known):
