@@ -322,6 +322,55 @@ def test_s2_sections_recompute():
     assert checked
 
 
+def s2_detail(folder: Path, tenfold: Path) -> list[str]:
+    """The k-G_ENT vs S2 figures of ``asobs-ent-2018-reduced-s2``'s COMPARISON.md beyond
+    its summary line, from the records: the gaps by size (n < 200, 200 <= n < 2,000, the
+    synthetic r0-r14), per k at the extremes, as shares of |BIC(S2)|, and against the gaps of the same cells at
+    ten times the budget (``tenfold``'s records)."""
+    cells = pd.concat(pd.read_parquet(f, columns=["label", "dataset", "split", "k",
+                                                  "best_score", "n_vars"])
+                      for f in sorted(folder.glob("records*.parquet")))
+    d = (_scores(cells, "kg-ent") - _scores(cells, "s2")).dropna()
+    n = cells.drop_duplicates("dataset").set_index("dataset").n_vars
+    size = n.reindex(d.index.get_level_values("dataset")).to_numpy()
+
+    def part(g: pd.Series) -> tuple[int, str]:
+        return (len(g.index.droplevel("k").unique()),
+                f"{int((g > 0).sum())} of {len(g)}, {_signed(g.min())} to {_signed(g.max())}, "
+                f"median {_signed(g.median())}")
+
+    small, mid, large = (part(d[size < 200]), part(d[(size >= 200) & (size < 2000)]),
+                         part(d[size >= 2000]))
+    share = d / _scores(cells, "s2").abs().reindex(d.index)
+    real, synthetic = share[size < 2000], share[size >= 2000]
+    by_k = d.groupby(level="k")
+    k_line = (f"At every k, {min(int((g > 0).sum()) for _, g in by_k)} of "
+              f"{max(len(g) for _, g in by_k)} (the median {_signed(by_k.median()[2])} at "
+              f"k = 2, {_signed(by_k.median()[8])} at k = 8)")
+    other = _cells(tenfold)
+    e = (_scores(other, "kg-ent") - _scores(other, "s2")).dropna()
+    both = pd.concat({"here": d, "ten": e}, axis=1).dropna()
+    return [f"n < 200 ({small[0]} experiments), {small[1]}",
+            f"200 < n < 2,000 ({mid[0]}), {mid[1]}",
+            f"r0–r14 ({large[0]}, 2,000 to 10,000 variables), {large[1]}",
+            k_line,
+            f"a median of {real.median():.1%} over the {len(real) // 5} real experiments' "
+            f"cells (at most {real.max():.0%}",
+            f"{100 * synthetic.min():.1f}–{synthetic.max():.1%} in every cell of r0–r14",
+            f"the gap's median is {_signed(both.here.median())} here and "
+            f"{_signed(both.ten.median())} at ÷ 100 (`{tenfold.name}`), smaller at ÷ 100 in "
+            f"{int((both.ten < both.here).sum())} of {len(both)} cells"]
+
+
+def test_s2_detail_of_the_reduced_comparison_recomputes():
+    """The by-size, per-k and tenfold-budget figures of ``asobs-ent-2018-reduced-s2``'s
+    COMPARISON.md, recounted from its records and ``asobs-ent-2018-hundredth``'s."""
+    folder = RESULTS / "asobs-ent-2018-reduced-s2"
+    text = " ".join((folder / "COMPARISON.md").read_text(encoding="utf-8").split())
+    for line in s2_detail(folder, RESULTS / "asobs-ent-2018-hundredth"):
+        assert line in text, f"{folder.name}/COMPARISON.md lacks: {line}"
+
+
 def kmax_inference_summary(records: Path) -> list[str]:
     """The figures of kmax-inference-2018-reduced's COMPARISON.md (k-MAX's Figs. 4-5),
     counted here from the records: per data set with all three k and the true network's
