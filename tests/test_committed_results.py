@@ -230,16 +230,27 @@ def _signed(x: float) -> str:
     return f"{x:+,.0f}".replace("-", "−")
 
 
-def _cells(folder: Path) -> pd.DataFrame:
-    """A folder's committed cells: label, data set, split, k and best score."""
-    return pd.concat(pd.read_parquet(f, columns=["label", "dataset", "split", "k",
-                                                 "best_score"])
+def _cells(folder: Path, *extra: str) -> pd.DataFrame:
+    """A folder's committed cells (every part of its records): label, data set, split, k,
+    best score and the ``extra`` columns."""
+    columns = ["label", "dataset", "split", "k", "best_score", *extra]
+    return pd.concat(pd.read_parquet(f, columns=columns)
                      for f in sorted(folder.glob("records*.parquet")))
 
 
 def _scores(cells: pd.DataFrame, label: str) -> pd.Series:
     """One label's best scores by (data set, split, k)."""
     return cells[cells.label == label].set_index(["dataset", "split", "k"]).best_score
+
+
+def _s2_gaps(cells: pd.DataFrame) -> pd.Series:
+    """BIC(k-G_ENT) − BIC(S2) per (data set, split, k) where both ran."""
+    return (_scores(cells, "kg-ent") - _scores(cells, "s2")).dropna()
+
+
+def _experiments(cells: pd.Series) -> int:
+    """How many (data set, split) a per-(data set, split, k) series covers."""
+    return len(cells.index.droplevel("k").unique())
 
 
 def test_kg_section_of_the_hundredth_comparison_recomputes():
@@ -297,7 +308,7 @@ def s2_summary(cells: pd.DataFrame) -> tuple[str, str]:
     """k-G_ENT against S2 (the ASOBS-ENT paper's §5.3) from a folder's cells: per (data
     set, split, k) the difference of ``best_score``; the line of its COMPARISON.md and
     the index's."""
-    d = (_scores(cells, "kg-ent") - _scores(cells, "s2")).dropna()
+    d = _s2_gaps(cells)
     w, lost = int((d > 0).sum()), int((d < 0).sum())
     span = f"ΔBIC {_signed(d.min())} to {_signed(d.max())}, median {_signed(d.median())}"
     return (f"**k-G_ENT higher in {w} of {len(d)}** ({span}), p = "
@@ -325,17 +336,15 @@ def test_s2_sections_recompute():
 def s2_detail(folder: Path, tenfold: Path) -> list[str]:
     """The k-G_ENT vs S2 figures of ``asobs-ent-2018-reduced-s2``'s COMPARISON.md beyond
     its summary line, from the records: the gaps by size (n < 200, 200 <= n < 2,000, the
-    synthetic r0-r14), per k at the extremes, as shares of |BIC(S2)|, and against the gaps of the same cells at
-    ten times the budget (``tenfold``'s records)."""
-    cells = pd.concat(pd.read_parquet(f, columns=["label", "dataset", "split", "k",
-                                                  "best_score", "n_vars"])
-                      for f in sorted(folder.glob("records*.parquet")))
-    d = (_scores(cells, "kg-ent") - _scores(cells, "s2")).dropna()
+    synthetic r0-r14), per k at the extremes, as shares of |BIC(S2)|, and against the
+    gaps of the same cells at ten times the budget (``tenfold``'s records)."""
+    cells = _cells(folder, "n_vars")
+    d = _s2_gaps(cells)
     n = cells.drop_duplicates("dataset").set_index("dataset").n_vars
     size = n.reindex(d.index.get_level_values("dataset")).to_numpy()
 
     def part(g: pd.Series) -> tuple[int, str]:
-        return (len(g.index.droplevel("k").unique()),
+        return (_experiments(g),
                 f"{int((g > 0).sum())} of {len(g)}, {_signed(g.min())} to {_signed(g.max())}, "
                 f"median {_signed(g.median())}")
 
@@ -347,14 +356,12 @@ def s2_detail(folder: Path, tenfold: Path) -> list[str]:
     k_line = (f"At every k, {min(int((g > 0).sum()) for _, g in by_k)} of "
               f"{max(len(g) for _, g in by_k)} (the median {_signed(by_k.median()[2])} at "
               f"k = 2, {_signed(by_k.median()[8])} at k = 8)")
-    other = _cells(tenfold)
-    e = (_scores(other, "kg-ent") - _scores(other, "s2")).dropna()
-    both = pd.concat({"here": d, "ten": e}, axis=1).dropna()
+    both = pd.concat({"here": d, "ten": _s2_gaps(_cells(tenfold))}, axis=1).dropna()
     return [f"n < 200 ({small[0]} experiments), {small[1]}",
             f"200 < n < 2,000 ({mid[0]}), {mid[1]}",
             f"r0–r14 ({large[0]}, 2,000 to 10,000 variables), {large[1]}",
             k_line,
-            f"a median of {real.median():.1%} over the {len(real) // 5} real experiments' "
+            f"a median of {real.median():.1%} over the {_experiments(real)} real experiments' "
             f"cells (at most {real.max():.0%}",
             f"{100 * synthetic.min():.1f}–{synthetic.max():.1%} in every cell of r0–r14",
             f"the gap's median is {_signed(both.here.median())} here and "
@@ -363,7 +370,7 @@ def s2_detail(folder: Path, tenfold: Path) -> list[str]:
 
 
 def test_s2_detail_of_the_reduced_comparison_recomputes():
-    """The by-size, per-k and tenfold-budget figures of ``asobs-ent-2018-reduced-s2``'s
+    """The by-size, per-k, share and tenfold-budget figures of ``asobs-ent-2018-reduced-s2``'s
     COMPARISON.md, recounted from its records and ``asobs-ent-2018-hundredth``'s."""
     folder = RESULTS / "asobs-ent-2018-reduced-s2"
     text = " ".join((folder / "COMPARISON.md").read_text(encoding="utf-8").split())
