@@ -336,12 +336,20 @@ def test_s2_sections_recompute():
 def s2_detail(folder: Path, tenfold: Path) -> list[str]:
     """The k-G_ENT vs S2 figures of ``asobs-ent-2018-reduced-s2``'s COMPARISON.md beyond
     its summary line, from the records: the gaps by size (n < 200, 200 <= n < 2,000, the
-    synthetic r0-r14), per k at the extremes, as shares of |BIC(S2)|, and against the
-    gaps of the same cells at ten times the budget (``tenfold``'s records)."""
-    cells = _cells(folder, "n_vars")
+    synthetic r0-r14), per k at the extremes, as shares of |BIC(S2)|, the least per data
+    set, the k-trees S2 drew against k-G_ENT's orders (the records' ``iterations``), and
+    against the gaps of the same cells at ten times the budget (``tenfold``'s records)."""
+    cells = _cells(folder, "n_vars", "iterations")
     d = _s2_gaps(cells)
     n = cells.drop_duplicates("dataset").set_index("dataset").n_vars
     size = n.reindex(d.index.get_level_values("dataset")).to_numpy()
+    # per data set: the least gap, and the median k-trees (S2) and orders (k-G_ENT) drawn
+    least = d.groupby(level="dataset").min().nsmallest(3)
+    drawn = cells.groupby(["label", "dataset"]).iterations.median()
+    ktrees, orders = drawn["s2"], drawn["kg-ent"]
+    synthetic_ds = ktrees.index.isin(n.index[n >= 2000])
+    fewest, fewest_real = ktrees[synthetic_ds].idxmin(), ktrees[~synthetic_ds].idxmin()
+    assert (ktrees >= orders.reindex(ktrees.index)).all()  # "as many as or more than"
 
     def part(g: pd.Series) -> tuple[int, str]:
         return (_experiments(g),
@@ -357,7 +365,14 @@ def s2_detail(folder: Path, tenfold: Path) -> list[str]:
               f"{max(len(g) for _, g in by_k)} (the median {_signed(by_k.median()[2])} at "
               f"k = 2, {_signed(by_k.median()[8])} at k = 8)")
     both = pd.concat({"here": d, "ten": _s2_gaps(_cells(tenfold))}, axis=1).dropna()
-    return [f"n < 200 ({small[0]} experiments), {small[1]}",
+    smallest = ", ".join(f"{ds} ({n[ds]:,}{' variables' if i == 0 else ''}, {_signed(g)}"
+                         f"{' at least' if i == 0 else ''})"
+                         for i, (ds, g) in enumerate(least.items()))
+    return [f"the smallest per data set are {smallest}",
+            f"a median of {ktrees[fewest]:,.0f} on {fewest} and {ktrees[fewest_real]:,.0f} on "
+            f"{fewest_real} to {ktrees.max():,.0f} on {ktrees.idxmax()}, as many as or more "
+            "than k-G_ENT's orders on every data set",
+            f"n < 200 ({small[0]} experiments), {small[1]}",
             f"200 < n < 2,000 ({mid[0]}), {mid[1]}",
             f"r0–r14 ({large[0]}, 2,000 to 10,000 variables), {large[1]}",
             k_line,
@@ -370,7 +385,8 @@ def s2_detail(folder: Path, tenfold: Path) -> list[str]:
 
 
 def test_s2_detail_of_the_reduced_comparison_recomputes():
-    """The by-size, per-k, share and tenfold-budget figures of ``asobs-ent-2018-reduced-s2``'s
+    """The by-size, per-k, share, least-gap, draw-count and tenfold-budget figures of
+    ``asobs-ent-2018-reduced-s2``'s
     COMPARISON.md, recounted from its records and ``asobs-ent-2018-hundredth``'s."""
     folder = RESULTS / "asobs-ent-2018-reduced-s2"
     text = " ".join((folder / "COMPARISON.md").read_text(encoding="utf-8").split())
