@@ -511,6 +511,20 @@ def sem_summary(folder: Path) -> list[str]:
                  f"{_num(gap.max(), '+.4f')} ({int((gap > 0).sum())} of {len(gap)} rows higher, "
                  f"{int((gap < 0).sum())} lower, {int((gap == 0).sum())} equal to 4 digits")
 
+    # seconds per run, the mean per missing rate: its range over the rates at ×1 on the
+    # data sets under 294 variables, per scale on the others
+    secs = cells.groupby(["dataset", "budget_scale", "missing_rate"]).seconds.mean()
+    nv = cells.groupby("dataset").n_vars.first().sort_values(kind="stable")
+    small = secs.xs(1.0, level="budget_scale")[list(nv.index[nv < 294])]
+    per_scale = []
+    for ds in nv.index[nv >= 294]:
+        x = secs.xs(ds, level="dataset")
+        per_scale.append(f"{ds} " + " / ".join(
+            f"{x.xs(b).min():,.0f}–{x.xs(b).max():,.0f}" for b in (0.5, 1.0, 2.0)))
+    lines.append(f"Seconds per run, the mean per missing rate ({small.min():.1f}–{small.max():.1f} s "
+                 f"at ×1 on the {int((nv < 294).sum())} data sets under 294 variables; at ×0.5 / "
+                 "×1 / ×2 on the others: " + "; ".join(per_scale))
+
     # the wide data sets at ×1, per missing rate: SEM's MPE, the mode's, their gap, mRF's
     wide_sets = []
     for i, ds in enumerate(["ad", "bbc", "c20ng", "cr52", "cwebkb", "book"]):
@@ -654,5 +668,10 @@ def test_sem_comparison_recomputes():
     recounted from the committed records and mrf.json."""
     folder = RESULTS / "sem-imputation-2018-reduced"
     text = " ".join((folder / "COMPARISON.md").read_text(encoding="utf-8").split())
-    for line in sem_summary(folder) + sem_fig10_lines(folder) + sem_mrf_lines(folder):
+    fig10 = sem_fig10_lines(folder)
+    for line in sem_summary(folder) + fig10 + sem_mrf_lines(folder):
         assert line in text, f"{folder.name}/COMPARISON.md lacks: {line}"
+    row = next(r for r in (RESULTS / "README.md").read_text(encoding="utf-8").splitlines()
+               if f"]({folder.name}/COMPARISON.md)" in r)
+    p_half = fig10[0].rsplit("(p = ", 1)[1].rstrip(")")
+    assert f"in direction only (p = {p_half})" in row, "README.md's SEM row: Fig. 10's p"
