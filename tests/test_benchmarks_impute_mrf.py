@@ -12,7 +12,7 @@ from bnsl_dist.pipeline.grid import expand_grid
 from bnsl_dist.pipeline.run import run_cell
 from bnsl_dist.pipeline.tasks.sem import sem_cell_inputs
 from bnsl_dist.sem import imputation_accuracy, mode_impute
-from workflows.benchmarks.impute_mrf import mrf_cells, mrf_impute, pair, summarise
+from workflows.benchmarks.impute_mrf import RECORDS, mrf_cells, mrf_impute, pair, summarise, table
 
 
 def copied_data(n: int = 400) -> tuple[CategoricalData, CategoricalData]:
@@ -113,3 +113,20 @@ def test_mrf_imputes_the_cells_of_the_paper_budgets_once():
     assert len(cells) == 2 * len(grid.sem.missing_rates)
     assert {c.sem.budget_scale for c in cells} == {1.0}
     assert len({(c.seed, c.sem.missing_rate) for c in cells}) == len(cells)
+
+
+def test_committed_mrf_table_is_drawn_from_its_json_paired_with_the_committed_records():
+    """The committed ``mrf.{json,md}`` beside the SEM records (the random-forest runs are
+    timed, not rerun here): each run's SEM fields are those of the committed record of its
+    key, the summary is that of the runs, and the markdown is drawn from the JSON, as
+    ``impute_mrf --report-only`` redraws them."""
+    import json
+
+    folder = RECORDS.parent
+    stored = json.loads((folder / "mrf.json").read_text(encoding="utf-8"))
+    bare = [{k: v for k, v in r.items() if not k.startswith("sem_")} for r in stored["runs"]]
+    runs = pair(bare, RECORDS)
+    assert runs == stored["runs"] and all("sem_accuracy" in r for r in runs)
+    assert summarise(runs) == stored["summary"]
+    assert (folder / "mrf.md").read_text(encoding="utf-8") == \
+        table(stored["summary"], stored["settings"]) + "\n"

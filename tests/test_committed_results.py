@@ -188,8 +188,9 @@ MADE_ELSEWHERE = {
         "underflow.": "workflows/sem_underflow.py; tests/test_sem_underflow.py (the "
                       "markdown from the JSON; the JSON needs the staged Twenty Datasets, "
                       "some of its cells recomputed)",
-        "mrf.": "workflows/benchmarks/impute_mrf.py; not checked: the random-forest "
-                "imputations are timed runs (--report-only redraws mrf.md from mrf.json)",
+        "mrf.": "workflows/benchmarks/impute_mrf.py; tests/test_benchmarks_impute_mrf.py "
+                "(the pairing with the records and mrf.md from mrf.json, as --report-only "
+                "redraws them; the random-forest imputations are timed runs, not rerun)",
     },
 }
 

@@ -367,7 +367,8 @@ def main() -> None:
     ap.add_argument("--report-only", action="store_true",
                     help="run nothing: pair and tabulate the runs of the existing mrf.json")
     args = ap.parse_args()
-    _forest_class()  # the clear error before any work
+    if not args.report_only:
+        _forest_class()  # the clear error before any work
     if args.out:
         _common.OUT_DIR = Path(args.out)
     settings = {"n_estimators": args.n_estimators, "alpha": args.alpha,
