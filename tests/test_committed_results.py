@@ -431,6 +431,59 @@ def test_s2_detail_of_the_reduced_comparison_recomputes():
         assert line in text, f"{folder.name}/COMPARISON.md lacks: {line}"
 
 
+def kmax_hundredth_cells() -> list[str]:
+    """The ΔBIC = BIC(k-MAX) − BIC(k-G) cells of kmax-2018-hundredth's COMPARISON.md, per
+    group of experiments (the 24 real ones of 200 < n < 2,000, the five network samples,
+    r0-r4) and k: at ÷100 (this grid) and at ÷1,000 (kmax-2018-reduced, the same
+    experiments); then the Table 3 row over all 34 and the tenfold budget's gain per cell."""
+    ten, one = (_cells(RESULTS / f) for f in ("kmax-2018-hundredth", "kmax-2018-reduced"))
+    d_ten = (_scores(ten, "kmax") - _scores(ten, "kg")).dropna()
+    d_one = (_scores(one, "kmax") - _scores(one, "kg")).reindex(d_ten.index)
+    assert d_one.notna().all()
+    ds = d_ten.index.get_level_values("dataset")
+    groups = {"real": ~ds.str.fullmatch(r"r\d+") & ~ds.str.endswith("-s5000"),
+              "networks": ds.str.endswith("-s5000"), "synthetic": ds.str.fullmatch(r"r\d+")}
+
+    def counts(d: pd.Series) -> tuple[int, int, str]:
+        w, lost = int((d > 0).sum()), int((d < 0).sum())
+        return w, lost, _p_value(binomial_two_sided_p(w, w + lost))
+
+    def span(d: pd.Series) -> str:
+        return f"{_signed(d.min())} to {_signed(d.max())}, median {_signed(d.median())}"
+
+    out = []
+    for name, sel in groups.items():
+        for k in (2, 5, 8):
+            at = sel & (d_ten.index.get_level_values("k") == k)
+            a, b = d_ten[at], d_one[at]
+            w, lost, p = counts(a)
+            w1, lost1, p1 = counts(b)
+            big = f"ΔBIC > 10 in {int((a > 10).sum())}; " if name == "real" else ""
+            tail = f"; p = {p}" if name == "real" else ""
+            out.append(f"| k = {k} | k-MAX {w}–{lost} ({big}{span(a)}{tail}) | {w1}–{lost1} "
+                       f"({span(b)}{f'; p = {p1}' if lost1 else ''}) |")
+    by_k = [(d_ten.xs(k, level="k"), d_one.xs(k, level="k")) for k in (2, 5, 8)]
+    n = len(by_k[0][0])
+    ps = {counts(a)[2] for a, _ in by_k}
+    assert len(ps) == 1 and all(int((a > 10).sum()) == n for a, _ in by_k)
+    out.append(f"ΔBIC > 10 for k-MAX in {n} of {n} at every k (sign test p = {ps.pop()} each) | "
+               + ", ".join(str(int((b > 10).sum())) for _, b in by_k[:-1])
+               + f" and {int((by_k[-1][1] > 10).sum())} of {n}")
+    gain = pd.concat([_scores(ten, lab) - _scores(one, lab) for lab in ("kmax", "kg")]).dropna()
+    out.append(f"{int((gain > 0).sum())} of {len(gain)} cells score above their ÷1,000 "
+               f"counterpart (up to {_signed(gain.max())})")
+    return out
+
+
+def test_kmax_hundredth_comparison_recomputes():
+    """kmax-2018-hundredth's COMPARISON.md tables, recounted from the records of both
+    budgets."""
+    text = " ".join((RESULTS / "kmax-2018-hundredth" / "COMPARISON.md").read_text(
+        encoding="utf-8").split())
+    for line in kmax_hundredth_cells():
+        assert line in text, f"kmax-2018-hundredth/COMPARISON.md lacks: {line}"
+
+
 def kmax_inference_summary(records: Path) -> list[str]:
     """The figures of kmax-inference-2018-reduced's COMPARISON.md (k-MAX's Figs. 4-5),
     counted here from the records: per data set with all three k and the true network's
