@@ -484,6 +484,38 @@ def test_kmax_hundredth_comparison_recomputes():
         assert line in text, f"kmax-2018-hundredth/COMPARISON.md lacks: {line}"
 
 
+def twilp_lines() -> list[str]:
+    """The counts of twilp-2014-reduced's COMPARISON.md (the shape of Table 1), from its
+    records: the unbounded optimum against TWILP at k = 2 and 3 (wins at ΔBIC ≥ 2, ties
+    below, sign test),
+    k = 3 against k = 2, and the cells proven optimal."""
+    c = _cells(RESULTS / "twilp-2014-reduced", "status")
+    free = c[c.label == "unbounded"].set_index("dataset").best_score
+    tw = {k: c[(c.label == "twilp") & (c.k == k)].set_index("dataset").best_score for k in (2, 3)}
+    cmp = {k: (free - tw[k]).dropna() for k in (2, 3)}
+    n = len(free)
+    assert all(len(d) == n and (d > -1e-6).all() for d in cmp.values())
+    wins = {k: int((d >= 2).sum()) for k, d in cmp.items()}  # the ΔBIC tables' tie: |Δ| < 2
+    ps = {k: binomial_two_sided_p(w, w) for k, w in wins.items()}
+    above = int((tw[3] - tw[2] >= -1e-6).sum())
+    proven = c.status == "optimal"
+    return [f"unbounded ≥ TWILP on {n}/{n} at k = 2 and k = 3 (ΔBIC table: {wins[2]} and "
+            f"{wins[3]} wins, {n - wins[2]} and {n - wins[3]} ties; sign test p = {ps[2]:.2g} / "
+            f"{ps[3]:.2g})",
+            f"k = 3 ≥ k = 2 on {above}/{n} here",
+            f"{int(proven[c.label == 'twilp'].sum())} of {int((c.label == 'twilp').sum())} "
+            f"TWILP cells proven optimal in 43 s (the unbounded ILP: "
+            f"{int(proven[c.label == 'unbounded'].sum())} of {n})"]
+
+
+def test_twilp_comparison_recomputes():
+    """twilp-2014-reduced's COMPARISON.md counts, recounted from its records."""
+    text = " ".join((RESULTS / "twilp-2014-reduced" / "COMPARISON.md").read_text(
+        encoding="utf-8").split())
+    for line in twilp_lines():
+        assert line in text, f"twilp-2014-reduced/COMPARISON.md lacks: {line}"
+
+
 def kmax_inference_summary(records: Path) -> list[str]:
     """The figures of kmax-inference-2018-reduced's COMPARISON.md (k-MAX's Figs. 4-5),
     counted here from the records: per data set with all three k and the true network's
