@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from bnsl_dist.cli.tables import write_all_tables
@@ -514,6 +515,56 @@ def test_twilp_comparison_recomputes():
         encoding="utf-8").split())
     for line in twilp_lines():
         assert line in text, f"twilp-2014-reduced/COMPARISON.md lacks: {line}"
+
+
+def pops_lines() -> list[str]:
+    """The counts of pops-2014-reduced's COMPARISON.md (Yuan & Malone's POPS constraints),
+    from its records and failures: the runs proven optimal per solver and constraint, A*,R
+    against A* in seconds, A*,R against A*,O and A* against AWA* in nodes expanded."""
+    recs = load_records(RESULTS / "pops-2014-reduced" / "records.parquet")
+    c = recs.frame().set_index(["label", "dataset"])
+    solved = (c.status == "optimal").groupby(level="label").sum()
+    failed = sorted(str(f.dataset).removesuffix("1000") for f in recs.failures
+                    if f.label == "astar")
+
+    def gap(label: str) -> str:
+        x = c.loc[label]
+        x = x[x.status != "optimal"]
+        assert len(x) == 1
+        g = float((x.bound - x.best_score).abs().iloc[0] / x.best_score.abs().iloc[0])
+        return f"{x.index[0]}: gap {np.format_float_positional(float(f'{g:.1g}'), trim='-')}"
+
+    def per(label: str, col: str) -> pd.Series:
+        x = c.loc[label]
+        return x[x.status == "optimal"][col]
+
+    sec_r, sec = per("astar-pops-r", "elapsed"), per("astar", "elapsed")
+    # A* without constraints failed where it found no network; A*,R solved those
+    assert len(sec_r) == len(c.loc["astar-pops-r"]) and len(sec) + len(failed) == len(sec_r)
+    faster = int((sec_r < sec.reindex(sec_r.index)).sum()) + len(failed)
+    nodes_r, nodes_o = per("astar-pops-r", "iterations"), per("astar-pops", "iterations")
+    both = nodes_r.index.intersection(nodes_o.index)
+    a_star, awa = per("astar", "iterations"), per("awastar", "iterations")
+    common = a_star.index.intersection(awa.index)
+    return [f"| A* | {solved['astar']} ({len(failed)} found no network: {', '.join(failed)}) | "
+            f"{solved['astar-pops']} | {solved['astar-pops-r']} |",
+            f"| AWA* | {solved['awastar']} | — | {solved['awastar-pops-r']} "
+            f"({gap('awastar-pops-r')}) |",
+            f"| BFBnB | {solved['bfbnb']} | — | {solved['bfbnb-pops-r']} ({gap('bfbnb-pops-r')}) |",
+            f"A*,R faster than A* on {faster} of {len(sec_r)}, {len(failed)} of them "
+            "out-of-budget runs turned into solved ones",
+            f"A*,R ≤ A*,O on {int((nodes_r[both] <= nodes_o[both]).sum())}/{len(both)} "
+            f"(strictly fewer on {int((nodes_r[both] < nodes_o[both]).sum())})",
+            f"on the {len(common)} sets both solve: fewer or equal on "
+            f"{int((a_star[common] <= awa[common]).sum())}/{len(common)}"]
+
+
+def test_pops_comparison_recomputes():
+    """pops-2014-reduced's COMPARISON.md counts, recounted from its records."""
+    text = " ".join((RESULTS / "pops-2014-reduced" / "COMPARISON.md").read_text(
+        encoding="utf-8").split())
+    for line in pops_lines():
+        assert line in text, f"pops-2014-reduced/COMPARISON.md lacks: {line}"
 
 
 def kmax_inference_summary(records: Path) -> list[str]:
