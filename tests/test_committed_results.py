@@ -354,6 +354,133 @@ def s2_summary(cells: pd.DataFrame) -> tuple[str, str]:
             f"k-G_ENT higher in {w} of {len(d)} ({span})")
 
 
+def asobs_ent_rows() -> list[str]:
+    """The figures of asobs-ent-2018-reduced's main table (the ASOBS-ENT paper's Tables
+    2-4 at ÷1,000), from its records: per size column (n ≤ 200, 200 < n < 2,000, the
+    synthetic n ≥ 2,000) the ΔBIC of each pair of labels per experiment, counted as the
+    ΔBIC tables do (a win at ΔBIC ≥ 2, a tie between), with the two-sided sign test."""
+    cells = _cells(RESULTS / "asobs-ent-2018-reduced", "n_vars")
+    n = cells.drop_duplicates("dataset").set_index("dataset").n_vars
+
+    def delta(a: str, b: str, col: str) -> pd.Series:
+        d = (_scores(cells, a) - _scores(cells, b)).dropna()
+        size = n.reindex(d.index.get_level_values("dataset")).to_numpy()
+        keep = {"small": size <= 200, "mid": (size > 200) & (size < 2000),
+                "large": size >= 2000}[col]
+        return d[keep]
+
+    def count(d: pd.Series) -> tuple[int, int, int, str]:
+        w, lost = int((d >= 2).sum()), int((d <= -2).sum())
+        return w, lost, len(d) - w - lost, _p_value(binomial_two_sided_p(w, w + lost))
+
+    def ties(t: int) -> str:
+        return f", {t} ties" if t else ""
+
+    def ilp_wins(d: pd.Series) -> str:
+        per = (d <= -2).groupby(level="dataset").sum()
+        per = per[per > 0]
+        parts = []
+        for c in sorted(set(per), reverse=True):
+            names = ", ".join(sorted(per.index[per == c]))
+            parts.append(f"{names} ({'1 each' if c == 1 else f'{c}/3'})")
+        return ", ".join(parts)
+
+    def span(d: pd.Series) -> str:
+        lo, hi = (d.max(), d.min()) if (d < 0).all() else (d.min(), d.max())
+        return f"{_signed(lo)} to {_signed(hi)}"
+
+    rows = []
+    # Table 2, n <= 200 and 200 < n < 2,000: the paper's variant and the other against ASOBS
+    d, e = delta("asobs-ent", "asobs", "small"), delta("asobs-ent-last", "asobs", "small")
+    w, lost, t, p = count(d)
+    w2, lost2, t2, p2 = count(e)
+    rows.append(f"{len(d)} experiments, ASOBS-ENT wins {w}, ASOBS {lost}{ties(t)} (p = {p}; "
+                f"median ΔBIC {_num(d.median(), '+.1f')}). Beside it `asobs-ent-last`: wins "
+                f"{w2}, ASOBS {lost2}{ties(t2)} (p = {p2})")
+    d, e = delta("asobs-ent", "asobs", "mid"), delta("asobs-ent-last", "asobs", "mid")
+    w, lost, t, p = count(d)
+    w2, lost2, t2, p2 = count(e)
+    assert w == 0 and t == 0
+    rows.append(f"ASOBS wins {lost} of {len(d)}** (p = {p}; ΔBIC {span(d)}, median "
+                f"{_signed(d.median())}; {int((d < -10).sum())} of them < −10). `asobs-ent-last`: "
+                f"wins {w2}, ASOBS {lost2}{ties(t2)} (p = {p2}; median {_signed(e.median())})")
+    # against the 3.6 s ILP
+    for col in ("small", "mid"):
+        d, e = delta("asobs-ent", "ilp", col), delta("asobs-ent-last", "ilp", col)
+        w, lost, t, p = count(d)
+        w2, lost2, t2, p2 = count(e)
+        med = f"; median ΔBIC {_signed(d.median())}" if col == "mid" else ""
+        rows.append(f"`asobs-ent` wins {w}, ILP {lost}{ties(t)} (p = {p}{med}); the ILP wins on "
+                    f"{ilp_wins(d)}. `asobs-ent-last`: {w2} / {lost2}{f' / {t2}' if t2 else ''} "
+                    f"(p = {p2})")
+    # Tables 3-4: k-G_ENT (early) against k-G, per k
+    by_k = [count(g) for _, g in delta("kg-ent", "kg", "small").groupby(level="k")]
+    ws, ls = [c[0] for c in by_k], [c[1] for c in by_k]
+    worst = max(by_k, key=lambda c: binomial_two_sided_p(c[0], c[0] + c[1]))[3]
+    m = _experiments(delta("kg-ent", "kg", "small"))
+    rows.append(f"k-G_ENT (`early`) wins {min(ws)}–{max(ws)} of {m} for every k, k-G "
+                f"{min(ls)}–{max(ls)} (p ≤ {worst} at every k")
+    mid = delta("kg-ent", "kg", "mid")
+    per_k = [count(g) for _, g in mid.groupby(level="k")]
+    m = _experiments(mid)
+    assert all(c[0] == m for c in per_k) and (mid > 10).all()
+    rows.append(f"k-G_ENT wins {m} of {m} for every k, all by ΔBIC > 10 (p = {per_k[0][3]})")
+    # n >= 2,000 (r0-r14)
+    d = delta("asobs-ent", "asobs", "large")
+    w, lost, t, p = count(d)
+    won, lost_at = d[d >= 2], d[d <= -2]
+    big = d[d.index.get_level_values("dataset").isin([f"r{i}" for i in range(10, 15)])]
+    e = delta("asobs-ent-last", "asobs", "large")
+    f = delta("asobs-ent", "asobs-ent-last", "large")
+    we, le, _, pe = count(e)
+    wf, _, _, pf = count(f)
+    assert we == 0 and (big >= 2).all()
+    losses = ", ".join(f"{i[0]} {_signed(v)}" for i, v in lost_at.items())
+    rows.append(f"`asobs-ent` wins {w} of {len(d)}** (ΔBIC {span(won)}; {losses}; p = {p}; "
+                f"r10–r14 {len(big)} of {len(big)}, {span(big)}); `asobs-ent-last` loses all "
+                f"{le} ({span(e)}, p = {pe}); `asobs-ent` beats `asobs-ent-last` {wf} of {len(f)} "
+                f"({span(f)}, p = {pf})")
+    d = delta("asobs-ent", "ilp", "large")
+    assert (d >= 2).all()
+    rows.append(f"rerun r0–r14: `asobs-ent` wins {len(d)} of {len(d)} ({span(d)})")
+    large = delta("kg-ent", "kg", "large")
+    groups: dict[tuple[int, int, str], list[int]] = {}
+    for k, g in large.groupby(level="k"):
+        w, lost, _, p = count(g)
+        groups.setdefault((w, lost, p), []).append(int(k))
+    assert (large[large > 0] > 10).all()
+    parts = []
+    for (w, lost, p), ks in sorted(groups.items(), key=lambda kv: -kv[0][0]):
+        where = f"k = {', '.join(map(str, ks))}"
+        if lost:
+            lo = large[(large <= -2) & large.index.get_level_values("k").isin(ks)]
+            parts.append(f"{w}–{lost} ({where}, p = {p}; "
+                         + "; ".join(f"{i[0]}, {_signed(v)}" for i, v in lo.items()) + ")")
+        else:
+            parts.append(f"{w}–{lost} ({where}; p = {p})")
+    big = large[large.index.get_level_values("dataset").isin([f"r{i}" for i in range(10, 15)])]
+    assert (big >= 2).all()
+    rows.append(f"k-G_ENT wins {' and '.join(parts)}, all by ΔBIC > 10; r10–r14 "
+                f"{_experiments(big)} of {_experiments(big)} at every k ({span(big)})")
+    # `late` against k-G
+    late = []
+    for col in ("small", "mid", "large"):
+        ls = [count(g)[1] for _, g in delta("kg-ent-late", "kg", col).groupby(level="k")]
+        m = _experiments(delta("kg-ent-late", "kg", col))
+        late.append(f"{min(ls)}–{max(ls)} of {m}" if min(ls) != max(ls) else f"{ls[0]} of {m}")
+    rows.append(f"k-G wins {late[0]} (n ≤ 200), {late[1]} (200 < n < 2,000) and {late[2]} "
+                "(n ≥ 2,000) for every k")
+    return rows
+
+
+def test_asobs_ent_comparison_recomputes():
+    """asobs-ent-2018-reduced's main table, recounted from its records."""
+    text = " ".join((RESULTS / "asobs-ent-2018-reduced" / "COMPARISON.md").read_text(
+        encoding="utf-8").split())
+    for line in asobs_ent_rows():
+        assert line in text, f"asobs-ent-2018-reduced/COMPARISON.md lacks: {line}"
+
+
 def test_s2_sections_recompute():
     """The k-G_ENT vs S2 figures of each COMPARISON.md that reports them, and of the
     index, recounted from the committed records of its folder."""
@@ -629,8 +756,8 @@ def _num(x: float, spec: str) -> str:
 
 def _p_value(p: float) -> str:
     """A sign test's p as the COMPARISON files write it: two significant digits
-    (``0.030``, ``0.11``), small ones as ``7.6·10⁻⁶``."""
-    if p >= 1e-3:
+    (``0.030``, ``0.11``, ``0.00028``), those below 10⁻⁴ as ``7.6·10⁻⁶``."""
+    if p >= 1e-4:
         return f"{p:#.2g}"
     mantissa, exponent = f"{p:.1e}".split("e")
     return f"{mantissa}·10{str(int(exponent)).translate(str.maketrans('-0123456789', '⁻⁰¹²³⁴⁵⁶⁷⁸⁹'))}"
