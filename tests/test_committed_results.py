@@ -603,6 +603,53 @@ def kmax_hundredth_cells() -> list[str]:
     return out
 
 
+def kmax_reduced_rows() -> list[str]:
+    """The Table 3-4 rows of kmax-2018-reduced's COMPARISON.md, from its records: ΔBIC =
+    BIC(k-MAX) − BIC(k-G) per experiment and k (wins, ΔBIC > 10, sign test), on r0-r9 and
+    on r10-r14; the median iterations of each on 200 < n < 2,000."""
+    c = _cells(RESULTS / "kmax-2018-reduced")
+    d = (_scores(c, "kmax") - _scores(c, "kg")).dropna()
+    ks = (2, 5, 8)
+    per = {k: d.xs(k, level="k") for k in ks}
+    n = len(per[2])
+    assert all(len(x) == n for x in per.values())
+    assert all(((x > 0) == (x > 10)).all() for x in per.values())  # no win of 10 or less
+    ds = per[2].index.get_level_values("dataset")
+    r09 = ds.isin([f"r{i}" for i in range(10)])
+    r10 = ds.isin([f"r{i}" for i in range(10, 15)])
+    assert all((per[k][r09] > 10).all() and (per[k][r10] > 10).all() for k in ks)
+    low = pd.concat([per[k][r09] for k in ks])
+    meds = [per[k][r09].median() for k in ks]
+    big = pd.concat([per[k][r10] for k in ks])
+    won = [int((per[k] > 10).sum()) for k in ks]
+    lost = [int((per[k] < 0).sum()) for k in ks]
+    ps = [_p_value(binomial_two_sided_p(w, w + lo)) for w, lo in zip(won, lost, strict=True)]
+    it = _cells(RESULTS / "kmax-2018-reduced", "iterations", "n_vars")
+    it = it[(it.n_vars > 200) & (it.n_vars < 2000)]
+    med = it.groupby(["k", "label"]).iterations.median()
+    tm = it[(it.dataset == "tmovie") & (it.split == "test") & (it.k == 5)].set_index("label")
+    iters = (f"200 < n < 2,000 ({_experiments(it.set_index(['dataset', 'split', 'k']).iterations)} "
+             "experiments), median iterations in 3.6 s: "
+             + "; ".join(f"k = {k}: {med[k, 'kmax']:,.0f} vs {med[k, 'kg']:,.0f}" for k in ks)
+             + f"; on tmovie.test at k = 5 {tm.iterations['kmax']:,} vs {tm.iterations['kg']:,}")
+    return [iters,
+            f"ΔBIC > 10 for k-MAX in {won[0]} (k = 2), {won[1]} (k = 5) and {won[2]} (k = 8) of "
+            f"{n} (no win of 10 or less); on r0–r9 in {int(r09.sum())} of {int(r09.sum())} at every "
+            f"k (ΔBIC ≥ {_signed(low.min())}; medians {_signed(min(meds))} to {_signed(max(meds))}); "
+            f"on r10–r14 (10,000 variables) in {int(r10.sum())} of {int(r10.sum())} at every k "
+            f"(ΔBIC {_signed(big.min())} to {_signed(big.max())})",
+            f"{won[0]}–{lost[0]}, {won[1]}–{lost[1]}, {won[2]}–{lost[2]} at k = 2, 5, 8 (sign test "
+            f"p = {ps[0]}, {ps[1]}, {ps[2]})"]
+
+
+def test_kmax_reduced_comparison_recomputes():
+    """kmax-2018-reduced's Table 3 rows, recounted from its records."""
+    text = " ".join((RESULTS / "kmax-2018-reduced" / "COMPARISON.md").read_text(
+        encoding="utf-8").split())
+    for line in kmax_reduced_rows():
+        assert line in text, f"kmax-2018-reduced/COMPARISON.md lacks: {line}"
+
+
 def test_kmax_hundredth_comparison_recomputes():
     """kmax-2018-hundredth's COMPARISON.md tables, recounted from the records of both
     budgets."""
