@@ -741,6 +741,56 @@ def test_pops_comparison_recomputes():
         assert line in text, f"pops-2014-reduced/COMPARISON.md lacks: {line}"
 
 
+def qds_lines() -> dict[str, list[str]]:
+    """Rahier et al.'s Table 1 figures of the two qds COMPARISON.md files (÷100 and ÷10),
+    from the records through the screening table's means over the seeds: total seconds,
+    BDeu per row, arcs of sota and qds(ε_0.5), and the loss of score."""
+    from bnsl_dist.reporting.screening import screening_frame
+
+    t = {}
+    for folder in ("qds-2018-reduced", "qds-2018-tenth"):
+        recs = load_records(RESULTS / folder / "records.parquet").frame()
+        rows = recs.drop_duplicates("label").set_index("label").n_samples
+        f = screening_frame(recs).set_index("label").loc[["sota", "qds-x0.5"]]
+        t[folder] = (f, int(rows["sota"]))
+
+    def per_row(folder: str, label: str) -> float:
+        f, n = t[folder]
+        return float(f.loc[label, "score mean"]) / n
+
+    def loss(folder: str) -> str:
+        f, n = t[folder]
+        d = float(f.loc["qds-x0.5", "score mean"] - f.loc["sota", "score mean"])
+        return f"{_num(d / n, '.3f')} nats per row (ΔBIC {_signed(d)}"
+
+    (one, _), (ten, _) = t["qds-2018-reduced"], t["qds-2018-tenth"]
+    s1, q1 = one["total s"]
+    s10, q10 = ten["total s"]
+    gain = per_row("qds-2018-tenth", "sota") - per_row("qds-2018-reduced", "sota")
+    bdeu = [_num(per_row(f, lab), ".3f") for f in t for lab in ("sota", "qds-x0.5")]
+    a1, a10 = one["arcs"].round().astype(int).tolist(), ten["arcs"].round().astype(int).tolist()
+    reduced = [f"| time (s) | 252 | 36 (7.0× faster) | {s1:.2f} | {q1:.2f} ({s1 / q1:.1f}× faster) |",
+               f"| BDeu per row | −6.2 | −6.5 | {bdeu[0]} | {bdeu[1]} |",
+               f"| arcs | 102 | 37 | {a1[0]} | {a1[1]} |",
+               loss("qds-2018-reduced")]
+    tenth = [f"| time (s) | 252 | 36 (7.0× faster) | {s1:.2f} | {q1:.2f} ({s1 / q1:.1f}×) | "
+             f"{s10:.1f} | {q10:.2f} ({s10 / q10:.0f}×) |",
+             f"| BDeu per row | −6.2 | −6.5 | {bdeu[0]} | {bdeu[1]} | {bdeu[2]} | {bdeu[3]} |",
+             f"| arcs | 102 | 37 | {a1[0]} | {a1[1]} | {a10[0]} | {a10[1]} |",
+             loss("qds-2018-tenth"),
+             f"the loss grows (÷100: {loss('qds-2018-reduced').split(' nats')[0]}) because sota "
+             f"gains {gain:.2f} per row from the larger cache"]
+    return {"qds-2018-reduced": reduced, "qds-2018-tenth": tenth}
+
+
+def test_qds_comparisons_recompute():
+    """Table 1's figures in the two qds COMPARISON.md files, recounted from the records."""
+    for folder, lines in qds_lines().items():
+        text = " ".join((RESULTS / folder / "COMPARISON.md").read_text(encoding="utf-8").split())
+        for line in lines:
+            assert line in text, f"{folder}/COMPARISON.md lacks: {line}"
+
+
 def kmax_inference_summary(records: Path) -> list[str]:
     """The figures of kmax-inference-2018-reduced's COMPARISON.md (k-MAX's Figs. 4-5),
     counted here from the records: per data set with all three k and the true network's
