@@ -636,7 +636,7 @@ def kmax_reduced_rows() -> list[str]:
     return [iters,
             f"ΔBIC > 10 for k-MAX in {won[0]} (k = 2), {won[1]} (k = 5) and {won[2]} (k = 8) of "
             f"{n} (no win of 10 or less); on r0–r9 in {int(r09.sum())} of {int(r09.sum())} at every "
-            f"k (ΔBIC ≥ {_signed(low.min())}; medians {_signed(min(meds))} to {_signed(max(meds))}); "
+            f"k (ΔBIC ≥ {_signed(math.floor(low.min()))}; medians {_signed(min(meds))} to {_signed(max(meds))}); "
             f"on r10–r14 (10,000 variables) in {int(r10.sum())} of {int(r10.sum())} at every k "
             f"(ΔBIC {_signed(big.min())} to {_signed(big.max())})",
             f"{won[0]}–{lost[0]}, {won[1]}–{lost[1]}, {won[2]}–{lost[2]} at k = 2, 5, 8 (sign test "
