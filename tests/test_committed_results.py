@@ -846,6 +846,53 @@ def test_qds_comparisons_recompute():
             assert line in text, f"{folder}/COMPARISON.md lacks: {line}"
 
 
+def inference_rows() -> list[str]:
+    """The table of inference-2018-reduced's COMPARISON.md (the ASOBS-ENT paper's §6.3,
+    Table 5 and Figs. 5-7), from its records: on the 20 real experiments, ms per P(e) query
+    of ASOBS-ENT's unbounded networks and of k-G_ENT's per k, and k-G_ENT's mae of P(e); on
+    r0-r14, ms per marginal and k-G_ENT's relative mae of the marginals."""
+    from bnsl_dist.reporting.inference import inference_frame
+
+    c = inference_frame(load_records(RESULTS / "inference-2018-reduced" / "records.parquet")
+                        .frame())
+    synthetic = c.dataset.str.fullmatch(r"r\d+")
+    real, syn = c[~synthetic], c[synthetic]
+
+    def two_digits(x: float) -> str:  # a ratio to two significant digits
+        return f"{float(f'{x:.2g}'):,.0f}"
+
+    def side(cells: pd.DataFrame, col: str, digits: str) -> tuple[pd.Series, pd.Series, str]:
+        free = cells[cells.label == "asobs-ent"]
+        kg = cells[cells.label == "kg-ent"].groupby("k")[col].mean()
+        fast = free[col].mean() / kg
+        return free, kg, (" / ".join(f"{x:{digits}}" for x in kg) + " at k = 2 / 4 / 6 / 8 — "
+                          f"{two_digits(fast.min())}× to {two_digits(fast.max())}× faster")
+
+    free, _, kg = side(real, "ms_pe", ".3f")
+    n, exact = len(free), int(free.exact.sum())
+    mae = real[real.label == "kg-ent"].groupby("k").mae_pe.mean()
+    free2, _, kg2 = side(syn, "ms_marginal", ".3f")
+    rel = syn[syn.label == "kg-ent"].groupby("k").relative_mae_marginals.agg(["median", "min", "max"])
+    assert rel["median"].round(3).nunique() == 1 and not free2.exact.any()
+    return [f"mean ms per P(e) query {free.ms_pe.mean():.1f} (median {free.ms_pe.median():.1f}; "
+            f"exact on {exact} of {n}, widths {free.width.min():.0f}–{free.width.max():.0f}; "
+            f"likelihood weighting on the other {n - exact}), k-G_ENT {kg} on average",
+            "rerun: mean mae " + " / ".join(f"{x:.5f}" for x in mae) + " at k = 2 / 4 / 6 / 8",
+            f"rerun: mean ms per marginal, ASOBS-ENT {free2.ms_marginal.mean():.2f} (median "
+            f"{free2.ms_marginal.median():.2f}; exact on none of the {len(free2)}, each by "
+            f"likelihood weighting), k-G_ENT {kg2}",
+            f"rerun: median {rel['median'].iloc[0]:.3f} at every k (range {rel['min'].min():.2f}–"
+            f"{rel['max'].max():.2f})"]
+
+
+def test_inference_comparison_recomputes():
+    """inference-2018-reduced's table, recounted from its records."""
+    text = " ".join((RESULTS / "inference-2018-reduced" / "COMPARISON.md").read_text(
+        encoding="utf-8").split())
+    for line in inference_rows():
+        assert line in text, f"inference-2018-reduced/COMPARISON.md lacks: {line}"
+
+
 def kmax_inference_summary(records: Path) -> list[str]:
     """The figures of kmax-inference-2018-reduced's COMPARISON.md (k-MAX's Figs. 4-5),
     counted here from the records: per data set with all three k and the true network's
