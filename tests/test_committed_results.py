@@ -251,6 +251,14 @@ def _s2_gaps(cells: pd.DataFrame) -> pd.Series:
     return (_scores(cells, "kg-ent") - _scores(cells, "s2")).dropna()
 
 
+def _assert_in_comparison(folder: str, lines: list[str]) -> None:
+    """Each of ``lines`` stands in ``folder``'s COMPARISON.md (whitespace folded)."""
+    path = RESULTS / folder / "COMPARISON.md"
+    text = " ".join(path.read_text(encoding="utf-8").split())
+    for line in lines:
+        assert line in text, f"{path.relative_to(RESULTS.parents[1])} lacks: {line}"
+
+
 def _experiments(cells: pd.Series) -> int:
     """How many (data set, split) a per-(data set, split, k) series covers."""
     return len(cells.index.droplevel("k").unique())
@@ -305,8 +313,7 @@ def test_kg_section_of_the_hundredth_comparison_recomputes():
         own.append(f"{int((d > 0).sum())} of {len(d)} ({span(d)})")
     assert (f"k-G above it in\n{own[0]}, k-G_ENT {own[1]},\n`kg-ent-late` {own[2]}."
             ) in text
-    line = hundredth_gain_line()
-    assert line in " ".join(text.split()), f"{hundredth}/COMPARISON.md lacks: {line}"
+    _assert_in_comparison(hundredth, [hundredth_gain_line()])
 
 
 def hundredth_gain_line() -> str:
@@ -476,10 +483,7 @@ def asobs_ent_rows() -> list[str]:
 
 def test_asobs_ent_comparison_recomputes():
     """asobs-ent-2018-reduced's main table, recounted from its records."""
-    text = " ".join((RESULTS / "asobs-ent-2018-reduced" / "COMPARISON.md").read_text(
-        encoding="utf-8").split())
-    for line in asobs_ent_rows():
-        assert line in text, f"asobs-ent-2018-reduced/COMPARISON.md lacks: {line}"
+    _assert_in_comparison("asobs-ent-2018-reduced", asobs_ent_rows())
 
 
 def test_s2_sections_recompute():
@@ -492,8 +496,7 @@ def test_s2_sections_recompute():
         if "s2" not in set(cells.label):
             continue
         line, short = s2_summary(cells)
-        text = (RESULTS / folder / "COMPARISON.md").read_text(encoding="utf-8")
-        assert line in text, f"{folder}/COMPARISON.md lacks: {line}"
+        _assert_in_comparison(folder, [line])
         assert short in index, f"README.md lacks: {short}"
         checked += 1
     assert checked
@@ -555,9 +558,7 @@ def test_s2_detail_of_the_reduced_comparison_recomputes():
     ``asobs-ent-2018-reduced-s2``'s
     COMPARISON.md, recounted from its records and ``asobs-ent-2018-hundredth``'s."""
     folder = RESULTS / "asobs-ent-2018-reduced-s2"
-    text = " ".join((folder / "COMPARISON.md").read_text(encoding="utf-8").split())
-    for line in s2_detail(folder, RESULTS / "asobs-ent-2018-hundredth"):
-        assert line in text, f"{folder.name}/COMPARISON.md lacks: {line}"
+    _assert_in_comparison(folder.name, s2_detail(folder, RESULTS / "asobs-ent-2018-hundredth"))
 
 
 def kmax_hundredth_cells() -> list[str]:
@@ -645,19 +646,13 @@ def kmax_reduced_rows() -> list[str]:
 
 def test_kmax_reduced_comparison_recomputes():
     """kmax-2018-reduced's Table 3 rows, recounted from its records."""
-    text = " ".join((RESULTS / "kmax-2018-reduced" / "COMPARISON.md").read_text(
-        encoding="utf-8").split())
-    for line in kmax_reduced_rows():
-        assert line in text, f"kmax-2018-reduced/COMPARISON.md lacks: {line}"
+    _assert_in_comparison("kmax-2018-reduced", kmax_reduced_rows())
 
 
 def test_kmax_hundredth_comparison_recomputes():
     """kmax-2018-hundredth's COMPARISON.md tables, recounted from the records of both
     budgets."""
-    text = " ".join((RESULTS / "kmax-2018-hundredth" / "COMPARISON.md").read_text(
-        encoding="utf-8").split())
-    for line in kmax_hundredth_cells():
-        assert line in text, f"kmax-2018-hundredth/COMPARISON.md lacks: {line}"
+    _assert_in_comparison("kmax-2018-hundredth", kmax_hundredth_cells())
 
 
 def twilp_lines() -> list[str]:
@@ -686,10 +681,7 @@ def twilp_lines() -> list[str]:
 
 def test_twilp_comparison_recomputes():
     """twilp-2014-reduced's COMPARISON.md counts, recounted from its records."""
-    text = " ".join((RESULTS / "twilp-2014-reduced" / "COMPARISON.md").read_text(
-        encoding="utf-8").split())
-    for line in twilp_lines():
-        assert line in text, f"twilp-2014-reduced/COMPARISON.md lacks: {line}"
+    _assert_in_comparison("twilp-2014-reduced", twilp_lines())
 
 
 def pops_lines() -> list[str]:
@@ -782,18 +774,12 @@ def pops_top_p_lines() -> list[str]:
 
 def test_pops_top_p_comparison_recomputes():
     """pops-2014-top-p-reduced's Figure 4 figures, recounted from its records."""
-    text = " ".join((RESULTS / "pops-2014-top-p-reduced" / "COMPARISON.md").read_text(
-        encoding="utf-8").split())
-    for line in pops_top_p_lines():
-        assert line in text, f"pops-2014-top-p-reduced/COMPARISON.md lacks: {line}"
+    _assert_in_comparison("pops-2014-top-p-reduced", pops_top_p_lines())
 
 
 def test_pops_comparison_recomputes():
     """pops-2014-reduced's COMPARISON.md counts, recounted from its records."""
-    text = " ".join((RESULTS / "pops-2014-reduced" / "COMPARISON.md").read_text(
-        encoding="utf-8").split())
-    for line in pops_lines():
-        assert line in text, f"pops-2014-reduced/COMPARISON.md lacks: {line}"
+    _assert_in_comparison("pops-2014-reduced", pops_lines())
 
 
 def qds_lines() -> dict[str, list[str]]:
@@ -841,9 +827,7 @@ def qds_lines() -> dict[str, list[str]]:
 def test_qds_comparisons_recompute():
     """Table 1's figures in the two qds COMPARISON.md files, recounted from the records."""
     for folder, lines in qds_lines().items():
-        text = " ".join((RESULTS / folder / "COMPARISON.md").read_text(encoding="utf-8").split())
-        for line in lines:
-            assert line in text, f"{folder}/COMPARISON.md lacks: {line}"
+        _assert_in_comparison(folder, lines)
 
 
 def inference_rows() -> list[str]:
@@ -887,10 +871,7 @@ def inference_rows() -> list[str]:
 
 def test_inference_comparison_recomputes():
     """inference-2018-reduced's table, recounted from its records."""
-    text = " ".join((RESULTS / "inference-2018-reduced" / "COMPARISON.md").read_text(
-        encoding="utf-8").split())
-    for line in inference_rows():
-        assert line in text, f"inference-2018-reduced/COMPARISON.md lacks: {line}"
+    _assert_in_comparison("inference-2018-reduced", inference_rows())
 
 
 def kmax_inference_summary(records: Path) -> list[str]:
@@ -1166,10 +1147,8 @@ def test_sem_comparison_recomputes():
     """The table of the SEM grid's COMPARISON.md (Figs. 6-10) and its Fig. 10 paragraph,
     recounted from the committed records and mrf.json."""
     folder = RESULTS / "sem-imputation-2018-reduced"
-    text = " ".join((folder / "COMPARISON.md").read_text(encoding="utf-8").split())
     fig10 = sem_fig10_lines(folder)
-    for line in sem_summary(folder) + fig10 + sem_mrf_lines(folder):
-        assert line in text, f"{folder.name}/COMPARISON.md lacks: {line}"
+    _assert_in_comparison(folder.name, sem_summary(folder) + fig10 + sem_mrf_lines(folder))
     row = next(r for r in (RESULTS / "README.md").read_text(encoding="utf-8").splitlines()
                if f"]({folder.name}/COMPARISON.md)" in r)
     p_half = fig10[0].rsplit("(p = ", 1)[1].rstrip(")")
