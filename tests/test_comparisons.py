@@ -741,8 +741,8 @@ def sem_summary(folder: Path) -> list[str]:
     """The figures of the SEM grid's COMPARISON.md table (Figs. 6-10 of Scanagatta et al.
     2018, §7), from its records and the mRF runs paired with them (``mrf.json``): the
     accuracy and time ratios against mRF, the fall with the missing rate, the spread over
-    runs, the EM iterations, marginal argmax against MPE at ×1, and the budget study's
-    times and sign tests over the three budget scales."""
+    runs, the EM iterations, marginal argmax against MPE at ×1, and the wide data sets
+    against the mode (the budget study's figures: :func:`sem_budget_lines`)."""
     from bnsl_dist.reporting.imputation import imputation_frame
 
     mrf = json.loads((folder / "mrf.json").read_text(encoding="utf-8"))
@@ -751,10 +751,10 @@ def sem_summary(folder: Path) -> list[str]:
     runs["ratio"] = runs.sem_accuracy_mpe / runs.accuracy
     per_ds = runs.groupby("dataset").ratio.mean()
     time_ratio = runs.sem_wall_seconds / runs.wall_seconds
-    cells = imputation_frame(load_records(folder / "records.parquet").frame())
+    frame = load_records(folder / "records.parquet").frame()
+    cells = imputation_frame(frame)
     x1 = cells[cells.budget_scale == 1.0]
-    assert len(runs) == len(x1) and set(runs.key) <= set(load_records(
-        folder / "records.parquet").frame().key)
+    assert len(runs) == len(x1) and set(runs.key) <= set(frame.key)
     lines = [
         "accuracy ratio SEM-kMAX (MPE) / mRF per missing rate over the 18 data sets: "
         + ", ".join(f"{r.accuracy_ratio:.4f} ({r.missing_rate:.0%})" for r in rates.itertuples())
@@ -785,20 +785,6 @@ def sem_summary(folder: Path) -> list[str]:
                  f"{_num(gap.max(), '+.4f')} ({int((gap > 0).sum())} of {len(gap)} rows higher, "
                  f"{int((gap < 0).sum())} lower, {int((gap == 0).sum())} equal to 4 digits")
 
-    # seconds per run, the mean per missing rate: its range over the rates at ×1 on the
-    # data sets under 294 variables, per scale on the others
-    secs = cells.groupby(["dataset", "budget_scale", "missing_rate"]).seconds.mean()
-    nv = cells.groupby("dataset").n_vars.first().sort_values(kind="stable")
-    small = secs.xs(1.0, level="budget_scale")[list(nv.index[nv < 294])]
-    per_scale = []
-    for ds in nv.index[nv >= 294]:
-        x = secs.xs(ds, level="dataset")
-        per_scale.append(f"{ds} " + " / ".join(
-            f"{x.xs(b).min():,.0f}–{x.xs(b).max():,.0f}" for b in (0.5, 1.0, 2.0)))
-    lines.append(f"Seconds per run, the mean per missing rate ({small.min():.1f}–{small.max():.1f} s "
-                 f"at ×1 on the {int((nv < 294).sum())} data sets under 294 variables; at ×0.5 / "
-                 "×1 / ×2 on the others: " + "; ".join(per_scale))
-
     # the wide data sets at ×1, per missing rate: SEM's MPE, the mode's, their gap, mRF's
     wide_sets = []
     for i, ds in enumerate(["ad", "bbc", "c20ng", "cr52", "cwebkb", "book"]):
@@ -827,6 +813,31 @@ def sem_summary(folder: Path) -> list[str]:
                      f"{len(r)} runs")
         wide_sets.append(line)
     lines.append("; ".join(wide_sets))
+
+    return lines
+
+
+def sem_budget_lines(folder: Path) -> list[str]:
+    """The budget study's figures in the SEM grid's COMPARISON.md (§7.4, Figs. 9-10), from
+    its records: seconds per run at each budget scale, their ratios, and the sign tests
+    of the MPE accuracy from one scale to the next."""
+    from bnsl_dist.reporting.imputation import imputation_frame
+
+    cells = imputation_frame(load_records(folder / "records.parquet").frame())
+    lines = []
+    # seconds per run, the mean per missing rate: its range over the rates at ×1 on the
+    # data sets under 294 variables, per scale on the others
+    secs = cells.groupby(["dataset", "budget_scale", "missing_rate"]).seconds.mean()
+    nv = cells.groupby("dataset").n_vars.first().sort_values(kind="stable")
+    small = secs.xs(1.0, level="budget_scale")[list(nv.index[nv < 294])]
+    per_scale = []
+    for ds in nv.index[nv >= 294]:
+        x = secs.xs(ds, level="dataset")
+        per_scale.append(f"{ds} " + " / ".join(
+            f"{x.xs(b).min():,.0f}–{x.xs(b).max():,.0f}" for b in (0.5, 1.0, 2.0)))
+    lines.append(f"Seconds per run, the mean per missing rate ({small.min():.1f}–{small.max():.1f} s "
+                 f"at ×1 on the {int((nv < 294).sum())} data sets under 294 variables; at ×0.5 / "
+                 "×1 / ×2 on the others: " + "; ".join(per_scale))
 
     # the budget study (Figs. 9-10): every data set at the three scales
     assert cells.groupby("dataset").budget_scale.nunique().eq(3).all()
@@ -942,7 +953,8 @@ def test_sem_comparison_recomputes():
     recounted from the committed records and mrf.json."""
     folder = RESULTS / "sem-imputation-2018-reduced"
     fig10 = sem_fig10_lines(folder)
-    _assert_in_comparison(folder.name, sem_summary(folder) + fig10 + sem_mrf_lines(folder))
+    _assert_in_comparison(folder.name, sem_summary(folder) + sem_budget_lines(folder) + fig10
+                          + sem_mrf_lines(folder))
     row = next(r for r in (RESULTS / "README.md").read_text(encoding="utf-8").splitlines()
                if f"]({folder.name}/COMPARISON.md)" in r)
     p_half = fig10[0].rsplit("(p = ", 1)[1].rstrip(")")
