@@ -144,6 +144,46 @@ def hundredth_gain_line() -> str:
             f"budgets on {int(same[real].sum())} of them (not on {', '.join(odd)})")
 
 
+#: The unbounded comparisons of asobs-ent-2018-hundredth's two tables, in their order, with
+#: the names its cells give the labels.
+HUNDREDTH_PAIRS = [("asobs-ent", "asobs", "`asobs-ent` (paper's) vs ASOBS"),
+                   ("asobs-ent-last", "asobs", "`asobs-ent-last` vs ASOBS"),
+                   ("asobs-ent", "asobs-ent-last", "`asobs-ent` vs `asobs-ent-last`"),
+                   ("asobs-ent", "ilp", "`asobs-ent` vs ILP"),
+                   ("asobs-ent-last", "ilp", "`asobs-ent-last` vs ILP")]
+SHORT = {"asobs-ent": "ASOBS-ENT", "asobs": "ASOBS", "asobs-ent-last": "`-last`", "ilp": "ILP"}
+
+
+def hundredth_asobs_rows() -> list[str]:
+    """The first three cells of each row of asobs-ent-2018-hundredth's unbounded tables (the
+    24 real experiments of 200 < n < 2,000, then r0-r4): per pair of labels the wins at
+    ΔBIC ≥ 2 of each, the ΔBIC range and the sign test at ÷100, and the same experiments'
+    wins and range at ÷1,000 (asobs-ent-2018-reduced)."""
+    ten, one = (_cells(RESULTS / f) for f in ("asobs-ent-2018-hundredth", "asobs-ent-2018-reduced"))
+    ten, one = ten[ten.k.isna()], one[one.k.isna()]
+    rows = []
+    for synthetic in (False, True):
+        for a, b, name in HUNDREDTH_PAIRS:
+            d = (_scores(ten, a) - _scores(ten, b)).dropna()
+            d = d[d.index.get_level_values("dataset").str.fullmatch(r"r\d+") == synthetic]
+            e = (_scores(one, a) - _scores(one, b)).reindex(d.index)
+            assert e.notna().all()
+            w, lost = int((d >= 2).sum()), int((d <= -2).sum())
+            tied = len(d) - w - lost
+            w1, lost1 = int((e >= 2).sum()), int((e <= -2).sum())
+            rows.append(f"| {name} | {SHORT[a]} {w}, {SHORT[b]} {lost}"
+                        f"{f', {tied} tied' if tied else ''} (ΔBIC {_signed(d.min())} to "
+                        f"{_signed(d.max())}, p = {_p_value(binomial_two_sided_p(w, w + lost))}) | "
+                        f"{w1}–{lost1}{f' ({len(e) - w1 - lost1} tied)' if len(e) - w1 - lost1 else ''}"
+                        f" ({_signed(e.min())} to {_signed(e.max())}) |")
+    return rows
+
+
+def test_hundredth_asobs_tables_recompute():
+    """asobs-ent-2018-hundredth's unbounded tables at both budgets, from the records."""
+    _assert_in_comparison("asobs-ent-2018-hundredth", hundredth_asobs_rows())
+
+
 def s2_summary(cells: pd.DataFrame) -> tuple[str, str]:
     """k-G_ENT against S2 (the ASOBS-ENT paper's §5.3) from a folder's cells: per (data
     set, split, k) the difference of ``best_score``; the line of its COMPARISON.md and
