@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +52,12 @@ def _assert_in_comparison(folder: str, lines: list[str]) -> None:
     text = " ".join(path.read_text(encoding="utf-8").split())
     for line in lines:
         assert line in text, f"{path.relative_to(RESULTS.parents[1])} lacks: {line}"
+
+
+def _index_row(folder: str) -> str:
+    """The row of the results index (workflows/results/README.md) that links ``folder``."""
+    return next(r for r in (RESULTS / "README.md").read_text(encoding="utf-8").splitlines()
+                if f"]({folder}/COMPARISON.md)" in r)
 
 
 def _experiments(cells: pd.Series) -> int:
@@ -316,8 +323,21 @@ def asobs_ent_rows() -> list[str]:
 
 
 def test_asobs_ent_comparison_recomputes():
-    """asobs-ent-2018-reduced's main table, recounted from its records."""
-    _assert_in_comparison("asobs-ent-2018-reduced", asobs_ent_rows())
+    """asobs-ent-2018-reduced's main table, and the index row's counts, recounted from its
+    records."""
+    rows = asobs_ent_rows()
+    _assert_in_comparison("asobs-ent-2018-reduced", rows)
+    small = re.search(r"ASOBS-ENT wins (\d+), ASOBS (\d+)", rows[0])
+    mid = re.search(r"ASOBS wins (\d+) of (\d+)\*\* \(p = ([^;]+);", rows[1])
+    last = re.search(r"`asobs-ent-last`: wins (\d+), ASOBS (\d+)[^(]*\(p = ([^;]+);", rows[1])
+    large = re.search(r"wins (\d+) of (\d+)\*\* .*?; p = ([^;]+);", rows[6])
+    assert small and mid and last and large
+    row = _index_row("asobs-ent-2018-reduced")
+    for said in (f"it loses to ASOBS {mid[1]} of {mid[2]} at 200 < n < 2,000 (p = {mid[3]})",
+                 f"and {small[2]}–{small[1]} at n ≤ 200",
+                 f"it wins {large[1]} of {large[2]} at n ≥ 2,000 (r0–r14, p = {large[3]}",
+                 f"({last[1]}–{last[2]}, p = {last[3]})"):
+        assert said in row, f"README.md's asobs-ent-2018-reduced row lacks: {said}"
 
 
 def test_s2_sections_recompute():
@@ -995,7 +1015,6 @@ def test_sem_comparison_recomputes():
     fig10 = sem_fig10_lines(folder)
     _assert_in_comparison(folder.name, sem_summary(folder) + sem_budget_lines(folder) + fig10
                           + sem_mrf_lines(folder))
-    row = next(r for r in (RESULTS / "README.md").read_text(encoding="utf-8").splitlines()
-               if f"]({folder.name}/COMPARISON.md)" in r)
+    row = _index_row(folder.name)
     p_half = fig10[0].rsplit("(p = ", 1)[1].rstrip(")")
     assert f"in direction only (p = {p_half})" in row, "README.md's SEM row: Fig. 10's p"
