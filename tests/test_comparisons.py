@@ -499,8 +499,15 @@ def kmax_reduced_rows() -> list[str]:
 
 
 def test_kmax_reduced_comparison_recomputes():
-    """kmax-2018-reduced's Table 3 rows, recounted from its records."""
-    _assert_in_comparison("kmax-2018-reduced", kmax_reduced_rows())
+    """kmax-2018-reduced's Table 3 rows and the index row's counts, recounted from its
+    records."""
+    rows = kmax_reduced_rows()
+    _assert_in_comparison("kmax-2018-reduced", rows)
+    won = [int(x) for x in re.findall(r"(\d+) \(k = \d\)", rows[1])]
+    n = re.search(r"of (\d+) \(no win", rows[1])
+    assert len(won) == 3 and n
+    said = f"ΔBIC > 10 for k-MAX in {min(won)}–{max(won)} of {n[1]} at every k"
+    assert said in _index_row("kmax-2018-reduced"), f"README.md's kmax row lacks: {said}"
 
 
 def test_kmax_hundredth_comparison_recomputes():
