@@ -28,6 +28,20 @@ def _signed(x: float) -> str:
     return f"{x:+,.0f}".replace("-", "−")
 
 
+def _num(x: float, spec: str) -> str:
+    """``x`` formatted by ``spec`` with a typographic minus."""
+    return format(x, spec).replace("-", "−")
+
+
+def _p_value(p: float) -> str:
+    """A sign test's p as the COMPARISON files write it: two significant digits
+    (``0.030``, ``0.11``, ``0.00028``), those below 10⁻⁴ as ``7.6·10⁻⁶``."""
+    if p >= 1e-4:
+        return f"{p:#.2g}"
+    mantissa, exponent = f"{p:.1e}".split("e")
+    return f"{mantissa}·10{str(int(exponent)).translate(str.maketrans('-0123456789', '⁻⁰¹²³⁴⁵⁶⁷⁸⁹'))}"
+
+
 def _cells(folder: Path, *extra: str) -> pd.DataFrame:
     """A folder's committed cells (every part of its records): label, data set, split, k,
     best score and the ``extra`` columns."""
@@ -788,20 +802,6 @@ def test_kmax_inference_comparison_recomputes():
     assert f"on {head}" in text and f"on {head}" in index
     for row in rows:
         assert row in text, f"{folder / 'COMPARISON.md'}: no row {row!r}"
-
-
-def _num(x: float, spec: str) -> str:
-    """``x`` formatted by ``spec`` with a typographic minus."""
-    return format(x, spec).replace("-", "−")
-
-
-def _p_value(p: float) -> str:
-    """A sign test's p as the COMPARISON files write it: two significant digits
-    (``0.030``, ``0.11``, ``0.00028``), those below 10⁻⁴ as ``7.6·10⁻⁶``."""
-    if p >= 1e-4:
-        return f"{p:#.2g}"
-    mantissa, exponent = f"{p:.1e}".split("e")
-    return f"{mantissa}·10{str(int(exponent)).translate(str.maketrans('-0123456789', '⁻⁰¹²³⁴⁵⁶⁷⁸⁹'))}"
 
 
 def sem_summary(folder: Path) -> list[str]:
