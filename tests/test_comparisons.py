@@ -837,8 +837,8 @@ def sem_summary(folder: Path) -> list[str]:
     drops, rises = fall[fall < 0], fall[fall > 0]
     lines.append(f"from 1% to 20% missing: {_num(drops.iloc[-1], '+.4f')} ({drops.index[-1]}) to "
                  f"{_num(drops.iloc[1], '.3f')} ({drops.index[1]}) and "
-                 f"{_num(drops.iloc[0], '.3f')} ({drops.index[0]}), on "
-                 + ", ".join(f"{d} {_num(v, '+.4f')}" for d, v in rises.items()))
+                 f"{_num(drops.iloc[0], '.3f')} ({drops.index[0]})"
+                 + "".join(f", on {d} {_num(v, '+.4f')}" for d, v in rises.items()))
     lines.append(f"falls on {len(drops)} of {len(fall)}")
     sd = by.accuracy.std()
     lines.append(f"the sd over 5 runs is {sd.min():.5f}–{sd.max():.4f}")
