@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bnsl_dist.reporting.tables import binomial_two_sided_p
+from bnsl_dist.reporting.tables import binomial_two_sided_p, sign_test
 from bnsl_dist.results.export import load_records
 
 RESULTS = Path(__file__).resolve().parents[1] / "workflows" / "results"
@@ -189,13 +189,11 @@ def hundredth_asobs_rows() -> list[str]:
             d = d[d.index.get_level_values("dataset").str.fullmatch(r"r\d+") == synthetic]
             e = (_scores(one, a) - _scores(one, b)).reindex(d.index)
             assert e.notna().all()
-            w, lost = int((d >= 2).sum()), int((d <= -2).sum())
-            tied = len(d) - w - lost
-            w1, lost1 = int((e >= 2).sum()), int((e <= -2).sum())
-            rows.append(f"| {name} | {SHORT[a]} {w}, {SHORT[b]} {lost}"
-                        f"{f', {tied} tied' if tied else ''} (ΔBIC {_signed(d.min())} to "
-                        f"{_signed(d.max())}, p = {_p_value(binomial_two_sided_p(w, w + lost))}) | "
-                        f"{w1}–{lost1}{f' ({len(e) - w1 - lost1} tied)' if len(e) - w1 - lost1 else ''}"
+            t, t1 = sign_test(d), sign_test(e)
+            rows.append(f"| {name} | {SHORT[a]} {t.wins_a}, {SHORT[b]} {t.wins_b}"
+                        f"{f', {t.ties} tied' if t.ties else ''} (ΔBIC {_signed(d.min())} to "
+                        f"{_signed(d.max())}, p = {_p_value(t.p_value)}) | "
+                        f"{t1.wins_a}–{t1.wins_b}{f' ({t1.ties} tied)' if t1.ties else ''}"
                         f" ({_signed(e.min())} to {_signed(e.max())}) |")
     return rows
 
@@ -233,8 +231,8 @@ def asobs_ent_rows() -> list[str]:
         return d[keep]
 
     def count(d: pd.Series) -> tuple[int, int, int, str]:
-        w, lost = int((d >= 2).sum()), int((d <= -2).sum())
-        return w, lost, len(d) - w - lost, _p_value(binomial_two_sided_p(w, w + lost))
+        t = sign_test(d)
+        return t.wins_a, t.wins_b, t.ties, _p_value(t.p_value)
 
     def ties(t: int) -> str:
         return f", {t} ties" if t else ""
@@ -541,8 +539,9 @@ def twilp_lines() -> list[str]:
     cmp = {k: (free - tw[k]).dropna() for k in (2, 3)}
     n = len(free)
     assert all(len(d) == n and (d > -1e-6).all() for d in cmp.values())
-    wins = {k: int((d >= 2).sum()) for k, d in cmp.items()}  # the ΔBIC tables' tie: |Δ| < 2
-    ps = {k: binomial_two_sided_p(w, w) for k, w in wins.items()}
+    tests = {k: sign_test(d) for k, d in cmp.items()}  # the ΔBIC tables' tie: |Δ| < 2
+    wins = {k: t.wins_a for k, t in tests.items()}
+    ps = {k: t.p_value for k, t in tests.items()}
     above = int((tw[3] - tw[2] >= -1e-6).sum())
     proven = c.status == "optimal"
     return [f"unbounded ≥ TWILP on {n}/{n} at k = 2 and k = 3 (ΔBIC table: {wins[2]} and "
@@ -804,6 +803,16 @@ def test_kmax_inference_comparison_recomputes():
         assert row in text, f"{folder / 'COMPARISON.md'}: no row {row!r}"
 
 
+def _mrf_runs(folder: Path) -> pd.DataFrame:
+    """The mRF runs paired with the SEM records (``mrf.json``), with each run's ratios of
+    SEM-kMAX's MPE accuracy and wall time to mRF's (the summaries are recounted from them,
+    not read from the file's own)."""
+    runs = pd.DataFrame(json.loads((folder / "mrf.json").read_text(encoding="utf-8"))["runs"])
+    runs["ratio"] = runs.sem_accuracy_mpe / runs.accuracy
+    runs["time_ratio"] = runs.sem_wall_seconds / runs.wall_seconds
+    return runs
+
+
 def sem_summary(folder: Path) -> list[str]:
     """The figures of the SEM grid's COMPARISON.md table (Figs. 6-10 of Scanagatta et al.
     2018, §7), from its records and the mRF runs paired with them (``mrf.json``): the
@@ -812,19 +821,17 @@ def sem_summary(folder: Path) -> list[str]:
     against the mode (the budget study's figures: :func:`sem_budget_lines`)."""
     from bnsl_dist.reporting.imputation import imputation_frame
 
-    mrf = json.loads((folder / "mrf.json").read_text(encoding="utf-8"))
-    rates = pd.DataFrame(mrf["summary"]["rates"]).sort_values("missing_rate")
-    runs = pd.DataFrame(mrf["runs"])
-    runs["ratio"] = runs.sem_accuracy_mpe / runs.accuracy
+    runs = _mrf_runs(folder)
+    rates = runs.groupby("missing_rate")[["ratio", "time_ratio"]].mean()
     per_ds = runs.groupby("dataset").ratio.mean()
-    time_ratio = runs.sem_wall_seconds / runs.wall_seconds
+    time_ratio = runs.time_ratio
     frame = load_records(folder / "records.parquet").frame()
     cells = imputation_frame(frame)
     x1 = cells[cells.budget_scale == 1.0]
     assert len(runs) == len(x1) and set(runs.key) <= set(frame.key)
     lines = [
         "accuracy ratio SEM-kMAX (MPE) / mRF per missing rate over the 18 data sets: "
-        + ", ".join(f"{r.accuracy_ratio:.4f} ({r.missing_rate:.0%})" for r in rates.itertuples())
+        + ", ".join(f"{r:.4f} ({m:.0%})" for m, r in rates.ratio.items())
         + f"; per data set {per_ds.min():.3f} ({per_ds.idxmin()}) to {per_ds.max():.3f} "
         f"({per_ds.idxmax()}); SEM higher in {int((runs.ratio > 1).sum())} of {len(runs)} runs, "
         f"mRF in {int((runs.ratio < 1).sum())}",
@@ -991,18 +998,16 @@ def sem_mrf_lines(folder: Path) -> list[str]:
     paired with the records (``mrf.json``): the wall-time ratio per missing rate and per
     data set (summed over its runs); per run the ratio of SEM-kMAX's MPE accuracy to
     mRF's, per data set its mean and the runs SEM-kMAX is ahead in."""
-    mrf = json.loads((folder / "mrf.json").read_text(encoding="utf-8"))
-    runs = pd.DataFrame(mrf["runs"])
-    runs["ratio"] = runs.sem_accuracy_mpe / runs.accuracy
+    runs = _mrf_runs(folder)
     per = runs.groupby("dataset").ratio.agg(["mean", "size", lambda r: int((r > 1).sum())])
     per.columns = ["mean", "runs", "ahead"]
     per = per.sort_values("mean", ascending=False)
     sem, forest = per[per["mean"] > 1], per[per["mean"] < 1]
-    low = pd.DataFrame(mrf["summary"]["cells"]).nsmallest(2, "accuracy_ratio")
+    low = runs.groupby(["dataset", "missing_rate"]).ratio.mean().nsmallest(2)
     close = forest.index[forest["mean"] > 0.999]
     sums = runs.groupby("dataset")[["sem_wall_seconds", "wall_seconds"]].sum()
     times = (sums.sem_wall_seconds / sums.wall_seconds).sort_values()
-    rates = pd.DataFrame(mrf["summary"]["rates"]).time_ratio
+    rates = runs.groupby("missing_rate").time_ratio.mean()
     return [f"here SEM-kMAX took {rates.min():.1f}–{rates.max():.1f}× mRF's wall time (summed "
             "over a data set's runs: " + ", ".join(f"{t:.1f}× on {ds}" for ds, t in times.items()),
             f"The per-run ratio SEM-kMAX/mRF is {runs.ratio.min():.3f}–{runs.ratio.max():.3f}",
@@ -1011,8 +1016,7 @@ def sem_mrf_lines(folder: Path) -> list[str]:
             f"SEM-kMAX is ahead on average on {len(sem)} of {len(per)} data sets, by at most "
             f"{sem['mean'].iloc[1] - 1:.1%} but on {sem.index[0]} ({sem['mean'].iloc[0] - 1:.1%}); "
             f"mRF on {len(forest)}, within 0.1% on {', '.join(close[:-1])} and {close[-1]}, most on "
-            + " and ".join(f"{r.dataset} at {r.missing_rate:.0%} missing ({r.accuracy_ratio:.3f})"
-                           for r in low.itertuples())]
+            + " and ".join(f"{ds} at {m:.0%} missing ({r:.3f})" for (ds, m), r in low.items())]
 
 
 def test_sem_comparison_recomputes():
