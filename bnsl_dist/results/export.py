@@ -114,20 +114,21 @@ def _revised(recs: RecordSet) -> RecordSet:
     return replace(recs, table=table, grids=revise_grids(recs.grids, renamed))
 
 
-def export_records(results: str | os.PathLike[str], out: str | os.PathLike[str], *,
-                   keys: Iterable[str] | None = None, dags: str = "all",
-                   max_bytes: int | None = None) -> Path:
-    """Write the records file of the results folder ``results`` to ``out`` (atomically:
-    a failed export leaves any older file in place); with ``keys``, only those cells'
-    results and failures. ``dags="best"`` keeps each cell's best DAG (``dag_json``) and
-    drops the DAGs of its earlier checkpoint incumbents (``incumbent_dags`` becomes
-    ``{}``, so :meth:`CellResult.trace` holds the best incumbent alone): no table reads
-    them, and on grids of thousands of variables they are most of the file. Rows of
-    either layout (the best's DAG in ``incumbent_dags`` too, or only in ``dag_json``)
-    are written as they are. With ``max_bytes``, a file over that size is written in
-    parts of at most that size (see the module's docstring); the parts after the first
-    are written first, and parts left by an earlier export beyond the new count are
-    removed. Returns the (first) file.
+def export_records(results: str | os.PathLike[str] | RecordSet,
+                   out: str | os.PathLike[str], *, keys: Iterable[str] | None = None,
+                   dags: str = "all", max_bytes: int | None = None) -> Path:
+    """Write the records file of the results folder ``results`` (or of the records
+    already read, a :class:`RecordSet`) to ``out`` (atomically: a failed export leaves
+    any older file in place); with ``keys``, only those cells' results and failures.
+    ``dags="best"`` keeps each cell's best DAG (``dag_json``) and drops the DAGs of its
+    earlier checkpoint incumbents (``incumbent_dags`` becomes ``{}``, so
+    :meth:`CellResult.trace` holds the best incumbent alone): no table reads them, and
+    on grids of thousands of variables they are most of the file. Rows of either layout
+    (the best's DAG in ``incumbent_dags`` too, or only in ``dag_json``) are written as
+    they are. With ``max_bytes``, a file over that size is written in parts of at most
+    that size (see the module's docstring); the parts after the first are written first,
+    and parts left by an earlier export beyond the new count are removed. Returns the
+    (first) file.
 
     Raises
     ------
@@ -139,10 +140,13 @@ def export_records(results: str | os.PathLike[str], out: str | os.PathLike[str],
         raise InvalidConfigError(f"dags must be 'all' or 'best', got {dags!r}")
     if max_bytes is not None and max_bytes < 1:
         raise InvalidConfigError(f"max_bytes must be >= 1, got {max_bytes}")
-    root = Path(results)
-    if not root.is_dir():
-        raise DataError("not a results folder", path=str(root))
-    recs = _folder_records(root)
+    if isinstance(results, RecordSet):
+        recs = replace(results, table=_sorted_by_key(results.table))
+    else:
+        root = Path(results)
+        if not root.is_dir():
+            raise DataError("not a results folder", path=str(root))
+        recs = _folder_records(root)
     table = recs.table
     failures = recs.failures
     if keys is not None:

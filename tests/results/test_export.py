@@ -41,6 +41,21 @@ def test_roundtrip_equals_the_folder(tmp_path):
     assert back.grids == {S.GRID: json.loads(S.grid_config().model_dump_json())}
 
 
+def test_records_already_read_export_as_their_folder_does(tmp_path):
+    """A RecordSet (read from a file, its rows in any order) exports the bytes its folder
+    exports: the rows sorted by key, the grids, failures and constants alike."""
+    S.write_store(tmp_path / "res", S.records()[::-1])
+    a = export_records(tmp_path / "res", tmp_path / "a.parquet")
+    recs = read_records(a)
+    shuffled = dataclasses.replace(recs, table=recs.table.take(
+        list(range(recs.table.num_rows))[::-1]))
+    b = export_records(shuffled, tmp_path / "b.parquet")
+    assert b.read_bytes() == a.read_bytes()
+    keys = [S.records()[0].key]
+    assert export_records(recs, tmp_path / "c.parquet", keys=keys).read_bytes() == \
+        export_records(tmp_path / "res", tmp_path / "d.parquet", keys=keys).read_bytes()
+
+
 def test_identical_provenance_stored_once_and_same_bytes(tmp_path):
     S.write_store(tmp_path / "res")
     a = export_records(tmp_path / "res", tmp_path / "a.parquet")
