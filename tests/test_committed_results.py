@@ -73,10 +73,14 @@ PROVENANCE_VERSIONS = ("python", "numpy", "numba", "dask", "ortools")
 
 def test_every_committed_record_carries_its_provenance():
     import json
+    import re
 
     from bnsl_dist.results.export import read_records
 
-    files = sorted(RESULTS.glob("*/records.parquet"))
+    # every records file: the sets the tables read and the reruns kept beside them (the
+    # parts after a file's first are read with it)
+    files = sorted(p for p in RESULTS.glob("*/*.parquet")
+                   if not re.fullmatch(r"records\.\d+\.parquet", p.name))
     assert files, f"{RESULTS}: no committed records"
     for records in files:
         table = read_records(records).table
@@ -182,6 +186,12 @@ MADE_ELSEWHERE = {
     "sem-imputation-2018-reduced": {
         "ad-x1-rerun.": "records of a rerun of four cells that no table reads "
                         "(COMPARISON.md)",
+        "rerun-c06cf61.": "workflows/sem_rerun.py save; tests/test_sem_underflow.py (the "
+                          "reruns of the cells underflow.json leaves open, stored as they "
+                          "come; records that no table reads until they land)",
+        "before-c06cf61.": "workflows/sem_rerun.py land; tests/test_sem_underflow.py (the "
+                           "records that the reruns replaced, which underflow.json "
+                           "describes)",
         "underflow.": "workflows/sem_underflow.py; tests/test_sem_underflow.py (the "
                       "markdown from the JSON; the JSON needs the staged Twenty Datasets, "
                       "some of its cells recomputed)",

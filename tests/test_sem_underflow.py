@@ -165,11 +165,16 @@ def test_bad_input_is_named():
 # ------------------------------------------------------------- the committed table
 def test_committed_table_is_drawn_from_the_committed_json_and_covers_every_cell():
     from bnsl_dist.results.export import load_records
-    from workflows.sem_underflow import OUT, markdown
+    from workflows.sem_rerun import after_fix
+    from workflows.sem_underflow import OUT, markdown, pre_fix_records
 
     rows = json.loads((OUT / "underflow.json").read_text(encoding="utf-8"))["rows"]
     assert (OUT / "underflow.md").read_text(encoding="utf-8") == markdown(rows)
     keys = set(load_records(OUT / "records.parquet").frame()["key"])
+    before = pre_fix_records()
+    assert list(before["key"]) == sorted(keys)
+    for commit in sorted(set(before["commit"])):  # the records it describes
+        assert after_fix(commit) is not True, f"{commit} is not before c06cf61"
     assert {r["key"] for r in rows} == keys and len(rows) == len(keys)
 
 
@@ -178,15 +183,216 @@ def test_committed_rows_recompute(shared_data):
     bound leaves rows open, recomputed from the records and the staged data."""
     from bnsl_dist.pipeline.config import load_grid
     from bnsl_dist.pipeline.grid import expand_grid
-    from bnsl_dist.results.export import load_records
-    from workflows.sem_underflow import GRID, OUT, cell_rows
+    from workflows.sem_underflow import GRID, OUT, cell_rows, pre_fix_records
 
     rows = {r["key"]: r for r in json.loads((OUT / "underflow.json")
                                             .read_text(encoding="utf-8"))["rows"]}
-    f = load_records(OUT / "records.parquet").frame()
+    f = pre_fix_records()
     some = [r["key"] for r in rows.values() if r["dataset"] in ("dna", "plants")][::15]
     opened = [k for k, r in rows.items() if r["best_open_rows"] or r["chain_open_rows"]]
     pick = f[f["key"].isin(some + opened[:2])]
     cells = {c.key: c for c in expand_grid(load_grid(GRID)) if c.key in set(pick["key"])}
     for got in cell_rows(pick, cells):
         assert got == rows[got["key"]]
+
+
+# ------------------------------------------------------------- the rerun (c06cf61)
+def test_the_rerun_pieces_run_exactly_the_open_cells_with_the_full_grids_specs(tmp_path):
+    """workflows/sem_rerun.py's grid copies, written as YAML and loaded like any grid,
+    expand to the open cells and nothing else, each with the full grid's key and spec
+    (data, budgets, seed and the grid's seed)."""
+    import yaml
+
+    from bnsl_dist._json import canonical_json
+    from bnsl_dist.pipeline.config import load_grid
+    from bnsl_dist.pipeline.grid import expand_grid
+    from workflows.sem_rerun import GRID, OUT, open_keys, pieces
+
+    rows = json.loads((OUT / "underflow.json").read_text(encoding="utf-8"))["rows"]
+    want = {r["key"] for r in rows if r["best_open_rows"] > 0 or r["chain_open_rows"] > 0}
+    assert open_keys() == want and len(want) == 91
+    full = {c.key: canonical_json(c.json_dict()) for c in expand_grid(load_grid(GRID))}
+    seen: list[str] = []
+    for name, grid, keys in pieces(want):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(grid, sort_keys=False), encoding="utf-8")
+        cells = expand_grid(load_grid(path))
+        assert {c.key for c in cells} == keys, name
+        for c in cells:
+            assert canonical_json(c.json_dict()) == full[c.key], (name, c.key)
+        seen += keys
+    assert sorted(seen) == sorted(want)
+
+
+def test_the_committed_rerun_holds_open_cells_run_clean_after_the_fix():
+    """Every record of rerun-c06cf61.parquet is an open cell of underflow.json, stored
+    once, run clean (its code committed) from c06cf61 or a later commit, with the full
+    grid's spec; the file carries the full grid."""
+    from bnsl_dist._json import canonical_json
+    from bnsl_dist.pipeline.config import load_grid
+    from bnsl_dist.pipeline.grid import expand_grid
+    from bnsl_dist.results.export import read_records
+    from workflows.sem_rerun import GRID, RERUN, after_fix, open_keys
+
+    recs = read_records(RERUN)
+    grid = load_grid(GRID)
+    assert recs.grids == {grid.name: json.loads(grid.model_dump_json())}
+    full = {c.key: c for c in expand_grid(grid)}
+    rows = recs.table.select(["key", "status", "commit", "dirty", "spec"]).to_pylist()
+    keys = [r["key"] for r in rows]
+    assert rows and len(set(keys)) == len(keys) and set(keys) <= open_keys()
+    for r in rows:
+        assert r["status"] == "ok" and r["dirty"] is False, r["key"]
+        assert json.loads(r["spec"]) == json.loads(canonical_json(full[r["key"]].json_dict()))
+    for commit in sorted({r["commit"] for r in rows}):
+        ok = after_fix(commit)
+        if ok is None:
+            pytest.skip("no git history here to place the rerun's commits")
+        assert ok, f"{RERUN}: cells ran at {commit}, before c06cf61"
+
+
+def test_save_adds_clean_reruns_and_refuses_the_cells_run_before_the_fix(tmp_path,
+                                                                          monkeypatch):
+    """``save`` keeps the committed cells, adds the open cells of a folder run clean after
+    the fix (and no other cell), and refuses a folder holding an open cell run before it
+    (the committed records' own), leaving the file as it was."""
+    import dataclasses
+
+    from bnsl_dist.results.export import load_records, read_records
+    from bnsl_dist.results.store import ResultStore
+    from workflows import sem_rerun
+
+    old = {r.key: r for r in load_records(sem_rerun.OUT / "records.parquet").results()}
+    opened = sorted(sem_rerun.open_keys())
+    commit = _head()
+    if sem_rerun.after_fix(commit) is not True:
+        pytest.skip("no git history here (or a checkout before c06cf61)")
+    target = tmp_path / "rerun.parquet"
+    monkeypatch.setattr(sem_rerun, "RERUN", target)
+    good = ResultStore(tmp_path / "good")
+    for k in opened[:2]:
+        good.write_result(dataclasses.replace(old[k], commit=commit, dirty=False))
+    other = next(k for k in old if k not in set(opened))
+    good.write_result(dataclasses.replace(old[other], commit=commit, dirty=False))
+    assert sem_rerun.save([tmp_path / "good"]) == 2
+    assert sorted(read_records(target).table.column("key").to_pylist()) == opened[:2]
+    bad = ResultStore(tmp_path / "bad")
+    bad.write_result(old[opened[2]])
+    before = target.read_bytes()
+    with pytest.raises(Exception, match="not clean at or after c06cf61"):
+        sem_rerun.save([tmp_path / "bad"])
+    assert target.read_bytes() == before
+    good2 = ResultStore(tmp_path / "good2")
+    good2.write_result(dataclasses.replace(old[opened[3]], commit=commit, dirty=False))
+    assert sem_rerun.save([tmp_path / "good2"]) == 3
+
+
+def _head() -> str:
+    import subprocess
+
+    from workflows.sem_rerun import REPO
+
+    return subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def test_land_replaces_the_open_cells_and_keeps_the_old_ones_beside(tmp_path, monkeypatch):
+    """``land`` on a copy of the committed SEM records of book and kosarek, with every
+    open cell "rerun" (its old record under another commit and score): records.parquet
+    holds the reruns and every other cell as it was, before-c06cf61.parquet the replaced
+    cells as they were, and the cores the backfill gave stay noted; it refuses while a
+    cell is missing."""
+    import dataclasses
+
+    import pandas.testing as pd_testing
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bnsl_dist.results.export import load_records, read_records
+    from bnsl_dist.results.records import records_to_table
+    from workflows import sem_rerun, sem_underflow
+    from workflows.backfill_cpus import _META_BACKFILLED, _write
+
+    # the cells of two data sets with open cells (book, kosarek), the committed file's
+    # backfill note kept
+    rows = json.loads((sem_rerun.OUT / "underflow.json").read_text(encoding="utf-8"))["rows"]
+    keys = {r["key"] for r in rows if r["dataset"] in ("book", "kosarek")}
+    (tmp_path / "underflow.json").write_text(json.dumps(
+        {"rows": [r for r in rows if r["key"] in keys]}), encoding="utf-8")
+    table = read_records(sem_rerun.OUT / "records.parquet").table
+    sem_rerun._export(table.filter(pa.array([k in keys for k in table.column("key")
+                                             .to_pylist()])), tmp_path / "records.parquet")
+    committed = pq.read_metadata(sem_rerun.OUT / "records.parquet").metadata
+    table = pq.read_table(tmp_path / "records.parquet")
+    _write(tmp_path / "records.parquet", table, dict(table.schema.metadata),
+           json.loads(committed[_META_BACKFILLED]))
+    for mod in (sem_rerun, sem_underflow):
+        monkeypatch.setattr(mod, "OUT", tmp_path)
+        monkeypatch.setattr(mod, "BEFORE", tmp_path / "before-c06cf61.parquet")
+    monkeypatch.setattr(sem_rerun, "RERUN", tmp_path / "rerun-c06cf61.parquet")
+    old = load_records(tmp_path / "records.parquet").frame().set_index("key")
+    opened = sem_rerun.open_keys()
+    new = [dataclasses.replace(r, commit="f" * 40, dirty=False, best_score=r.best_score - 1)
+           for r in load_records(tmp_path / "records.parquet").results() if r.key in opened]
+    sem_rerun._export(records_to_table(new[:-1]), sem_rerun.RERUN)
+    assert len(opened) == 9
+    with pytest.raises(Exception, match="1 of the 9 open cells are not rerun yet"):
+        sem_rerun.land()
+    sem_rerun._export(records_to_table(new), sem_rerun.RERUN)
+    sem_rerun.land()
+
+    assert not sem_rerun.RERUN.exists()
+    got = load_records(tmp_path / "records.parquet").frame().set_index("key")
+    before = load_records(tmp_path / "before-c06cf61.parquet").frame().set_index("key")
+    assert sorted(got.index) == sorted(old.index) and set(before.index) == opened
+    rest = sorted(set(old.index) - opened)
+    pd_testing.assert_frame_equal(got.loc[rest], old.loc[rest])
+    pd_testing.assert_frame_equal(before.sort_index(), old.loc[sorted(opened)])
+    assert (got.loc[sorted(opened), "commit"] == "f" * 40).all()
+    assert (got.loc[sorted(opened), "best_score"]
+            == old.loc[sorted(opened), "best_score"] - 1).all()
+    assert (got["cpus"] == 2).all()
+    meta = pq.read_metadata(tmp_path / "records.parquet").metadata
+    assert b"c06cf61" in meta[b"bnsl_dist.backfilled"]
+    assert list(sem_underflow.pre_fix_records()["key"]) == sorted(old.index)
+    assert (sem_underflow.pre_fix_records().set_index("key").loc[sorted(opened), "commit"]
+            == old.loc[sorted(opened), "commit"]).all()
+    assert set(read_records(tmp_path / "records.parquet").grids) == {
+        "sem-imputation-2018-reduced"}
+    monkeypatch.setattr(sem_rerun, "RERUN", tmp_path / "absent.parquet")
+    assert set(sem_rerun.rerun_records().table.column("key").to_pylist()) == opened
+
+
+def test_run_goes_down_each_cores_list_until_a_piece_stops_then_saves(tmp_path,
+                                                                      monkeypatch):
+    """``run`` runs the pieces of each ``cpuN.txt`` in order into ``RESULTS/cpuN`` with
+    --stop-at, one worker pinned to core N, stops a list after a piece ends too late for
+    its next cell (exit status 3), and saves what both folders stored."""
+    import subprocess
+    import types
+
+    from workflows import sem_rerun
+
+    monkeypatch.setattr(sem_rerun, "RERUN", tmp_path / "absent.parquet")
+    calls: list[list[str]] = []
+
+    def fake_run(cmd, **kw):
+        assert kw["env"]["NUMBA_NUM_THREADS"] == "1" and callable(kw["preexec_fn"])
+        calls.append(cmd)
+        first = sum(c[c.index("--results") + 1] == cmd[cmd.index("--results") + 1]
+                    for c in calls) == 1
+        return types.SimpleNamespace(returncode=0 if first else 3)
+
+    saved: list[list] = []
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setattr(sem_rerun, "save", lambda folders: saved.append(folders) or 0)
+    (tmp_path / "r" / "cpu0").mkdir(parents=True)
+    sem_rerun.run(tmp_path / "r", "23:59", cpus=2)
+    for j in (0, 1):
+        mine = [c for c in calls if c[c.index("--results") + 1] == str(tmp_path / "r"
+                                                                          / f"cpu{j}")]
+        listed = (tmp_path / "r" / "pieces" / f"cpu{j}.txt").read_text().split()
+        assert [c[c.index("run") + 1] for c in mine] == listed[:2]
+        assert all(c[c.index("--stop-at") + 1] == "23:59"
+                   and c[c.index("--workers") + 1] == "1" for c in mine)
+    assert saved == [[tmp_path / "r" / "cpu0"]]  # the folder a cell was stored in

@@ -1,8 +1,11 @@
 """Which committed SEM cells the junction tree's clique underflow (fixed in c06cf61) could
 have touched, as far as their stored networks tell.
 
-Each record of ``workflows/results/sem-imputation-2018-reduced/records.parquet`` ran
-before c06cf61. Two of the networks a cell's E-steps and completions used are known:
+Each cell of ``workflows/results/sem-imputation-2018-reduced/records.parquet`` ran
+before c06cf61; the cells this study leaves open are rerun after it
+(``workflows/sem_rerun.py``), and once their reruns replace them there, their old
+records are kept in ``before-c06cf61.parquet`` beside it, which :func:`pre_fix_records`
+reads. Two of the networks a cell's E-steps and completions used are known:
 the first E-step's random chain (drawn again from the cell's seed stream, CPTs fitted on
 the available cases) and the best network (its DAG ``dag_json`` and elimination order
 ``treewidth_order``; CPTs fitted on a completion that is not stored). The best network
@@ -39,6 +42,20 @@ from workflows._rows import update_rows
 
 OUT = Path(__file__).resolve().parent / "results" / "sem-imputation-2018-reduced"
 GRID = Path(__file__).resolve().parents[1] / "configs" / "grids" / "sem-imputation-2018-reduced.yaml"
+#: The old records of the cells rerun after c06cf61, once the reruns replace them.
+BEFORE = OUT / "before-c06cf61.parquet"
+
+
+def pre_fix_records() -> Any:
+    """Every cell's record as it ran before c06cf61 (a DataFrame sorted by key): the
+    committed records, with the cells rerun since taken from :data:`BEFORE`."""
+    import pandas as pd
+
+    f = load_records(OUT / "records.parquet").frame()
+    if BEFORE.is_file():
+        b = load_records(BEFORE).frame()
+        f = pd.concat([f[~f["key"].isin(set(b["key"]))], b])
+    return f.sort_values("key", ignore_index=True)
 
 
 def cell_rows(records: Any, cells: dict[str, Any]) -> list[dict[str, Any]]:
@@ -90,7 +107,7 @@ def compute(datasets: list[str]) -> list[dict[str, Any]]:
     from bnsl_dist.pipeline.config import load_grid
     from bnsl_dist.pipeline.grid import expand_grid
 
-    f = load_records(OUT / "records.parquet").frame()
+    f = pre_fix_records()
     cells = {c.key: c for c in expand_grid(load_grid(GRID)) if c.dataset in datasets}
     rows = []
     for ds in datasets:
