@@ -123,7 +123,8 @@ def plan(out: Path, stored: Iterable[Path] = (), cpus: int = 2) -> list[list[str
     ``cpuN.txt`` balanced by the old cells' wall seconds; returns the lists."""
     from bnsl_dist.results.export import load_records
 
-    left = open_keys() - stored_keys(stored)
+    opened = open_keys()
+    left = opened - stored_keys(stored)
     f = load_records(OUT / "records.parquet").frame()
     wall = dict(zip(f["key"], f["wall_seconds"], strict=True))
     out.mkdir(parents=True, exist_ok=True)
@@ -137,7 +138,7 @@ def plan(out: Path, stored: Iterable[Path] = (), cpus: int = 2) -> list[list[str
         lists[j].append(str(path))
     for j, lst in enumerate(lists):
         (out / f"cpu{j}.txt").write_text("".join(p + "\n" for p in lst), encoding="utf-8")
-    print(f"{len(left)} of {len(open_keys())} open cells left, "
+    print(f"{len(left)} of {len(opened)} open cells left, "
           f"{sum(wall[k] for k in left) / 3600:.1f} h of the old cells' wall time; "
           f"per list: {', '.join(f'{x / 3600:.1f} h' for x in loads)}")
     return lists
@@ -152,10 +153,14 @@ def save(folders: Iterable[Path]) -> int:
 
     want = open_keys()
     cells = {r.key: r for r in read_records(RERUN).results()} if RERUN.is_file() else {}
+    fixed: dict[str, bool | None] = {}  # commit -> after_fix (git, once per commit)
     for folder in folders:
         src = ResultStore(folder)
         for r in src.read_results(sorted(src.done_keys() & want)):
-            if r.dirty is not False or after_fix(str(r.commit)) is not True:
+            commit = str(r.commit)
+            if commit not in fixed:
+                fixed[commit] = after_fix(commit)
+            if r.dirty is not False or fixed[commit] is not True:
                 raise DataError(f"cell {r.key} ran at {r.commit} (dirty: {r.dirty}): "
                                 f"not clean at or after {FIX}", path=str(folder))
             cells.setdefault(r.key, r)
@@ -247,8 +252,9 @@ def run(results: Path, stop_at: str, cpus: int = 2) -> int:
            "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     cli = [sys.executable, "-c", "from bnsl_dist.cli import main; main()"]
 
+    results.mkdir(parents=True, exist_ok=True)
+
     def one(cpu: int) -> None:
-        results.mkdir(parents=True, exist_ok=True)
         with open(results / f"cpu{cpu}.log", "a", encoding="utf-8") as log:
             for piece in lists[cpu]:
                 if time.time() >= end:
