@@ -54,7 +54,8 @@ def grid_group() -> None:
               help="End by WHEN (a batch job's time limit): a duration (2h30m, 90min), a "
                    "clock time (02:10) or a date and time (2026-11-28T02:10). No cell "
                    "starts that would not end by then at the mean wall time of the "
-                   "stored cells like it (one with none stored: while before WHEN); "
+                   "stored cells like it, or of those like it its worker has run in "
+                   "this run when longer (none: while before WHEN); "
                    "running cells finish; a cache built in one task stops at a batch "
                    "boundary, its batches kept for the rerun; the rest stay pending "
                    "(exit status 3).")

@@ -3,7 +3,7 @@
 task depending on its cache's, all in one graph in the order of
 :func:`~bnsl_dist.pipeline.cost.priorities`; the loop that stores the outcomes and watches
 for a lost scheduler or the last worker gone (:func:`_drain`); ``--stop-at``'s check on
-the workers (:func:`unless_late`). The grid around it (expansion, warm-up, reports) is
+the workers (:func:`unless_late`, :func:`unless_late_learning`). The grid around it (expansion, warm-up, reports) is
 :func:`bnsl_dist.orchestrate.grid.run_grid`.
 """
 
@@ -14,7 +14,10 @@ import functools
 import itertools
 import math
 import sys
+import threading
 import time
+import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,11 +44,13 @@ from bnsl_dist.pipeline.cost import (
     n_vars_hint,
     priorities,
 )
+from bnsl_dist.pipeline.forecast import RunWalls, likeness
 from bnsl_dist.pipeline.run import ensure_cache, run_cell
 from bnsl_dist.results.records import CellResult
 from bnsl_dist.results.store import ResultStore
 
-__all__ = ["NO_WORKER_TIMEOUT", "connected_workers", "run_cells", "unless_late"]
+__all__ = ["NO_WORKER_TIMEOUT", "connected_workers", "run_cells", "unless_late",
+           "unless_late_learning"]
 
 
 def unless_late(stop_at: float, expected: float, fn: Callable[..., Any], *args: Any) -> Any:
@@ -67,6 +72,50 @@ def unless_late(stop_at: float, expected: float, fn: Callable[..., Any], *args: 
         raise NotStarted(f"expected to take {expected:.0f} s, {max(0.0, left):.0f} s "
                          f"before the stop time")
     return fn(*args)
+
+
+#: Per run (:func:`run_cells` call, by its id), the wall seconds of the cells this
+#: process ran (:func:`unless_late_learning`); the last :data:`_RUNS_KEPT` runs kept.
+_RUN_WALLS: OrderedDict[str, RunWalls] = OrderedDict()
+_RUN_WALLS_LOCK = threading.Lock()
+_RUNS_KEPT = 8
+
+
+def _walls_of(run: str) -> RunWalls:
+    with _RUN_WALLS_LOCK:
+        walls = _RUN_WALLS.get(run)
+        if walls is None:
+            walls = _RUN_WALLS[run] = RunWalls()
+            while len(_RUN_WALLS) > _RUNS_KEPT:
+                _RUN_WALLS.popitem(last=False)
+        _RUN_WALLS.move_to_end(run)
+        return walls
+
+
+def unless_late_learning(run: str, like: tuple[Any, ...], stop_at: float,
+                         expected: float | None, fn: Callable[..., Any], *args: Any) -> Any:
+    """A cell's :func:`unless_late`: it expects the larger of ``expected`` (the stored
+    cells' estimate; None: 0) and the mean wall time of the cells alike (``like``,
+    :func:`~bnsl_dist.pipeline.forecast.likeness`) that this worker process has run in
+    ``run``; when ``fn`` returns, the seconds it took join them
+    (:class:`~bnsl_dist.pipeline.forecast.RunWalls`). The estimate is read when the
+    cell starts, not when it was submitted: cells sent before any like cell ended would
+    otherwise keep 0 s to the end.
+
+    Examples
+    --------
+    >>> like = ("nltcs", "test", "kg", 2, 1.0, None)
+    >>> unless_late_learning("doc", like, time.time() + 60, None, time.sleep, 0.2)
+    >>> unless_late_learning("doc", like, time.time() + 0.1, None, max, 2, 3)
+    Traceback (most recent call last):
+    ...
+    bnsl_dist.orchestrate.outcomes.NotStarted: expected to take 0 s, 0 s before the stop time
+    """
+    walls = _walls_of(run)
+    t0 = time.perf_counter()
+    out = unless_late(stop_at, walls.expected(like, expected), fn, *args)
+    walls.add(like, time.perf_counter() - t0)
+    return out
 
 
 #: Seconds without any worker after which a grid gives up (workers seen before).
@@ -178,7 +227,9 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
 
     With ``stop_at`` (a ``time.time()``), every task checks the clock when it starts on
     its worker (:func:`unless_late`): a cell runs only if it would end by then at its
-    ``expected`` wall seconds (key -> seconds; unknown: 0), a cache (one task or a batch)
+    expected wall seconds (:func:`unless_late_learning`: the larger of its ``expected``,
+    key -> seconds, unknown: 0, and the mean of the cells like it that its worker
+    process has run in this call), a cache (one task or a batch)
     only if it starts before then; the others are :class:`NotStarted`, listed in the
     summary's ``not_started`` (no record: they stay pending), as are the cells of a
     cache not started. Running cells are never stopped; a one-task cache build
@@ -209,6 +260,7 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
             build_cache = functools.partial(ensure_cache, stop_at=stop_at)
         build_cache = functools.partial(unless_late, stop_at, 0.0, build_cache)
         explore = functools.partial(unless_late, stop_at, 0.0, explore)
+    run_id = uuid.uuid4().hex  # the cells each worker runs in this call: :data:`_RUN_WALLS`
     p0 = time.perf_counter()
     since = time.time()
     with contextlib.suppress(Exception):  # installs the scheduler's task-stream plugin
@@ -238,7 +290,8 @@ def run_cells(client: Client, cells: Sequence[Cell], store: ResultStore, *,
             dep = cache_futs.get(c.cache_job.key)
             task = stage.cell_task(run, c, dep)
             if stop_at is not None:
-                task = (unless_late, stop_at, (expected or {}).get(key) or 0.0, *task)
+                task = (unless_late_learning, run_id, likeness(c), stop_at,
+                        (expected or {}).get(key), *task)
             tasks.append(queued_delayed(*task, key=f"cell-{key}", priority=prio.cells[key]))
             if isinstance(dep, StagedFile):
                 dep = dep.future

@@ -32,7 +32,8 @@
 6. with ``stop_at`` (``grid run --stop-at``, e.g. a batch job's wall-clock end), starts
    no task that would not finish by then: each cell checks the clock on its worker
    when it starts, against its expected wall time (the mean of the stored cells like
-   it, :func:`~bnsl_dist.pipeline.forecast.estimate_left`), and a cell that would overrun
+   it, :func:`~bnsl_dist.pipeline.forecast.estimate_left`, or of those like it its
+   worker has run in this run when longer), and a cell that would overrun
    does not run (:class:`NotStarted`): it stays pending for the rerun, as do the cells
    of a cache not started in time.
 
@@ -162,8 +163,10 @@ def run_grid(client: Client | None, grid: GridConfig, results_dir: str | os.Path
         batches (see :func:`~bnsl_dist.orchestrate.cells.run_cells`).
     stop_at : float, optional
         A ``time.time()`` by which the run should end: no cell starts that would not
-        end by then at the mean wall time of the stored cells like it (see
-        :func:`~bnsl_dist.orchestrate.cells.run_cells`); those left are the summary's ``not_started``.
+        end by then at the mean wall time of the stored cells like it, or of those like
+        it its worker has run in this run when longer (see
+        :func:`~bnsl_dist.orchestrate.cells.run_cells`); those left are the summary's
+        ``not_started``.
     expected : mapping, optional
         With ``stop_at``: the pending cells' expected wall seconds (key -> seconds), when
         the caller has them (:func:`~bnsl_dist.pipeline.forecast.estimate_left`); read from

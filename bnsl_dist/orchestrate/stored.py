@@ -41,13 +41,15 @@ class Scheduling:
 
     ``stop_at``: a ``time.time()`` by which the run should end: no cell starts that would
     not end by then at its ``expected`` wall seconds (key -> seconds; default the mean of
-    the stored cells like it, :func:`~bnsl_dist.pipeline.forecast.estimate_from_store`);
-    they stay pending (the summary's ``not_started``). On Dask: ``fan_out_seconds``
-    (caches of at least this estimated work are built as variable batches),
-    ``no_worker_timeout``, ``shared_fs`` (:mod:`~bnsl_dist.orchestrate.staging`),
-    ``compute`` (the task functions a replay puts in place of the work,
-    :mod:`~bnsl_dist.orchestrate.replay`), ``warmup`` (register the kernels' warm-up
-    plugin). ``bar`` (a rich progress bar) and ``on_result`` hear each stored cell."""
+    the stored cells like it, :func:`~bnsl_dist.pipeline.forecast.estimate_from_store`),
+    or at the mean of the cells like it the run has run on its worker process when
+    larger (:class:`~bnsl_dist.pipeline.forecast.RunWalls`); they stay pending (the summary's
+    ``not_started``). On Dask: ``fan_out_seconds`` (caches of at least this estimated
+    work are built as variable batches), ``no_worker_timeout``, ``shared_fs``
+    (:mod:`~bnsl_dist.orchestrate.staging`), ``compute`` (the task functions a replay
+    puts in place of the work, :mod:`~bnsl_dist.orchestrate.replay`), ``warmup``
+    (register the kernels' warm-up plugin). ``bar`` (a rich progress bar) and
+    ``on_result`` hear each stored cell."""
 
     stop_at: float | None = None
     expected: Mapping[str, float | None] | None = None
@@ -99,21 +101,26 @@ def _cache_path(store: ResultStore, cell: Cell) -> str | None:
 
 def _run_serially(cells: Sequence[Cell], store: ResultStore, how: Scheduling,
                   expected: Mapping[str, float | None]) -> GridSummary:
+    from bnsl_dist.pipeline.forecast import RunWalls, likeness
     from bnsl_dist.pipeline.run import ensure_cache, run_cell
 
     summary = GridSummary(total=len(cells), skipped=0, workers=1, threads=1)
     t0 = time.perf_counter()
+    walls = RunWalls()  # as on Dask: the like cells run so far, once there is one
     for cell in cells:
         left = None if how.stop_at is None else how.stop_at - time.time()
-        if left is not None and (left <= 0 or (expected.get(cell.key) or 0.0) > left):
+        if left is not None and (
+                left <= 0 or walls.expected(likeness(cell), expected.get(cell.key)) > left):
             outcome: Any = NotStarted("too late for the stop time")
         else:
+            t1 = time.perf_counter()
             try:
                 path = _cache_path(store, cell)
                 if path is not None:
                     # once: later cells find the file; resumable, stops at a batch
                     ensure_cache(cell.cache_job, path, stop_at=how.stop_at)
                 outcome = run_cell(cell, path)
+                walls.add(likeness(cell), time.perf_counter() - t1)
             except Exception:  # noqa: BLE001 - stored as the cell's failure record
                 outcome = sys.exc_info()
         store_outcome(outcome, cell, store, summary, how.bar, how.on_result)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 import os
+import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,8 +24,8 @@ from bnsl_dist.pipeline.cost import builds_cache, cache_work, cell_budget_second
 from bnsl_dist.pipeline.grid import grid_cells
 from bnsl_dist.results.store import ResultStore, StoreStatus
 
-__all__ = ["GridPlan", "estimate_from_store", "estimate_left", "format_duration",
-           "format_plan", "plan_grid", "started_by", "stop_note", "stored_walls",
+__all__ = ["GridPlan", "RunWalls", "estimate_from_store", "estimate_left", "format_duration",
+           "format_plan", "likeness", "plan_grid", "started_by", "stop_note", "stored_walls",
            "sum_known"]
 
 
@@ -190,34 +191,84 @@ def estimate_left(cells: Sequence[Cell], status: StoreStatus,
     >>> estimate_left(cells, st, {cells[0].key: 3.0})[cells[1].key]
     3.0
     """
-    def scale(c: Cell) -> float:
-        return 1.0 if c.sem is None else float(c.sem.budget_scale)
-
-    def rate(c: Cell) -> float | None:
-        return None if c.sem is None else float(c.sem.missing_rate)
-
-    def peers(c: Cell) -> tuple[Any, ...]:
-        return (c.dataset, c.split, c.label, c.search.k)
-
     # the tiers, most alike first: (key, whether walls are pooled per unit of scale)
     tiers: tuple[tuple[Callable[[Cell], tuple[Any, ...]], bool], ...] = (
-        (lambda c: (*peers(c), scale(c), rate(c)), False),
-        (lambda c: (*peers(c), scale(c)), False),
-        (peers, True))
+        (likeness, False),
+        (lambda c: (*_peers(c), _scale(c)), False),
+        (_peers, True))
     done = set(status.done)
     pooled: list[dict[tuple[Any, ...], list[float]]] = [{} for _ in tiers]
     for c in cells:
         if c.key in done and c.key in walls:
             for (key, per_scale), by_key in zip(tiers, pooled, strict=True):
                 by_key.setdefault(key(c), []).append(
-                    walls[c.key] / scale(c) if per_scale else walls[c.key])
+                    walls[c.key] / _scale(c) if per_scale else walls[c.key])
     out: dict[str, float | None] = {}
     for c in cells:
         if c.key not in done:
-            out[c.key] = next((sum(w) / len(w) * (scale(c) if per_scale else 1.0)
+            out[c.key] = next((sum(w) / len(w) * (_scale(c) if per_scale else 1.0)
                                for (key, per_scale), by_key in zip(tiers, pooled, strict=True)
                                if (w := by_key.get(key(c))) is not None), None)
     return out
+
+
+def _scale(c: Cell) -> float:
+    return 1.0 if c.sem is None else float(c.sem.budget_scale)
+
+
+def _peers(c: Cell) -> tuple[Any, ...]:
+    return (c.dataset, c.split, c.label, c.search.k)
+
+
+def likeness(cell: Cell) -> tuple[Any, ...]:
+    """What makes cells alike enough to expect one's wall time from the others' mean
+    (:func:`estimate_left`'s first tier): the data set, split, algorithm label,
+    treewidth, and a SEM cell's budget scale and missing rate."""
+    return (*_peers(cell), _scale(cell),
+            None if cell.sem is None else float(cell.sem.missing_rate))
+
+
+class RunWalls:
+    """The wall seconds of the cells one process has run during one run, by
+    :func:`likeness`: ``--stop-at`` expects of the next like cell the larger of their
+    mean and the estimate from the cells stored before the run (so a run never expects
+    less than the stored cells showed, and expects more when its own cells take longer:
+    a loaded or slower machine, or cells with nothing stored to go by). Without it, a run of cells with no stored twin expects 0 s of each to the end and
+    starts one more cell per worker after the stop time is out of reach (a worker that
+    had just run two 12-minute cells started a third 6 minutes before the stop). Safe
+    for the threads of one process.
+
+    Examples
+    --------
+    >>> w = RunWalls()
+    >>> w.expected(("nltcs", "test", "kg", 2, 1.0, None), 5.0)   # none run: the estimate
+    5.0
+    >>> w.add(("nltcs", "test", "kg", 2, 1.0, None), 700.0)
+    >>> w.add(("nltcs", "test", "kg", 2, 1.0, None), 740.0)
+    >>> w.expected(("nltcs", "test", "kg", 2, 1.0, None), None)
+    720.0
+    >>> w.expected(("nltcs", "test", "kg", 2, 1.0, None), 900.0)  # the larger
+    900.0
+    >>> w.expected(("nltcs", "test", "kg", 3, 1.0, None), None)  # not alike: unknown
+    0.0
+    """
+
+    def __init__(self) -> None:
+        self._walls: dict[tuple[Any, ...], tuple[float, int]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, like: tuple[Any, ...], seconds: float) -> None:
+        """One more cell of ``like`` run here, in ``seconds``."""
+        with self._lock:
+            total, n = self._walls.get(like, (0.0, 0))
+            self._walls[like] = (total + seconds, n + 1)
+
+    def expected(self, like: tuple[Any, ...], estimate: float | None) -> float:
+        """The seconds to expect of the next cell of ``like``: the larger of the mean of
+        those run here (none: 0) and ``estimate`` (None, unknown: 0)."""
+        with self._lock:
+            total, n = self._walls.get(like, (0.0, 0))
+        return max(total / n if n else 0.0, estimate or 0.0)
 
 
 def stored_walls(results_dir: str | os.PathLike[str], keys: Iterable[str]

@@ -164,3 +164,35 @@ def test_a_stored_run_in_this_process_starts_no_cell_that_would_overrun_the_stop
     assert store.done_keys() == {cells[0].key, cells[2].key}
     rest = execute(cells, store=store)
     assert rest.summary.computed == [late] and rest.summary.skipped == 2
+
+
+def test_a_stored_run_expects_the_like_cells_it_has_run(asia_ref, tmp_path, monkeypatch):
+    """Three cells alike (seeds) with nothing stored to go by, each taking 100 s on a
+    simulated clock, 150 s before the stop time: the first starts (expected 0 s); the
+    second is then expected to take as long as the first, which the 50 s left cannot
+    hold: not started, nor the third. Before, a cell with nothing to go by was expected
+    to take 0 s to the end, and the second started, to end 50 s past the stop time."""
+    import importlib
+    import time
+    import types
+
+    from bnsl_dist.orchestrate.execute import Scheduling
+
+    now = [time.time()]  # the cache build reads the real clock: within its stop time
+    clock = types.SimpleNamespace(time=lambda: now[0], perf_counter=lambda: now[0])
+    monkeypatch.setattr(importlib.import_module("bnsl_dist.orchestrate.stored"), "time",
+                        clock)
+    run_mod = importlib.import_module("bnsl_dist.pipeline.run")
+    real = run_mod.run_cell
+
+    def slow(cell, path):
+        now[0] += 100.0
+        return real(cell, path)
+
+    monkeypatch.setattr(run_mod, "run_cell", slow)
+    cells = learn_cells(asia_ref, CacheSpec(scores_per_variable=10), _search(), 3)
+    store = ResultStore(tmp_path / "res")
+    out = execute(cells, store=store, scheduling=Scheduling(stop_at=now[0] + 150.0))
+    assert out.summary.computed == [cells[0].key]
+    assert out.summary.not_started == [cells[1].key, cells[2].key]
+    assert store.done_keys() == {cells[0].key}

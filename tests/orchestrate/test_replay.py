@@ -305,3 +305,33 @@ def test_grid_run_replays_on_a_simulated_clock(tmp_path):
     res = CliRunner().invoke(main, [*base, "--results", str(tmp_path / "t"), "--replay",
                                     str(records), "--virtual-clock", "--stop-at", "1h"])
     assert res.exit_code == 2 and "--stop-at" in res.output
+
+
+def test_stop_at_expects_the_like_cells_a_worker_has_run(tmp_path):
+    """``--stop-at`` on Dask: four alike cells (seeds) with nothing stored to go by, each
+    sleeping 4 s, on two workers, 8 s before the stop time: the first two start (each
+    expected to take 0 s); when a worker is free again, about 4 s are left and its next
+    cell is expected to take as long as the one it has just run: not started (no
+    record). Before, the estimate was fixed when the cells were submitted, 0 s for each,
+    and both started, to end past the stop time (the SEM rerun's workers each started
+    one 12-minute cell 3 to 6 minutes before the stop)."""
+    from functools import partial
+
+    from bnsl_dist.orchestrate.cells import run_cells
+    from bnsl_dist.orchestrate.replay import ReplayRun, _run_cell, registered, replay_client
+    from bnsl_dist.pipeline.plan import replay_model
+
+    g = GridConfig.model_validate({
+        "name": "alike", "seed": 1, "datasets": [{"name": "nltcs", "splits": ["test"]}],
+        "cache": {"method": "independence", "path": "/nowhere/nltcs-{split}.jkl"},
+        "algorithms": [{"name": "kg", "k": [2], "budget": {"seconds": 4}}],
+        "seeds": [0, 1, 2, 3], "budget": {"seconds": 1}})
+    cells = expand_grid(g)
+    store = ResultStore(tmp_path)
+    run = ReplayRun(replay_model(cells), 1.0, "")
+    with registered(run) as token, replay_client(2, 1) as client:
+        summary = run_cells(client, cells, store, cache_path=lambda c: None,
+                            run=partial(_run_cell, token), stop_at=time.time() + 8.0)
+    assert len(summary.computed) == 2 and not summary.failed
+    assert sorted(summary.computed + summary.not_started) == sorted(c.key for c in cells)
+    assert store.done_keys() == set(summary.computed)
