@@ -398,3 +398,41 @@ def test_run_goes_down_each_cores_list_until_a_piece_stops_then_saves(tmp_path,
         assert all(c[c.index("--stop-at") + 1] == "23:59"
                    and c[c.index("--workers") + 1] == "1" for c in mine)
     assert saved == [[tmp_path / "r" / "cpu0"]]  # the folder a cell was stored in
+
+
+def test_run_starts_no_piece_whose_cells_the_stored_reruns_say_end_too_late(tmp_path,
+                                                                          monkeypatch):
+    """With the c20ng reruns but one stored (each took over 9 min; at most a quarter of
+    that at another budget scale) and two minutes left, ``run`` starts no piece of c20ng
+    (each list goes on past it) and every piece of a data set with no rerun stored
+    (nothing to go by: started, as ``grid run`` would)."""
+    import subprocess
+    import types
+    from pathlib import Path
+
+    import pyarrow as pa
+
+    from workflows import sem_rerun
+
+    recs = sem_rerun.rerun_records()
+    t = recs.table.filter(pa.array([d == "c20ng" for d in recs.table.column("dataset")
+                                    .to_pylist()]))
+    t = t.slice(1)  # one c20ng cell left to run
+    assert min(t.column("wall_seconds").to_pylist()) * 0.5 / 2 > 120
+    monkeypatch.setattr(sem_rerun, "RERUN", tmp_path / "rerun.parquet")
+    sem_rerun._export(t, sem_rerun.RERUN)
+    calls: list[str] = []
+
+    def fake_run(cmd, **kw):
+        calls.append(Path(cmd[cmd.index("run") + 1]).name)
+        return types.SimpleNamespace(returncode=0)
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setattr(sem_rerun, "save", lambda folders: 0)
+    sem_rerun.run(tmp_path / "r", "2min", cpus=2)
+    listed = [Path(p).name for j in (0, 1)
+              for p in (tmp_path / "r" / "pieces" / f"cpu{j}.txt").read_text().split()]
+    skipped = [p for p in listed if p.startswith("c20ng-")]
+    assert skipped and sorted(calls) == sorted(p for p in listed if p not in skipped)
+    logs = "".join((tmp_path / "r" / f"cpu{j}.log").read_text() for j in (0, 1))
+    assert logs.count(": not started, its cells expected to take") == len(skipped)

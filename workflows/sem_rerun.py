@@ -118,6 +118,32 @@ def pieces(keys: set[str]) -> list[tuple[str, dict[str, Any], set[str]]]:
     return out
 
 
+def expected_seconds(keys: Iterable[str], folders: Iterable[Path] = ()
+                     ) -> dict[str, float | None]:
+    """Each of ``keys``' expected wall seconds from the reruns stored (the committed file
+    and the results ``folders``), as ``grid run --stop-at`` expects a cell from the
+    stored cells like it (:func:`~bnsl_dist.pipeline.forecast.estimate_left`); None
+    where no rerun is like it."""
+    from bnsl_dist.pipeline.config import load_grid
+    from bnsl_dist.pipeline.forecast import estimate_left, stored_walls
+    from bnsl_dist.pipeline.grid import expand_grid
+    from bnsl_dist.results.export import read_records
+    from bnsl_dist.results.store import ResultStore, StoreStatus
+
+    walls: dict[str, float] = {}
+    if RERUN.is_file():
+        t = read_records(RERUN).table
+        walls.update(zip(t.column("key").to_pylist(), t.column("wall_seconds").to_pylist(),
+                         strict=True))
+    for f in folders:
+        if f.is_dir():
+            walls.update(stored_walls(f, ResultStore(f).done_keys()))
+    want = set(keys) - set(walls)
+    est = estimate_left(expand_grid(load_grid(GRID)),
+                        StoreStatus(tuple(walls), (), tuple(want)), walls)
+    return {k: est.get(k) for k in want}
+
+
 def plan(out: Path, stored: Iterable[Path] = (), cpus: int = 2) -> list[list[str]]:
     """Write the grid copies of the open cells not stored yet into ``out`` and the lists
     ``cpuN.txt`` balanced by the old cells' wall seconds; returns the lists."""
@@ -237,17 +263,26 @@ def run(results: Path, stop_at: str, cpus: int = 2) -> int:
     """Run the open cells not yet stored until ``stop_at`` (as ``grid run --stop-at``):
     the pieces left planned (``results/pieces``), each list run piece after piece by one
     worker pinned to its core, into ``results/cpuN`` (its log ``results/cpuN.log``),
-    then the stored reruns saved. Returns the number of cells in :data:`RERUN`."""
+    then the stored reruns saved. A piece whose cells are all expected to take longer
+    than the time left (:func:`expected_seconds`: the reruns stored like them) is not
+    started; the list goes on to the next. Returns the number of cells in
+    :data:`RERUN`."""
     import os
     import sys
     import threading
     import time
 
     from bnsl_dist.cli._common import stop_time
+    from bnsl_dist.pipeline.config import load_grid
+    from bnsl_dist.pipeline.grid import expand_grid
 
     end = stop_time(stop_at)  # checked before anything starts
     folders = [results / f"cpu{j}" for j in range(cpus)]
     lists = plan(results / "pieces", folders, cpus)
+    keys = {p: [c.key for c in expand_grid(load_grid(p))] for lst in lists for p in lst}
+    est = expected_seconds({k for ks in keys.values() for k in ks}, folders)
+    shortest = {p: min((e for k in ks if (e := est[k]) is not None), default=0.0)
+                for p, ks in keys.items()}  # grid run starts its first cell on this
     env = {**os.environ, "NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
            "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     cli = [sys.executable, "-c", "from bnsl_dist.cli import main; main()"]
@@ -259,6 +294,11 @@ def run(results: Path, stop_at: str, cpus: int = 2) -> int:
             for piece in lists[cpu]:
                 if time.time() >= end:
                     return
+                if time.time() + shortest[piece] > end:
+                    log.write(f"== {time.strftime('%H:%M:%S')} {piece}: not started, its "
+                              f"cells expected to take {shortest[piece] / 60:.1f} min or "
+                              f"more (the reruns stored like them)\n")
+                    continue
                 log.write(f"== {time.strftime('%H:%M:%S')} {piece}\n")
                 log.flush()
                 rc = subprocess.run(
