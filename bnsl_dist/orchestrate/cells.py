@@ -3,8 +3,8 @@
 task depending on its cache's, all in one graph in the order of
 :func:`~bnsl_dist.pipeline.cost.priorities`; the loop that stores the outcomes and watches
 for a lost scheduler or the last worker gone (:func:`_drain`); ``--stop-at``'s check on
-the workers (:func:`unless_late`, :func:`unless_late_learning`). The grid around it (expansion, warm-up, reports) is
-:func:`bnsl_dist.orchestrate.grid.run_grid`.
+the workers (:func:`unless_late`, :func:`unless_late_learning`). The grid around it
+(expansion, warm-up, reports) is :func:`bnsl_dist.orchestrate.grid.run_grid`.
 """
 
 from __future__ import annotations

@@ -43,9 +43,9 @@ class Scheduling:
     not end by then at its ``expected`` wall seconds (key -> seconds; default the mean of
     the stored cells like it, :func:`~bnsl_dist.pipeline.forecast.estimate_from_store`),
     or at the mean of the cells like it the run has run on its worker process when
-    larger (:class:`~bnsl_dist.pipeline.forecast.RunWalls`); they stay pending (the summary's
-    ``not_started``). On Dask: ``fan_out_seconds`` (caches of at least this estimated
-    work are built as variable batches), ``no_worker_timeout``, ``shared_fs``
+    larger (:class:`~bnsl_dist.pipeline.forecast.RunWalls`); they stay pending (the
+    summary's ``not_started``). On Dask: ``fan_out_seconds`` (caches of at least this
+    estimated work are built as variable batches), ``no_worker_timeout``, ``shared_fs``
     (:mod:`~bnsl_dist.orchestrate.staging`), ``compute`` (the task functions a replay
     puts in place of the work, :mod:`~bnsl_dist.orchestrate.replay`), ``warmup``
     (register the kernels' warm-up plugin). ``bar`` (a rich progress bar) and
@@ -106,7 +106,7 @@ def _run_serially(cells: Sequence[Cell], store: ResultStore, how: Scheduling,
 
     summary = GridSummary(total=len(cells), skipped=0, workers=1, threads=1)
     t0 = time.perf_counter()
-    walls = RunWalls()  # as on Dask: the like cells run so far, once there is one
+    walls = RunWalls()  # as on Dask: the like cells run so far
     for cell in cells:
         left = None if how.stop_at is None else how.stop_at - time.time()
         if left is not None and (

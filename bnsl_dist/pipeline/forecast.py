@@ -24,9 +24,9 @@ from bnsl_dist.pipeline.cost import builds_cache, cache_work, cell_budget_second
 from bnsl_dist.pipeline.grid import grid_cells
 from bnsl_dist.results.store import ResultStore, StoreStatus
 
-__all__ = ["GridPlan", "RunWalls", "estimate_from_store", "estimate_left", "format_duration",
-           "format_plan", "likeness", "plan_grid", "started_by", "stop_note", "stored_walls",
-           "sum_known"]
+__all__ = ["GridPlan", "RunWalls", "estimate_from_store", "estimate_left",
+           "format_duration", "format_plan", "likeness", "plan_grid", "started_by",
+           "stop_note", "stored_walls", "sum_known"]
 
 
 @dataclass(frozen=True)
@@ -233,10 +233,11 @@ class RunWalls:
     :func:`likeness`: ``--stop-at`` expects of the next like cell the larger of their
     mean and the estimate from the cells stored before the run (so a run never expects
     less than the stored cells showed, and expects more when its own cells take longer:
-    a loaded or slower machine, or cells with nothing stored to go by). Without it, a run of cells with no stored twin expects 0 s of each to the end and
-    starts one more cell per worker after the stop time is out of reach (a worker that
-    had just run two 12-minute cells started a third 6 minutes before the stop). Safe
-    for the threads of one process.
+    a loaded or slower machine, or cells with nothing stored to go by). Without it, a
+    run of cells with no stored twin expected 0 s of each to the end, and each worker
+    started one more cell when the stop time was out of reach (after cells of 10 to 14
+    minutes, one 3 and one 6 minutes before the stop). Safe for the threads of one
+    process.
 
     Examples
     --------
