@@ -144,9 +144,11 @@ def expected_seconds(keys: Iterable[str], folders: Iterable[Path] = ()
     return {k: est.get(k) for k in want}
 
 
-def plan(out: Path, stored: Iterable[Path] = (), cpus: int = 2) -> list[list[str]]:
+def plan(out: Path, stored: Iterable[Path] = (), cpus: int = 2
+         ) -> tuple[list[list[str]], dict[str, set[str]]]:
     """Write the grid copies of the open cells not stored yet into ``out`` and the lists
-    ``cpuN.txt`` balanced by the old cells' wall seconds; returns the lists."""
+    ``cpuN.txt`` balanced by the old cells' wall seconds; returns the lists and each
+    copy's cell keys (by its path)."""
     from bnsl_dist.results.export import load_records
 
     opened = open_keys()
@@ -156,18 +158,20 @@ def plan(out: Path, stored: Iterable[Path] = (), cpus: int = 2) -> list[list[str
     out.mkdir(parents=True, exist_ok=True)
     loads = [0.0] * cpus
     lists: list[list[str]] = [[] for _ in range(cpus)]
+    keys: dict[str, set[str]] = {}
     for name, g, ks in sorted(pieces(left), key=lambda p: -sum(wall[k] for k in p[2])):
         path = out / f"{name}.yaml"
         path.write_text(yaml.safe_dump(g, sort_keys=False), encoding="utf-8")
         j = loads.index(min(loads))
         loads[j] += sum(wall[k] for k in ks)
         lists[j].append(str(path))
+        keys[str(path)] = ks
     for j, lst in enumerate(lists):
         (out / f"cpu{j}.txt").write_text("".join(p + "\n" for p in lst), encoding="utf-8")
     print(f"{len(left)} of {len(opened)} open cells left, "
           f"{sum(wall[k] for k in left) / 3600:.1f} h of the old cells' wall time; "
           f"per list: {', '.join(f'{x / 3600:.1f} h' for x in loads)}")
-    return lists
+    return lists, keys
 
 
 def save(folders: Iterable[Path]) -> int:
@@ -273,13 +277,10 @@ def run(results: Path, stop_at: str, cpus: int = 2) -> int:
     import time
 
     from bnsl_dist.cli._common import stop_time
-    from bnsl_dist.pipeline.config import load_grid
-    from bnsl_dist.pipeline.grid import expand_grid
 
     end = stop_time(stop_at)  # checked before anything starts
     folders = [results / f"cpu{j}" for j in range(cpus)]
-    lists = plan(results / "pieces", folders, cpus)
-    keys = {p: [c.key for c in expand_grid(load_grid(p))] for lst in lists for p in lst}
+    lists, keys = plan(results / "pieces", folders, cpus)
     est = expected_seconds({k for ks in keys.values() for k in ks}, folders)
     shortest = {p: min((e for k in ks if (e := est[k]) is not None), default=0.0)
                 for p, ks in keys.items()}  # grid run starts its first cell on this

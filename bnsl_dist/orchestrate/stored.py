@@ -109,8 +109,9 @@ def _run_serially(cells: Sequence[Cell], store: ResultStore, how: Scheduling,
     walls = RunWalls()  # as on Dask: the like cells run so far
     for cell in cells:
         left = None if how.stop_at is None else how.stop_at - time.time()
+        like = likeness(cell)
         if left is not None and (
-                left <= 0 or walls.expected(likeness(cell), expected.get(cell.key)) > left):
+                left <= 0 or walls.expected(like, expected.get(cell.key)) > left):
             outcome: Any = NotStarted("too late for the stop time")
         else:
             t1 = time.perf_counter()
@@ -120,7 +121,7 @@ def _run_serially(cells: Sequence[Cell], store: ResultStore, how: Scheduling,
                     # once: later cells find the file; resumable, stops at a batch
                     ensure_cache(cell.cache_job, path, stop_at=how.stop_at)
                 outcome = run_cell(cell, path)
-                walls.add(likeness(cell), time.perf_counter() - t1)
+                walls.add(like, time.perf_counter() - t1)
             except Exception:  # noqa: BLE001 - stored as the cell's failure record
                 outcome = sys.exc_info()
         store_outcome(outcome, cell, store, summary, how.bar, how.on_result)
