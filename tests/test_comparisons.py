@@ -993,6 +993,31 @@ def sem_fig10_lines(folder: Path) -> list[str]:
     return lines
 
 
+def sem_tuning_rows(folder: Path) -> list[str]:
+    """The rows of the SEM COMPARISON's budget table (Figs. 9-10), from the tuning table
+    that ``bnsl-dist tables`` writes (``__sem_tuning.csv``, itself regenerated from the
+    records by tests/test_committed_results.py): per data set n, N, the mean seconds and
+    MPE accuracy at each scale, each step's gain with its ups/downs and sign-test p."""
+    table = pd.read_csv(folder / f"{folder.name}__sem_tuning.csv", dtype=str,
+                        keep_default_na=False)
+
+    def num(v: str) -> str:
+        return f"{float(v):,.1f}" if "." in v else f"{int(v):,}" if v else ""
+
+    def p(v: str) -> str:
+        return _p_value(float(v)) if "e" in v else v
+
+    rows = []
+    for r in table.to_dict("records"):
+        steps = [f"{_num(float(r[f'gain {s}']), '+.4f')} ({r[f'up/down {s}']}, "
+                 f"{p(r[f'p {s}'])})" for s in ("×0.5→×1", "×1→×2")]
+        rows.append(" ".join(("| " + " | ".join(
+            [r["data set"], num(r["n"]), num(r["N"])]
+            + [num(r[f"seconds ×{x}"]) for x in ("0.5", "1", "2")]
+            + [r[f"MPE ×{x}"] for x in ("0.5", "1", "2")] + steps) + " |").split()))
+    return rows
+
+
 def sem_mrf_lines(folder: Path) -> list[str]:
     """The figures of the SEM COMPARISON's mRF paragraphs (Figs. 6-8), from the mRF runs
     paired with the records (``mrf.json``): the wall-time ratio per missing rate and per
@@ -1025,7 +1050,7 @@ def test_sem_comparison_recomputes():
     folder = RESULTS / "sem-imputation-2018-reduced"
     fig10 = sem_fig10_lines(folder)
     _assert_in_comparison(folder.name, sem_summary(folder) + sem_budget_lines(folder) + fig10
-                          + sem_mrf_lines(folder))
+                          + sem_mrf_lines(folder) + sem_tuning_rows(folder))
     row = _index_row(folder.name)
     p_half = fig10[0].rsplit("(p = ", 1)[1].rstrip(")")
     assert f"in direction only (p = {p_half})" in row, "README.md's SEM row: Fig. 10's p"
@@ -1035,7 +1060,7 @@ def sem_rerun_line() -> str:
     """The rerun of the cells the clique underflow leaves open (workflows/sem_rerun.py):
     how many are stored, where they ran, and their completions' accuracy against the
     records run before c06cf61 (workflows/sem_underflow.py's ``pre_fix_records``)."""
-    from workflows.sem_rerun import open_keys, rerun_records
+    from workflows.sem_rerun import RERUN, open_keys, rerun_records
     from workflows.sem_underflow import pre_fix_records
 
     new = rerun_records().frame().set_index("key")
@@ -1052,14 +1077,19 @@ def sem_rerun_line() -> str:
         parts.append(f"{what} {_num(d.min(), '+.5f')} to {_num(d.max(), '+.5f')} (mean "
                      f"{_num(d.mean(), '+.6f')}; "
                      f"{int((d > 0).sum())} up, {int((d < 0).sum())} down)")
-    return (f"Stored: {len(new)} of the {len(open_keys())} cells ({sets}), run at "
+    stored = (f"Stored: {len(new)} of the {len(open_keys())}" if RERUN.is_file() else
+              f"Landed in records.parquet: all {len(new)}")
+    return (f"{stored} cells ({sets}), run at "
             f"{', '.join(commits)} (clean) on {' and '.join(map(str, cores))}-core "
             f"machines, one worker per core; new − old: {parts[0]}, {parts[1]}.")
 
 
 def test_the_sem_reruns_stored_are_stated():
+    from workflows.sem_rerun import RERUN
+
     line = sem_rerun_line()
     _assert_in_comparison("sem-imputation-2018-reduced", [line])
-    stored = line.split(" of the ", 1)[0].removeprefix("Stored: ")
-    assert f"rerun after the fix: {stored} of 91 stored" in \
-        _index_row("sem-imputation-2018-reduced"), "README.md's SEM row: the reruns stored"
+    said = (f"rerun after the fix: {line.split(' of the ', 1)[0].removeprefix('Stored: ')} "
+            "of 91 stored" if RERUN.is_file() else "all 91 rerun after the fix")
+    assert said in _index_row("sem-imputation-2018-reduced"), \
+        "README.md's SEM row: the reruns stored"
