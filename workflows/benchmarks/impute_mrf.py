@@ -400,8 +400,12 @@ def main() -> None:
     summary = summarise(runs)
     from bnsl_dist._io import atomic_write_text
 
+    records = Path(args.records).resolve()
+    root = GRID.parents[2]  # the repository: its own records are named relative to it
     path = write_result("mrf", {"settings": settings, "grid": str(GRID.name),
-                                "records": str(args.records), "runs": runs,
+                                "records": str(records.relative_to(root)
+                                               if records.is_relative_to(root) else records),
+                                "runs": runs,
                                 "summary": summary})
     atomic_write_text(_common.OUT_DIR / "mrf.md", table(summary, settings) + "\n")
     plot(runs, _common.OUT_DIR / "mrf.png")
