@@ -257,14 +257,18 @@ def test_save_adds_clean_reruns_and_refuses_the_cells_run_before_the_fix(tmp_pat
                                                                           monkeypatch):
     """``save`` keeps the committed cells, adds the open cells of a folder run clean after
     the fix (and no other cell), and refuses a folder holding an open cell run before it
-    (the committed records' own), leaving the file as it was."""
+    (the committed records' own, or since the land those it replaced), leaving the file
+    as it was."""
     import dataclasses
 
     from bnsl_dist.results.export import load_records, read_records
     from bnsl_dist.results.store import ResultStore
     from workflows import sem_rerun
+    from workflows.sem_underflow import BEFORE
 
     old = {r.key: r for r in load_records(sem_rerun.OUT / "records.parquet").results()}
+    if BEFORE.is_file():  # landed: the open cells as they ran before the fix
+        old.update({r.key: r for r in load_records(BEFORE).results()})
     opened = sorted(sem_rerun.open_keys())
     commit = _head()
     if sem_rerun.after_fix(commit) is not True:
